@@ -1,0 +1,17 @@
+"""arrowidx: Apache Paimon's file indexes and deletion vectors, Arrow-native."""
+
+from .errors import ArrowIdxError, CorruptIndexError, OptionError, UnsupportedTypeError
+from .file_index import FileIndex, write_file_index
+from .result import IndexResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArrowIdxError",
+    "CorruptIndexError",
+    "FileIndex",
+    "IndexResult",
+    "OptionError",
+    "UnsupportedTypeError",
+    "write_file_index",
+]

@@ -1,0 +1,161 @@
+"""The public face of one data file's index: build it (:func:`write_file_index`) and query
+it (:class:`FileIndex`).
+
+``write_file_index`` streams Arrow batches through one writer per (column, index type) and
+packs the results into a container; ``FileIndex`` opens a container lazily (header first,
+one reader per column when a predicate needs it) and answers Expressions with an
+:class:`~arrowidx.result.IndexResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ._bytes import as_buffer
+from .errors import OptionError
+from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
+from .index.container import Container, java_hashmap_order, write_container
+from .options import ColumnIndexSpec, parse_index_options
+from .predicate import bind, evaluate
+from .result import REMAIN, IndexResult
+from .types import column_keys, paimon_type
+
+Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
+
+
+def _batches(data: Data) -> tuple[pa.Schema | None, Iterable[pa.RecordBatch]]:
+    if isinstance(data, pa.Table):
+        return data.schema, data.to_batches()
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, [data]
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, data
+    return None, data
+
+
+def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple[str, str], Any]:
+    """One writer per requested (column, index type), checking columns and types up front."""
+    writers = {}
+    for spec in specs:
+        if schema.get_field_index(spec.column) < 0:
+            raise OptionError(
+                f"file-index.{spec.index_type}.columns names {spec.column!r}, which is not a column"
+                f" (columns: {', '.join(schema.names)})"
+            )
+        ptype = paimon_type(schema.field(spec.column).type)
+        index_type = INDEX_TYPES[spec.index_type]
+        index_type.check_type(ptype)
+        writers[(spec.column, spec.index_type)] = (ptype, index_type.writer(ptype, spec.options))
+    return writers
+
+
+def write_file_index(data: Data, options: Mapping[str, object]) -> bytes:
+    """Build the indexes ``options`` asks for over ``data`` and return the container bytes.
+
+    ``data`` is a ``pa.Table``, a ``pa.RecordBatch`` or an iterable of batches (streamed:
+    row numbers continue across batches). ``options`` uses Paimon's keys, e.g.
+    ``{"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.fpp": "0.01"}``.
+    """
+    specs = parse_index_options(options)
+    schema, batches = _batches(data)
+    writers = None
+    if schema is not None:
+        writers = index_writers(schema, specs)
+    for batch in batches:
+        if writers is None:
+            writers = index_writers(batch.schema, specs)
+        for (column, _), (ptype, writer) in writers.items():
+            writer.add(column_keys(batch.column(column), ptype))
+    if writers is None:  # an empty iterable: no schema to check against
+        if specs:
+            raise OptionError("write_file_index got no batches; pass a pa.Table (possibly empty) instead")
+        return write_container({})
+    return write_container(_java_layout({key: w.finish() for key, (_, w) in writers.items()}))
+
+
+def _java_layout(built: dict[tuple[str, str], bytes | None]) -> dict[str, dict[str, bytes | None]]:
+    """``{column: {type: bytes}}`` in the order Java's ``DataFileIndexWriter`` produces.
+
+    Java fills HashMaps (index type -> column -> writer, then column -> type -> bytes), so
+    emulating their iteration order makes multi-index containers byte-identical too.
+    """
+    types = java_hashmap_order([t for _, t in built])
+    inserted_columns: list[str] = []
+    per_type_columns = {t: java_hashmap_order([c for c, tt in built if tt == t]) for t in types}
+    for t in types:
+        inserted_columns.extend(per_type_columns[t])
+    layout: dict[str, dict[str, bytes | None]] = {}
+    for column in java_hashmap_order(inserted_columns):
+        column_types = [t for t in types if (column, t) in built]
+        layout[column] = {t: built[(column, t)] for t in java_hashmap_order(column_types)}
+    return layout
+
+
+class FileIndex:
+    """An opened file-index container for one data file.
+
+    ``source``: container bytes, a path or a binary file object. ``schema``: the data
+    file's ``pa.Schema`` (index keys are read with the column types). ``.columns`` lists the
+    indexes; ``.evaluate(expr)`` answers a ``pyarrow.compute.Expression``.
+    """
+
+    def __init__(self, source: Any, schema: pa.Schema):
+        data, name = as_buffer(source)
+        self.source = name
+        self.schema = schema
+        self.container = Container(data, name)
+        self._readers: dict[str, list[IndexReader]] = {}
+
+    @property
+    def columns(self) -> dict[str, list[str]]:
+        """``{column: [index types]}`` as stored in the container."""
+        return {c: list(by_type) for c, by_type in self.container.entries.items()}
+
+    def readers(self, column: str) -> list[IndexReader]:
+        """The readers of every index type on ``column`` that arrowidx knows (opened once).
+
+        Unknown index types, and columns missing from the schema, contribute no reader:
+        they cannot answer, so the result for them is REMAIN.
+        """
+        if column not in self._readers:
+            readers: list[IndexReader] = []
+            field_index = self.schema.get_field_index(column)
+            for entry in self.container.entries.get(column, {}).values():
+                index_type = INDEX_TYPES.get(entry.index_type)
+                if index_type is None or field_index < 0:
+                    continue
+                if entry.empty:
+                    readers.append(EmptyIndexReader())
+                    continue
+                arrow_type = self.schema.field(column).type
+                readers.append(index_type.reader(self.container.window(entry), paimon_type(arrow_type), arrow_type))
+            self._readers[column] = readers
+        return self._readers[column]
+
+    def evaluate(self, expr) -> IndexResult:
+        """REMAIN, SKIP or the bitmap of rows that may satisfy ``expr``.
+
+        Every row ``pyarrow`` would select for ``expr`` is kept; parts of ``expr`` no index
+        can answer count as REMAIN.
+        """
+        if expr is None:
+            return REMAIN
+        node = bind(expr, self.schema)
+        return evaluate(node, self.schema, self.readers).t
+
+    def describe(self) -> list[dict]:
+        """One row per stored index: column, type, size in bytes and what its reader reports."""
+        rows = []
+        for entry in self.container.all_entries():
+            row = {"column": entry.column, "index": entry.index_type, "bytes": entry.length, "empty": entry.empty}
+            known = entry.index_type in INDEX_TYPES and self.schema.get_field_index(entry.column) >= 0
+            if known and not entry.empty:
+                arrow_type = self.schema.field(entry.column).type
+                reader = INDEX_TYPES[entry.index_type].reader(self.container.window(entry), paimon_type(arrow_type), arrow_type)
+                row.update(reader.describe())
+            rows.append(row)
+        return rows

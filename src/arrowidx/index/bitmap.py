@@ -1,0 +1,403 @@
+"""Bitmap index (``bitmap``), versions 1 and 2: one Roaring bitmap of rows per distinct value.
+
+V1: ``version | row count | value count | has null | [null offset] | (key, offset)*`` then
+the bitmaps. V2 adds the NULL bitmap's length and splits the sorted ``(key, offset, length)``
+entries into index blocks of at most ``index-block-size`` bytes; the header lists each
+block's first key, so a point lookup reads the header and one block only. An offset
+``< 0`` means the value occurs once, in row ``-1 - offset``. Keys are written as Java's
+``DataOutput`` writes them (strings as int32 length + UTF-8).
+
+Build: the column is dictionary-encoded with ``pyarrow.compute``, rows are grouped by
+value with one stable numpy sort, and each distinct value's rows become one bitmap.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from .._bytes import ByteReader
+from .._roaring import bitmap_of, read_portable, read_portable_unsized, to_portable
+from ..errors import OptionError, UnsupportedTypeError
+from ..options import parse_memory_size
+from ..predicate import UNKNOWN, Answer
+from ..result import IndexResult
+from ..types import Keys, PaimonType, java_float_order
+from .base import IndexReader, IndexType, IndexWriter
+
+VERSION_1, VERSION_2 = 1, 2
+DEFAULT_BLOCK_SIZE = "16kb"
+
+# Serialised key formats (Java DataOutput): big-endian fixed width, or None for strings.
+_KEY_FORMATS = {
+    "TINYINT": ">i1", "SMALLINT": ">i2", "INT": ">i4", "DATE": ">i4", "TIME": ">i4",
+    "BIGINT": ">i8", "TIMESTAMP": ">i8", "TIMESTAMP_LTZ": ">i8",
+    "FLOAT": ">f4", "DOUBLE": ">f8", "BOOLEAN": "u1", "STRING": None,
+}  # fmt: skip
+
+
+def _sort_keys(values: np.ndarray, ptype: PaimonType) -> np.ndarray:
+    """Integers ordering values as Java's comparator does (floats by ``Float.compare``)."""
+    if ptype.is_float:
+        return java_float_order(values)
+    return values.astype(np.int64)
+
+
+def _sort_key(value, ptype: PaimonType):
+    """One value's position in Java's order (bytes compare unsigned, like BinaryString)."""
+    if ptype.is_string:
+        return bytes(value)
+    if ptype.is_float:
+        return int(java_float_order(np.array([value], dtype=ptype.key_dtype))[0])
+    return int(value)
+
+
+def _encode_key(value, fmt: str | None) -> bytes:
+    if fmt is None:
+        return len(value).to_bytes(4, "big") + value
+    return np.array([value]).astype(fmt).tobytes()
+
+
+# ---------------------------------------------------------------------------------------
+# writer
+# ---------------------------------------------------------------------------------------
+
+
+class BitmapWriter(IndexWriter):
+    def __init__(self, ptype: PaimonType, version: int, block_size: int):
+        self.ptype = ptype
+        self.version = version
+        self.block_size = block_size
+        self.chunks: list[Keys] = []
+
+    def add(self, keys: Keys) -> None:
+        self.chunks.append(keys)
+
+    def _concat(self) -> tuple[np.ndarray | pa.Array, np.ndarray]:
+        if self.ptype.is_string:
+            values = pa.concat_arrays([c.values for c in self.chunks]) if self.chunks else pa.array([], pa.large_binary())
+        else:
+            values = np.concatenate([c.values for c in self.chunks]) if self.chunks else np.zeros(0, self.ptype.key_dtype)
+        nulls = np.concatenate(
+            [c.nulls if c.nulls is not None else np.zeros(len(c), dtype=bool) for c in self.chunks]
+        ) if self.chunks else np.zeros(0, dtype=bool)
+        return values, nulls
+
+    def finish(self) -> bytes:
+        values, nulls = self._concat()
+        row_count = len(nulls)
+        nonnull_rows = np.flatnonzero(~nulls).astype(np.uint32)
+        null_rows = np.flatnonzero(nulls).astype(np.uint32)
+        # Dictionary-encode the non-null values; dictionary entries in Java's sort order.
+        if self.ptype.is_string:
+            present = values.filter(pa.array(~nulls)) if len(null_rows) else values
+            encoded = pc.dictionary_encode(present)
+            dictionary = encoded.dictionary
+            order_of_dict = pc.sort_indices(dictionary).to_numpy()
+            dict_keys = [bytes(dictionary[int(i)].as_py()) for i in order_of_dict]  # per distinct
+        else:
+            present = values[~nulls] if len(null_rows) else values
+            as_int = present.view(np.int32 if present.dtype == np.float32 else np.int64) if self.ptype.is_float else present
+            encoded = pc.dictionary_encode(pa.array(as_int.astype(np.uint8) if as_int.dtype == np.bool_ else as_int))
+            dictionary = encoded.dictionary.to_numpy(zero_copy_only=False)
+            if self.ptype.is_float:
+                dictionary = dictionary.view(self.ptype.key_dtype)
+            elif self.ptype.root == "BOOLEAN":
+                dictionary = dictionary.astype(bool)
+            order_of_dict = np.argsort(_sort_keys(dictionary, self.ptype), kind="stable")
+            dict_keys = dictionary[order_of_dict].tolist()  # per distinct
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        n_distinct = len(dictionary)
+        # Group rows by value: one stable sort (radix for <= 65536 distinct values).
+        sort_dtype = np.uint16 if n_distinct <= 65536 else np.int32
+        grouping = np.argsort(indices.astype(sort_dtype), kind="stable")
+        rows_by_value = nonnull_rows[grouping]
+        counts = np.bincount(indices, minlength=n_distinct)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_distinct else counts
+        return self._serialize(row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts)
+
+    def _serialize(self, row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts) -> bytes:
+        fmt = _KEY_FORMATS[self.ptype.root]
+        null_bytes = to_portable(bitmap_of(null_rows)) if len(null_rows) else b""
+        body = [null_bytes] if len(null_rows) > 1 else []
+        body_size = len(body[0]) if body else 0
+        entries = []  # (encoded key, offset, length) in Java's key order
+        for key, d in zip(dict_keys, order_of_dict.tolist()):  # per distinct value
+            count, start = int(counts[d]), int(starts[d])
+            if count == 1:
+                entries.append((_encode_key(key, fmt), -1 - int(rows_by_value[start]), -1))
+            else:
+                data = to_portable(bitmap_of(rows_by_value[start : start + count]))
+                entries.append((_encode_key(key, fmt), body_size, len(data)))
+                body.append(data)
+                body_size += len(data)
+        has_null = len(null_rows) > 0
+        null_offset = -1 - int(null_rows[0]) if len(null_rows) == 1 else 0
+        out = bytearray([self.version])
+        out += row_count.to_bytes(4, "big") + len(entries).to_bytes(4, "big", signed=True)
+        out.append(1 if has_null else 0)
+        if self.version == VERSION_1:
+            if has_null:
+                out += null_offset.to_bytes(4, "big", signed=True)
+            for key, offset, _ in entries:
+                out += key + offset.to_bytes(4, "big", signed=True)
+        else:
+            if has_null:
+                out += null_offset.to_bytes(4, "big", signed=True) + len(null_bytes).to_bytes(4, "big")
+            out += self._v2_blocks(entries)
+        return bytes(out) + b"".join(body)
+
+    def _v2_blocks(self, entries) -> bytes:
+        """Index blocks as Java packs them: greedily, each at most ``block_size`` bytes."""
+        blocks: list[list] = []
+        size = 0
+        for entry in entries:
+            entry_bytes = 8 + len(entry[0])
+            if not blocks or size + entry_bytes > self.block_size:
+                if 4 + entry_bytes > self.block_size:
+                    raise OptionError(
+                        f"bitmap index-block-size {self.block_size} bytes cannot hold a key of"
+                        f" {len(entry[0])} bytes; raise file-index.bitmap.<column>.index-block-size"
+                    )
+                blocks.append([])
+                size = 4
+            blocks[-1].append(entry)
+            size += entry_bytes
+        encoded_blocks = []
+        for block in blocks:
+            data = bytearray(len(block).to_bytes(4, "big"))
+            for key, offset, length in block:
+                data += key + offset.to_bytes(4, "big", signed=True) + length.to_bytes(4, "big", signed=True)
+            encoded_blocks.append(bytes(data))
+        out = bytearray(len(blocks).to_bytes(4, "big"))
+        block_offset = 0
+        for block, data in zip(blocks, encoded_blocks):
+            out += block[0][0] + block_offset.to_bytes(4, "big")
+            block_offset += len(data)
+        out += block_offset.to_bytes(4, "big")
+        for data in encoded_blocks:
+            out += data
+        return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------
+# reader
+# ---------------------------------------------------------------------------------------
+
+
+class BitmapReader(IndexReader):
+    """Reads V1 or V2; V2 decodes an index block only when a lookup lands in it."""
+
+    def __init__(self, data: ByteReader, ptype: PaimonType):
+        self.r = data
+        self.ptype = ptype
+        self.fmt = _KEY_FORMATS[ptype.root]
+        self._bitmaps: dict = {}
+        self.version = data.u8("bitmap version")
+        if self.version not in (VERSION_1, VERSION_2):
+            if self.version > VERSION_2:
+                from .container import UnsupportedVersionError
+
+                raise UnsupportedVersionError(
+                    f"bitmap index version {self.version}; arrowidx reads versions 1 and 2",
+                    source=data.source,
+                    offset=data.pos - 1,
+                )
+            raise data.fail(f"bad bitmap index version {self.version}", data.pos - 1)
+        self.row_count = data.i32("bitmap row count")
+        if self.row_count < 0:
+            raise data.fail(f"negative bitmap row count {self.row_count}", data.pos - 4)
+        if self.version == VERSION_1:  # V1 lists every (key, offset) in the header
+            entry_size = 4 + (4 if self.fmt is None else np.dtype(self.fmt).itemsize)
+            self.cardinality = data.count("bitmap distinct value count", entry_size)
+        else:
+            self.cardinality = data.i32("bitmap distinct value count")
+            if self.cardinality < 0:
+                raise data.fail(f"negative distinct value count {self.cardinality}", data.pos - 4)
+        self.has_null = data.boolean("bitmap has-null flag")
+        self.null_offset, self.null_length = 0, -1
+        if self.has_null:
+            self.null_offset = data.i32("null bitmap offset")
+            if self.version == VERSION_2:
+                self.null_length = data.i32("null bitmap length")
+        if self.version == VERSION_1:
+            self._read_v1_dictionary()
+        else:
+            self._read_v2_header()
+
+    # -- header parsing --------------------------------------------------------------
+    def _read_key(self, r: ByteReader):
+        if self.fmt is None:
+            n = r.i32("key length")
+            return bytes(r.raw(n, "string key"))
+        value = r.array(self.fmt, 1, "key")[0]
+        return value.item()
+
+    def _read_v1_dictionary(self) -> None:
+        r = self.r
+        self._entries: dict = {}
+        for _ in range(self.cardinality):  # V1 has no blocks: the whole dictionary is the header
+            key = self._read_key(r)
+            offset = r.i32("bitmap offset")
+            self._entries[_sort_key(key, self.ptype)] = (offset, -1)
+        self.body_start = r.pos
+        # V1 stores no lengths: each bitmap runs to the next offset (or the end of the index).
+        offsets = sorted({o for o, _ in self._entries.values() if o >= 0} | ({self.null_offset} if self._null_stored else set()))
+        ends = dict(zip(offsets, offsets[1:] + [r.end - self.body_start]))
+        self._entries = {k: (o, ends[o] - o if o >= 0 else -1) for k, (o, _) in self._entries.items()}
+        if self._null_stored:
+            self.null_length = ends[self.null_offset] - self.null_offset
+
+    @property
+    def _null_stored(self) -> bool:
+        return self.has_null and self.null_offset >= 0
+
+    def _read_v2_header(self) -> None:
+        r = self.r
+        n_blocks = r.count("bitmap index block count", 5)
+        if self.fmt is not None:
+            raw = r.array([("k", self.fmt), ("o", ">i4")], n_blocks, "index block headers")
+            self._block_keys = _sort_keys(raw["k"].astype(self.ptype.key_dtype), self.ptype).tolist()
+            self._block_offsets = raw["o"].tolist()
+        else:
+            keys, offsets = [], []
+            for _ in range(n_blocks):  # per index block (16kb of entries each by default)
+                keys.append(self._read_key(r))
+                offsets.append(r.i32("index block offset"))
+            self._block_keys, self._block_offsets = keys, offsets
+        body_offset = r.i32("bitmap body offset")
+        self.blocks_start = r.pos
+        self.body_start = r.pos + body_offset
+        if body_offset < 0 or self.body_start > r.end:
+            raise r.fail(f"bitmap body offset {body_offset} points past the index", r.pos - 4)
+        self._blocks: dict[int, tuple[list, list]] = {}
+
+    def _block(self, i: int) -> tuple[list, list]:
+        """Decode index block ``i`` into (sorted keys, (offset, length) pairs)."""
+        if i not in self._blocks:
+            start = self.blocks_start + self._block_offsets[i]
+            if not self.blocks_start <= start < self.body_start:
+                raise self.r.fail(f"index block {i} offset {self._block_offsets[i]} is outside the block area")
+            r = ByteReader(self.r.data, self.r.source, start, self.body_start)
+            n = r.count("index block entry count", 9)
+            if self.fmt is not None:
+                raw = r.array([("k", self.fmt), ("o", ">i4"), ("l", ">i4")], n, "index block entries")
+                keys = _sort_keys(raw["k"].astype(self.ptype.key_dtype), self.ptype).tolist()
+                locs = list(zip(raw["o"].tolist(), raw["l"].tolist()))
+            else:
+                keys, locs = [], []
+                for _ in range(n):  # per entry of one block
+                    keys.append(self._read_key(r))
+                    locs.append((r.i32("bitmap offset"), r.i32("bitmap length")))
+            self._blocks[i] = (keys, locs)
+        return self._blocks[i]
+
+    def _find(self, key) -> tuple[int, int] | None:
+        sk = _sort_key(key, self.ptype)
+        if self.version == VERSION_1:
+            return self._entries.get(sk)
+        i = bisect.bisect_right(self._block_keys, sk) - 1
+        if i < 0:
+            return None
+        keys, locs = self._block(i)
+        j = bisect.bisect_left(keys, sk)
+        return locs[j] if j < len(keys) and keys[j] == sk else None
+
+    # -- bitmaps -----------------------------------------------------------------------
+    def _read_bitmap(self, offset: int, length: int, what: str) -> BitMap:
+        if offset < 0:
+            row = -1 - offset
+            if row >= self.row_count:
+                raise self.r.fail(f"{what}: single row {row} is past the row count {self.row_count}")
+            return BitMap([row])
+        start = self.body_start + offset
+        if not self.body_start <= start <= self.r.end:
+            raise self.r.fail(f"{what}: offset {offset} is outside the bitmap body")
+        r = ByteReader(self.r.data, self.r.source, start, self.r.end)
+        bitmap = read_portable(r, length, what) if length >= 0 else read_portable_unsized(r, what)
+        if len(bitmap) and bitmap.max() >= self.row_count:
+            raise r.fail(f"{what} holds row {bitmap.max()} past the row count {self.row_count}", start)
+        return bitmap
+
+    def value_bitmap(self, key) -> BitMap:
+        """Rows holding ``key`` (an empty bitmap if the value does not occur)."""
+        sk = _sort_key(key, self.ptype)
+        if sk not in self._bitmaps:
+            loc = self._find(key)
+            self._bitmaps[sk] = BitMap() if loc is None else self._read_bitmap(*loc, what=f"bitmap of {key!r}")
+        return self._bitmaps[sk]
+
+    def null_bitmap(self) -> BitMap:
+        if not self.has_null:
+            return BitMap()
+        if "null" not in self._bitmaps:
+            self._bitmaps["null"] = self._read_bitmap(self.null_offset, self.null_length, "NULL bitmap")
+        return self._bitmaps["null"]
+
+    def _non_null(self) -> BitMap:
+        rows = BitMap()
+        rows.add_range(0, self.row_count)
+        return rows - self.null_bitmap()
+
+    def answer(self, op: str, keys: tuple) -> Answer:
+        if op == "is_null":
+            return Answer(IndexResult.of(self.null_bitmap), IndexResult.of(self._non_null))
+        if op not in ("eq", "in") or any(k is None for k in keys):
+            return UNKNOWN
+
+        def matching() -> BitMap:
+            return BitMap.union(BitMap(), *(self.value_bitmap(k) for k in keys))
+
+        t = IndexResult.of(matching)
+        return Answer(t, IndexResult.of(lambda: self._non_null() - t.bitmap))
+
+    def describe(self) -> dict:
+        return {
+            "version": self.version,
+            "rows": self.row_count,
+            "distinct values": self.cardinality,
+            "has nulls": self.has_null,
+        }
+
+
+class BitmapIndex(IndexType):
+    name = "bitmap"
+    options = frozenset({"version", "index-block-size"})
+
+    @classmethod
+    def check_type(cls, ptype: PaimonType) -> None:
+        if ptype.root == "DECIMAL":
+            raise UnsupportedTypeError("bitmap does not support DECIMAL (as in Paimon); use bsi or range-bitmap")
+
+    @classmethod
+    def _parse(cls, column: str, options: Mapping[str, str]) -> tuple[int, int]:
+        try:
+            version = int(options.get("version", VERSION_2))
+        except ValueError:
+            raise OptionError(f"file-index.bitmap.{column}.version must be 1 or 2, got {options['version']!r}") from None
+        if version not in (VERSION_1, VERSION_2):
+            raise OptionError(f"file-index.bitmap.{column}.version must be 1 or 2, got {version}")
+        key = f"file-index.bitmap.{column}.index-block-size"
+        block_size = parse_memory_size(options.get("index-block-size", DEFAULT_BLOCK_SIZE), key)
+        if block_size <= 0 or block_size > 2**31 - 1:
+            raise OptionError(f"{key} must be positive and below 2gb, got {block_size}")
+        return version, block_size
+
+    @classmethod
+    def check_options(cls, column: str, options: Mapping[str, str]) -> None:
+        cls._parse(column, options)
+
+    @classmethod
+    def writer(cls, ptype: PaimonType, options: Mapping[str, str]) -> IndexWriter:
+        cls.check_type(ptype)
+        version, block_size = cls._parse("?", options)
+        return BitmapWriter(ptype, version, block_size)
+
+    @classmethod
+    def reader(cls, data: ByteReader, ptype: PaimonType, arrow_type: pa.DataType) -> IndexReader:
+        return BitmapReader(data, ptype)

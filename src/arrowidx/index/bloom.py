@@ -1,0 +1,158 @@
+"""BloomFilter index (``bloom-filter``): Paimon's ``BloomFilter64`` with ``FastHash``.
+
+Bytes: ``numHashFunctions`` (int32 BE) then the bit set, least-significant bit first in
+each byte. ``numBits = nb + (8 - nb % 8)`` with ``nb = (int)(-items * ln(fpp) / ln(2)^2)``,
+``numHashFunctions = max(1, round(numBits / items * ln 2))``. A value's 64-bit hash is
+Thomas Wang's long hash of its key (numbers, dates, times, timestamps, float bit patterns)
+or XXH64 of its UTF-8 bytes (strings); bit ``i`` of ``k`` is
+``(h1 + i*h2)`` (int32 wrap, negative flipped with ``~``) modulo ``numBits``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._bytes import ByteReader
+from .._hash import thomas_wang_long_hash, xxh64_binary
+from ..errors import OptionError, UnsupportedTypeError
+from ..predicate import UNKNOWN, Answer
+from ..result import REMAIN, SKIP
+from ..types import Keys, PaimonType, canonical_float_keys
+from .base import IndexReader, IndexType, IndexWriter
+
+DEFAULT_ITEMS = 1_000_000
+DEFAULT_FPP = 0.1
+
+
+def bloom_parameters(items: int, fpp: float) -> tuple[int, int]:
+    """``(numBits, numHashFunctions)`` exactly as ``BloomFilter64(items, fpp)`` computes them."""
+    nb = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))
+    num_bits = nb + (8 - (nb % 8))
+    k = max(1, int(math.floor(num_bits / items * math.log(2) + 0.5)))
+    return num_bits, k
+
+
+def key_hashes(keys: Keys, ptype: PaimonType) -> np.ndarray:
+    """The 64-bit ``FastHash`` of every non-null key (int64), nulls removed."""
+    values = keys.values
+    if keys.nulls is not None:
+        if isinstance(values, pa.Array):
+            values = values.filter(pa.array(~keys.nulls))
+        else:
+            values = values[~keys.nulls]
+    if ptype.is_string:
+        return xxh64_binary(pc.unique(values))  # equal strings add equal bits: hash each once
+    if ptype.is_float:
+        values = canonical_float_keys(values)  # Java hashes floatToIntBits: one NaN
+        bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
+        return thomas_wang_long_hash(bits.astype(np.int64))
+    return thomas_wang_long_hash(values.astype(np.int64))
+
+
+def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray]:
+    """For each hash function i (1..k), the bit each hash sets (int32 arithmetic as Java)."""
+    h1 = hashes.astype(np.int32)  # low 32 bits
+    h2 = (hashes.view(np.uint64) >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    out = []
+    with np.errstate(over="ignore"):
+        for i in range(1, k + 1):
+            combined = h1 + np.int32(i) * h2
+            combined = np.where(combined < 0, ~combined, combined)
+            out.append(combined.astype(np.int64) % num_bits)
+    return out
+
+
+class BloomFilterWriter(IndexWriter):
+    def __init__(self, ptype: PaimonType, items: int, fpp: float):
+        self.ptype = ptype
+        self.num_bits, self.k = bloom_parameters(items, fpp)
+        self.bits = np.zeros(self.num_bits, dtype=np.bool_)
+
+    def add(self, keys: Keys) -> None:
+        hashes = key_hashes(keys, self.ptype)
+        for positions in _bit_positions(hashes, self.num_bits, self.k):
+            self.bits[positions] = True
+
+    def finish(self) -> bytes:
+        packed = np.packbits(self.bits, bitorder="little")
+        return self.k.to_bytes(4, "big", signed=True) + packed.tobytes()
+
+
+class BloomFilterReader(IndexReader):
+    def __init__(self, data: ByteReader, ptype: PaimonType):
+        self.ptype = ptype
+        self.k = data.i32("bloom filter hash function count")
+        if not 1 <= self.k <= 1024:
+            raise data.fail(f"bloom filter hash function count {self.k} is not in [1, 1024]", data.pos - 4)
+        if data.remaining == 0:
+            raise data.fail("bloom filter has no bits")
+        self.bits = data.array("u1", data.remaining, "bloom filter bits")
+        self.num_bits = len(self.bits) * 8
+
+    def might_contain(self, key_values: list) -> np.ndarray:
+        """For each key, whether the filter may hold it."""
+        arrow_type = pa.large_binary() if self.ptype.is_string else None
+        if self.ptype.is_string:
+            keys = Keys(pa.array(key_values, type=arrow_type), None)
+        else:
+            keys = Keys(np.array(key_values, dtype=self.ptype.key_dtype), None)
+        hashes = key_hashes(keys, self.ptype) if not self.ptype.is_string else xxh64_binary(keys.values)
+        hit = np.ones(len(key_values), dtype=bool)
+        for positions in _bit_positions(hashes, self.num_bits, self.k):
+            hit &= (self.bits[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1 == 1
+        return hit
+
+    def answer(self, op: str, keys: tuple) -> Answer:
+        if op not in ("eq", "in") or any(k is None for k in keys):
+            return UNKNOWN
+        if not keys:
+            return Answer(SKIP, REMAIN)
+        return Answer(REMAIN if self.might_contain(list(keys)).any() else SKIP, REMAIN)
+
+    def describe(self) -> dict:
+        return {"hash functions": self.k, "bits": self.num_bits}
+
+
+class BloomFilterIndex(IndexType):
+    name = "bloom-filter"
+    options = frozenset({"items", "fpp"})
+
+    @classmethod
+    def check_type(cls, ptype: PaimonType) -> None:
+        if ptype.root in ("BOOLEAN", "DECIMAL"):
+            raise UnsupportedTypeError(f"bloom-filter does not support {ptype.sql} (as in Paimon)")
+
+    @classmethod
+    def _parse(cls, column: str, options: Mapping[str, str]) -> tuple[int, float]:
+        try:
+            items = int(options.get("items", DEFAULT_ITEMS))
+            fpp = float(options.get("fpp", DEFAULT_FPP))
+        except ValueError as e:
+            raise OptionError(f"bloom-filter options of column {column!r}: {e}") from None
+        if items <= 0 or items > 2**31 - 1:
+            raise OptionError(f"file-index.bloom-filter.{column}.items must be in [1, 2^31-1], got {items}")
+        if not 0.0 < fpp < 1.0:
+            raise OptionError(f"file-index.bloom-filter.{column}.fpp must be in (0, 1), got {fpp}")
+        num_bits, _ = bloom_parameters(items, fpp)
+        if num_bits > 2**31 - 1:
+            raise OptionError(f"bloom-filter for {column!r}: items={items}, fpp={fpp} needs {num_bits} bits, over Java's int limit")
+        return items, fpp
+
+    @classmethod
+    def check_options(cls, column: str, options: Mapping[str, str]) -> None:
+        cls._parse(column, options)
+
+    @classmethod
+    def writer(cls, ptype: PaimonType, options: Mapping[str, str]) -> IndexWriter:
+        cls.check_type(ptype)
+        items, fpp = cls._parse("?", options)
+        return BloomFilterWriter(ptype, items, fpp)
+
+    @classmethod
+    def reader(cls, data: ByteReader, ptype: PaimonType, arrow_type: pa.DataType) -> IndexReader:
+        return BloomFilterReader(data, ptype)

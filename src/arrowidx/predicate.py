@@ -1,0 +1,581 @@
+"""Predicates: a ``pyarrow.compute.Expression`` bound to a schema, and its evaluation by indexes.
+
+Three steps, each a small function:
+
+1. :func:`parse` reads the expression tree from pyarrow's own serialisation (the bytes
+   ``Expression.__reduce__`` pickles: an Arrow IPC file whose schema metadata lists the tree
+   in prefix order and whose columns hold the literals). No string parsing.
+2. :func:`bind` turns it into a :class:`Node` tree against the data file's schema: literals
+   are cast to the column type (a literal that does not survive the cast exactly, a function
+   we do not know, a field not in the schema: all become :class:`Opaque`).
+3. :func:`evaluate` walks the tree with SQL three-valued logic, exactly as ``pyarrow.compute``
+   filters. Every node yields an :class:`Answer`: a superset of the rows where it is TRUE
+   and a superset of the rows where it is FALSE. ``~`` swaps the two, so a complement is
+   computed from the FALSE side and never drops a NULL row that pyarrow keeps
+   (``~x.isin([1])`` keeps NULLs, ``~(x == 1)`` does not). Leaves are lowered to *key-space*
+   predicates in Java's semantics (:class:`KLeaf`), which the index readers answer.
+
+Floats: the answer keeps every row that either IEEE (pyarrow: -0.0 == 0.0, NaN matches
+nothing) or Java/Spark ordering (``Double.compare``: -0.0 < 0.0, NaN == NaN and largest)
+selects, by OR-ing both lowerings.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from .result import REMAIN, SKIP, IndexResult
+from .types import PaimonType, literal_keys, paimon_type
+
+# --------------------------------------------------------------------------------------
+# The bound predicate model
+# --------------------------------------------------------------------------------------
+
+
+class Node:
+    """A bound predicate node."""
+
+    def columns(self) -> set[str]:
+        return set()
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    """``column <op> literal`` with op in eq, lt, le, gt, ge; literal cast to the column type."""
+
+    op: str
+    column: str
+    literal: pa.Scalar
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class IsIn(Node):
+    """``column`` in ``values`` (non-null, cast); ``null_match`` is pyarrow's null behaviour."""
+
+    column: str
+    values: pa.Array
+    null_in_set: bool
+    null_match: str  # MATCH, SKIP, EMIT_NULL or INCONCLUSIVE
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class IsNull(Node):
+    column: str
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class Not(Node):
+    child: Node
+
+    def columns(self) -> set[str]:
+        return self.child.columns()
+
+
+@dataclass(frozen=True)
+class And(Node):
+    children: tuple[Node, ...]
+
+    def columns(self) -> set[str]:
+        return set().union(*(c.columns() for c in self.children))
+
+
+@dataclass(frozen=True)
+class Or(Node):
+    children: tuple[Node, ...]
+
+    def columns(self) -> set[str]:
+        return set().union(*(c.columns() for c in self.children))
+
+
+@dataclass(frozen=True)
+class Const(Node):
+    """A constant: True, False, or None (SQL NULL, e.g. a comparison with a null literal)."""
+
+    value: bool | None
+
+
+@dataclass(frozen=True)
+class Opaque(Node):
+    """Something no index can answer; it is REMAIN for both TRUE and FALSE."""
+
+    reason: str
+
+
+# --------------------------------------------------------------------------------------
+# 1. parse: pyarrow's serialised expression -> a raw tree
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    name: str
+    args: tuple
+    options: pa.Scalar | None
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Literal:
+    value: pa.Scalar
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    what: str
+
+
+class _ArrowSchema(ctypes.Structure):
+    pass
+
+
+_ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p),
+    ("name", ctypes.c_char_p),
+    ("metadata", ctypes.c_void_p),
+    ("flags", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("children", ctypes.c_void_p),
+    ("dictionary", ctypes.c_void_p),
+    ("release", ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowSchema))),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+def _metadata_pairs(schema: pa.Schema) -> list[tuple[str, str]]:
+    """Schema metadata as an ordered list with duplicate keys kept.
+
+    ``Schema.metadata`` is a dict (duplicates collapse), so read the key/value list through
+    the Arrow C data interface, whose metadata encoding is specified and stable.
+    """
+    c_schema = _ArrowSchema()
+    schema._export_to_c(ctypes.addressof(c_schema))
+    try:
+        ptr = c_schema.metadata
+        if not ptr:
+            return []
+        (count,) = struct.unpack("<i", ctypes.string_at(ptr, 4))
+        pos, out = 4, []
+        for _ in range(count):
+            (klen,) = struct.unpack("<i", ctypes.string_at(ptr + pos, 4))
+            key = ctypes.string_at(ptr + pos + 4, klen)
+            pos += 4 + klen
+            (vlen,) = struct.unpack("<i", ctypes.string_at(ptr + pos, 4))
+            value = ctypes.string_at(ptr + pos + 4, vlen)
+            pos += 4 + vlen
+            out.append((key.decode(), value.decode()))
+        return out
+    finally:
+        c_schema.release(ctypes.byref(c_schema))
+
+
+def parse(expr: pc.Expression):
+    """The raw call tree of a pyarrow Expression (``_Call``/``_Field``/``_Literal``/``_Unknown``)."""
+    reduced = expr.__reduce__()
+    buf = reduced[1][0]
+    reader = ipc.open_file(buf)
+    batch = reader.get_batch(0) if reader.num_record_batches else None
+    tokens = _metadata_pairs(reader.schema)
+    pos = 0
+
+    def column(index: str) -> pa.Scalar:
+        return batch.column(int(index))[0]
+
+    def node():
+        nonlocal pos
+        key, value = tokens[pos]
+        pos += 1
+        if key == "literal":
+            return _Literal(column(value))
+        if key == "field_ref":
+            return _Field(value)
+        if key == "nested_field_ref":
+            pos += int(value)
+            return _Unknown("nested field reference")
+        if key == "call":
+            args, options = [], None
+            while tokens[pos][0] != "end":
+                if tokens[pos][0] == "options":
+                    options = column(tokens[pos][1])
+                    pos += 1
+                else:
+                    args.append(node())
+            pos += 1  # "end"
+            return _Call(value, tuple(args), options)
+        return _Unknown(f"serialised token {key!r}")
+
+    tree = node()
+    return tree
+
+
+# --------------------------------------------------------------------------------------
+# 2. bind: raw tree + schema -> Node
+# --------------------------------------------------------------------------------------
+
+_COMPARISONS = {"equal": "eq", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
+_SWAPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_NULL_MATCHING = {0: "MATCH", 1: "SKIP", 2: "EMIT_NULL", 3: "INCONCLUSIVE"}
+
+
+def bind(expr: pc.Expression | Node | None, schema: pa.Schema) -> Node:
+    """Bind an Expression to ``schema``. Never raises for an expression it cannot use."""
+    if expr is None:
+        return Const(True)
+    if isinstance(expr, Node):
+        return expr
+    if not isinstance(expr, pc.Expression):
+        raise TypeError(f"expected a pyarrow.compute.Expression, got {type(expr).__name__}")
+    try:
+        tree = parse(expr)
+    except Exception as e:  # an expression pyarrow itself cannot serialise: answer REMAIN
+        return Opaque(f"cannot read expression ({e})")
+    return _bind(tree, schema)
+
+
+def _bind(t, schema: pa.Schema) -> Node:
+    if isinstance(t, _Literal):
+        if pa.types.is_boolean(t.value.type):
+            return Const(t.value.as_py())
+        return Opaque(f"non-boolean literal {t.value}")
+    if not isinstance(t, _Call):
+        return Opaque(f"{t}")
+    name, args = t.name, t.args
+    if name in ("and_kleene", "and"):
+        return And(tuple(_bind(a, schema) for a in args))
+    if name in ("or_kleene", "or"):
+        return Or(tuple(_bind(a, schema) for a in args))
+    if name == "invert" and len(args) == 1:
+        return Not(_bind(args[0], schema))
+    if name in _COMPARISONS or name == "not_equal":
+        return _bind_comparison(name, args, schema)
+    if name == "is_in" and len(args) == 1 and _is_column(args[0], schema):
+        return _bind_is_in(args[0].name, t.options, schema)
+    if name == "is_null" and len(args) == 1 and _is_column(args[0], schema):
+        nan_is_null = bool(t.options and t.options.get("nan_is_null") and t.options["nan_is_null"].as_py())
+        if nan_is_null and pa.types.is_floating(schema.field(args[0].name).type):
+            return Opaque("is_null(nan_is_null=True) on a float column")
+        return IsNull(args[0].name)
+    if name == "is_valid" and len(args) == 1 and _is_column(args[0], schema):
+        return Not(IsNull(args[0].name))
+    return Opaque(f"function {name}")
+
+
+def _is_column(t, schema: pa.Schema) -> bool:
+    return isinstance(t, _Field) and schema.get_field_index(t.name) >= 0
+
+
+def _bind_comparison(name: str, args: tuple, schema: pa.Schema) -> Node:
+    if len(args) != 2:
+        return Opaque(f"{name} with {len(args)} arguments")
+    left, right = args
+    op = "eq" if name == "not_equal" else _COMPARISONS[name]
+    if _is_column(left, schema) and isinstance(right, _Literal):
+        column, literal = left.name, right.value
+    elif _is_column(right, schema) and isinstance(left, _Literal):
+        column, literal, op = right.name, left.value, _SWAPPED[op]
+    else:
+        return Opaque(f"{name} is not between a column and a literal")
+    if not literal.is_valid:
+        return Const(None)
+    cast = cast_literal(literal, schema.field(column).type)
+    if cast is None:
+        return Opaque(f"literal {literal} does not convert exactly to {schema.field(column).type}")
+    node = Compare(op, column, cast)
+    return Not(node) if name == "not_equal" else node
+
+
+def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> Node:
+    if options is None:
+        return Opaque("is_in without options")
+    opts = {k: options[k] for k in options.type.names if k != "_type_name"} if hasattr(options.type, "names") else {}
+    value_set = opts.get("value_set")
+    if value_set is None:
+        return Opaque("is_in without a value_set")
+    if "null_matching_behavior" in opts:
+        null_match = _NULL_MATCHING.get(opts["null_matching_behavior"].as_py(), "INCONCLUSIVE")
+    else:
+        null_match = "SKIP" if opts.get("skip_nulls") and opts["skip_nulls"].as_py() else "MATCH"
+    values = value_set.values if isinstance(value_set, pa.ListScalar) else value_set
+    if values is None:
+        values = pa.array([], type=schema.field(column).type)
+    null_in_set = values.null_count > 0
+    values = values.drop_null()
+    col_type = schema.field(column).type
+    casted = cast_literal_array(values, col_type)
+    if casted is None:
+        return Opaque(f"is_in values do not convert exactly to {col_type}")
+    return IsIn(column, casted, null_in_set, null_match)
+
+
+def cast_literal(literal: pa.Scalar, to_type: pa.DataType) -> pa.Scalar | None:
+    """``literal`` cast to ``to_type``, or None when the cast is not exact both ways."""
+    arr = cast_literal_array(pa.array([literal], type=literal.type), to_type)
+    return None if arr is None else arr[0]
+
+
+def cast_literal_array(values: pa.Array, to_type: pa.DataType) -> pa.Array | None:
+    """``values`` cast to ``to_type``, or None if any value changes on the way there and back."""
+    if values.type == to_type:
+        return values
+    try:
+        cast = pc.cast(values, to_type, safe=True)
+        back = pc.cast(cast, values.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    if pa.types.is_floating(values.type):
+        same = pc.or_(pc.equal(back, values), pc.and_(pc.is_nan(back), pc.is_nan(values)))
+    else:
+        same = pc.equal(back, values)
+    if not pc.all(same).as_py() and len(values):
+        return None
+    return cast
+
+
+# --------------------------------------------------------------------------------------
+# 3. key space: what index readers answer (Java semantics, SQL NULLs)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KLeaf:
+    """A predicate on index keys, Java semantics; a NULL row is neither TRUE nor FALSE.
+
+    ``op``: eq, in, lt, le, gt, ge (``keys`` holds the key(s)) or is_null.
+    """
+
+    op: str
+    keys: tuple = ()
+
+
+@dataclass(frozen=True)
+class KNot:
+    child: object
+
+
+@dataclass(frozen=True)
+class KAnd:
+    children: tuple
+
+
+@dataclass(frozen=True)
+class KOr:
+    children: tuple
+
+
+@dataclass(frozen=True)
+class KConst:
+    value: bool | None
+
+
+class Answer:
+    """Supersets of the rows where a predicate is TRUE (``t``) and where it is FALSE (``f``).
+
+    Either side may be given as a zero-argument function; it is computed on first use, so
+    the FALSE side of a leaf costs nothing unless a ``~`` above it asks for it.
+    """
+
+    __slots__ = ("_t", "_f")
+
+    def __init__(self, t, f):
+        self._t, self._f = t, f
+
+    @property
+    def t(self) -> IndexResult:
+        if not isinstance(self._t, IndexResult):
+            self._t = self._t()
+        return self._t
+
+    @property
+    def f(self) -> IndexResult:
+        if not isinstance(self._f, IndexResult):
+            self._f = self._f()
+        return self._f
+
+
+UNKNOWN = Answer(REMAIN, REMAIN)
+_CONST = {True: Answer(REMAIN, SKIP), False: Answer(SKIP, REMAIN), None: Answer(SKIP, SKIP)}
+
+
+def _kand(*children) -> KAnd:
+    return KAnd(tuple(children))
+
+
+def _kor(*children) -> KOr:
+    return KOr(tuple(children))
+
+
+def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[object, object]:
+    """Key-space predicates (T, F) whose TRUE sides bound the rows where ``node`` is TRUE / FALSE."""
+    if isinstance(node, IsNull):
+        leaf = KLeaf("is_null")
+        return leaf, KNot(leaf)
+    if isinstance(node, Compare):
+        (key,) = literal_keys(pa.array([node.literal], type=arrow_type), ptype)
+        if ptype.lossy:
+            return _lower_lossy(node.op, key)
+        if ptype.is_float:
+            java = KLeaf(node.op, (key,))
+            ieee = _ieee(node.op, key)
+            f_ieee = KNot(KLeaf("is_null")) if ieee == KConst(False) else KNot(ieee)
+            return _kor(ieee, java), _kor(f_ieee, KNot(java))
+        leaf = KLeaf(node.op, (key,))
+        return leaf, KNot(leaf)
+    if isinstance(node, IsIn):
+        keys = tuple(literal_keys(node.values, ptype))
+        if ptype.lossy:
+            t = KLeaf("in", keys)
+            return (_kor(t, KLeaf("is_null")) if node.null_in_set and node.null_match == "MATCH" else t), KConst(True)
+        if ptype.is_float and any(k == 0.0 for k in keys):
+            keys = keys + tuple(k for k in (0.0, -0.0) if not any(_same_float(k, x) for x in keys))
+        t = KLeaf("in", keys)
+        f = KNot(t)
+        if node.null_match == "MATCH" and node.null_in_set:
+            t = _kor(t, KLeaf("is_null"))
+        elif node.null_match == "SKIP" or (node.null_match == "MATCH" and not node.null_in_set):
+            f = _kor(f, KLeaf("is_null"))
+        elif node.null_match == "INCONCLUSIVE" and node.null_in_set:
+            f = KConst(False)
+        return t, f
+    raise TypeError(f"not a leaf: {node!r}")
+
+
+def _same_float(a: float, b: float) -> bool:
+    return math.copysign(1.0, a) == math.copysign(1.0, b) and a == b
+
+
+def _ieee(op: str, v: float):
+    """``x <op> v`` under IEEE comparison, as Java-semantics key predicates."""
+    if math.isnan(v):
+        return KConst(False)
+    nan = float("nan")
+    if v == 0.0:
+        if op == "eq":
+            return KLeaf("in", (0.0, -0.0))
+        v = {"lt": -0.0, "le": 0.0, "gt": 0.0, "ge": -0.0}[op]
+    if op in ("gt", "ge"):
+        return _kand(KLeaf(op, (v,)), KLeaf("lt", (nan,)))
+    return KLeaf(op, (v,))
+
+
+def _lower_lossy(op: str, key) -> tuple[object, object]:
+    """Keys that only bound a value (ns timestamps keyed on micros): one-sided bounds."""
+    if op == "eq":
+        return KLeaf("eq", (key,)), KConst(True)
+    if op in ("lt", "le"):
+        return KLeaf("le", (key,)), KLeaf("ge", (key,))
+    return KLeaf("ge", (key,)), KLeaf("le", (key,))
+
+
+# --------------------------------------------------------------------------------------
+# evaluation
+# --------------------------------------------------------------------------------------
+
+ReaderLookup = Callable[[str], Sequence[object]]
+
+
+def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
+    """Answer ``node`` with the index readers ``readers(column)`` gives for each column."""
+    if isinstance(node, Const):
+        return _CONST[node.value]
+    if isinstance(node, Opaque):
+        return UNKNOWN
+    if isinstance(node, Not):
+        inner = evaluate(node.child, schema, readers)
+        return Answer(lambda: inner.f, lambda: inner.t)
+    if isinstance(node, (And, Or)):
+        children = [_memo(lambda c=c: evaluate(c, schema, readers)) for c in node.children]
+        return _and(children) if isinstance(node, And) else _or(children)
+    column = next(iter(node.columns()))
+    column_readers = readers(column)
+    if not column_readers:
+        return UNKNOWN
+    field = schema.field(column)
+    ptype = paimon_type(field.type)
+    t_expr, f_expr = lower(node, ptype, field.type)
+
+    def side(expr) -> IndexResult:
+        # Several index types on one column: AND their answers, stopping at the first
+        # that rules every row out (Java's FileIndexPredicate does the same).
+        result = REMAIN
+        for reader in column_readers:
+            result = result & evaluate_keys(expr, reader).t
+            if not result.remain:
+                break
+        return result
+
+    return Answer(lambda: side(t_expr), lambda: side(f_expr))
+
+
+def _memo(thunk: Callable[[], Answer]) -> Callable[[], Answer]:
+    cache: list[Answer] = []
+
+    def get() -> Answer:
+        if not cache:
+            cache.append(thunk())
+        return cache[0]
+
+    return get
+
+
+def _and(children: list[Callable[[], Answer]]) -> Answer:
+    """TRUE: intersection, stopping once no row can be TRUE (Paimon's SKIP short-circuit).
+    FALSE: union of the children's FALSE sides."""
+
+    def t() -> IndexResult:
+        result = REMAIN
+        for child in children:
+            result = result & child().t
+            if not result.remain:
+                break
+        return result
+
+    def f() -> IndexResult:
+        result = SKIP
+        for child in children:
+            result = result | child().f
+            if result.kind == "remain":
+                break
+        return result
+
+    return Answer(t, f)
+
+
+def _or(children: list[Callable[[], Answer]]) -> Answer:
+    """The mirror of :func:`_and`."""
+    inverted = _and([_memo(lambda c=c: Answer(lambda: c().f, lambda: c().t)) for c in children])
+    return Answer(lambda: inverted.f, lambda: inverted.t)
+
+
+def evaluate_keys(expr, reader) -> Answer:
+    """Evaluate a key-space predicate against one index reader."""
+    if isinstance(expr, KLeaf):
+        return reader.answer(expr.op, expr.keys)
+    if isinstance(expr, KConst):
+        return _CONST[expr.value]
+    if isinstance(expr, KNot):
+        inner = evaluate_keys(expr.child, reader)
+        return Answer(lambda: inner.f, lambda: inner.t)
+    if isinstance(expr, (KAnd, KOr)):
+        children = [_memo(lambda c=c: evaluate_keys(c, reader)) for c in expr.children]
+        return _and(children) if isinstance(expr, KAnd) else _or(children)
+    raise TypeError(f"not a key predicate: {expr!r}")
