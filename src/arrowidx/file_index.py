@@ -147,6 +147,40 @@ class FileIndex:
         node = bind(expr, self.schema)
         return evaluate(node, self.schema, self.readers).t
 
+    def evaluate_top_n(
+        self,
+        sort_keys: list[tuple[str, str]],
+        limit: int,
+        *,
+        null_placement: str = "at_end",
+        filter=None,
+    ) -> IndexResult:
+        """The rows of the top ``limit`` by ``sort_keys`` (pyarrow's ``[(column, order)]``).
+
+        As Paimon's ``FileIndexPredicate.evaluateTopN``: ``filter``'s result narrows the
+        candidates first; an index that implements TopN on the first sort key (range-bitmap)
+        picks among them. With one sort key the answer has exactly ``limit`` rows (ties broken
+        as Java does); with several, every tie of the first key is kept. Without such an index
+        the filter's result is returned unchanged.
+        """
+        if not sort_keys:
+            raise ValueError("sort_keys must name at least one column")
+        if null_placement not in ("at_start", "at_end"):
+            raise ValueError(f"null_placement must be 'at_start' or 'at_end', got {null_placement!r}")
+        column, order = sort_keys[0]
+        if order not in ("ascending", "descending"):
+            raise ValueError(f"sort order must be 'ascending' or 'descending', got {order!r}")
+        candidates = self.evaluate(filter) if filter is not None else REMAIN
+        if not candidates.remain or limit < 0:
+            return candidates
+        if candidates.kind == "bitmap" and len(candidates.bitmap) <= limit:
+            return candidates
+        for reader in self.readers(column):
+            answer = reader.top_n(order == "descending", null_placement == "at_start", limit, len(sort_keys) == 1, candidates)
+            if answer.kind != "remain":
+                return answer
+        return candidates
+
     def describe(self) -> list[dict]:
         """One row per stored index: column, type, size in bytes and what its reader reports."""
         rows = []
