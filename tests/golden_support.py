@@ -19,7 +19,7 @@ import base64
 import decimal
 import json
 import math
-from functools import lru_cache, reduce
+from functools import cache, reduce
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +81,7 @@ def arrow_array(values: list, typ: pa.DataType) -> pa.Array:
     return pa.array([convert_value(v, typ) for v in values], type=typ)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(dataset: str) -> pa.Table:
     """A golden dataset (``datasets/<name>.json``) as an Arrow table."""
     with open(GOLDEN / dataset) as f:
@@ -94,7 +94,7 @@ def load_table(dataset: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-@lru_cache(maxsize=None)
+@cache
 def dataset_json(dataset: str) -> dict:
     with open(GOLDEN / dataset) as f:
         return json.load(f)

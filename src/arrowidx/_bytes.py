@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-
 from typing import Any
 
 import numpy as np

@@ -17,7 +17,7 @@ from ._bytes import ByteReader
 def bitmap_of(positions: np.ndarray) -> BitMap:
     """A ``BitMap`` of uint32 positions, via ``array.array`` (pyroaring's fast bulk path)."""
     buf = array.array("I")
-    buf.frombytes(np.ascontiguousarray(positions, dtype=np.uint32).tobytes())
+    buf.frombytes(memoryview(np.ascontiguousarray(positions, dtype=np.uint32)).cast("B"))
     return BitMap(buf)
 
 

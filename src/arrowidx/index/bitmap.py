@@ -14,6 +14,7 @@ value with one stable numpy sort, and each distinct value's rows become one bitm
 from __future__ import annotations
 
 import bisect
+import struct
 from collections.abc import Mapping
 
 import numpy as np
@@ -31,6 +32,8 @@ from ..types import Keys, PaimonType, java_float_order
 from .base import IndexReader, IndexType, IndexWriter
 
 VERSION_1, VERSION_2 = 1, 2
+_INT = struct.Struct(">i")
+_INT_PAIR = struct.Struct(">ii")
 DEFAULT_BLOCK_SIZE = "16kb"
 
 # Serialised key formats (Java DataOutput): big-endian fixed width, or None for strings.
@@ -78,30 +81,36 @@ class BitmapWriter(IndexWriter):
     def add(self, keys: Keys) -> None:
         self.chunks.append(keys)
 
-    def _concat(self) -> tuple[np.ndarray | pa.Array, np.ndarray]:
+    def _concat(self) -> tuple[np.ndarray | pa.Array, np.ndarray | None]:
+        """All keys added so far, and the NULL mask (None when no row is NULL)."""
+        chunks = self.chunks
         if self.ptype.is_string:
-            values = pa.concat_arrays([c.values for c in self.chunks]) if self.chunks else pa.array([], pa.large_binary())
+            values = pa.concat_arrays([c.values for c in chunks]) if chunks else pa.array([], pa.large_binary())
+        elif len(chunks) == 1:
+            values = chunks[0].values
         else:
-            values = np.concatenate([c.values for c in self.chunks]) if self.chunks else np.zeros(0, self.ptype.key_dtype)
-        nulls = np.concatenate(
-            [c.nulls if c.nulls is not None else np.zeros(len(c), dtype=bool) for c in self.chunks]
-        ) if self.chunks else np.zeros(0, dtype=bool)
+            values = np.concatenate([c.values for c in chunks]) if chunks else np.zeros(0, self.ptype.key_dtype)
+        if all(c.nulls is None for c in chunks):
+            return values, None
+        nulls = np.concatenate([c.nulls if c.nulls is not None else np.zeros(len(c), dtype=bool) for c in chunks])
         return values, nulls
 
     def finish(self) -> bytes:
         values, nulls = self._concat()
-        row_count = len(nulls)
-        nonnull_rows = np.flatnonzero(~nulls).astype(np.uint32)
-        null_rows = np.flatnonzero(nulls).astype(np.uint32)
+        row_count = len(values)
+        if nulls is None:
+            null_rows = np.zeros(0, dtype=np.uint32)
+            present = values
+        else:
+            null_rows = np.flatnonzero(nulls).astype(np.uint32)
+            present = values.filter(pa.array(~nulls)) if self.ptype.is_string else values[~nulls]
         # Dictionary-encode the non-null values; dictionary entries in Java's sort order.
         if self.ptype.is_string:
-            present = values.filter(pa.array(~nulls)) if len(null_rows) else values
             encoded = pc.dictionary_encode(present)
             dictionary = encoded.dictionary
             order_of_dict = pc.sort_indices(dictionary).to_numpy()
             dict_keys = [bytes(dictionary[int(i)].as_py()) for i in order_of_dict]  # per distinct
         else:
-            present = values[~nulls] if len(null_rows) else values
             as_int = present.view(np.int32 if present.dtype == np.float32 else np.int64) if self.ptype.is_float else present
             encoded = pc.dictionary_encode(pa.array(as_int.astype(np.uint8) if as_int.dtype == np.bool_ else as_int))
             dictionary = encoded.dictionary.to_numpy(zero_copy_only=False)
@@ -116,7 +125,10 @@ class BitmapWriter(IndexWriter):
         # Group rows by value: one stable sort (radix for <= 65536 distinct values).
         sort_dtype = np.uint16 if n_distinct <= 65536 else np.int32
         grouping = np.argsort(indices.astype(sort_dtype), kind="stable")
-        rows_by_value = nonnull_rows[grouping]
+        if nulls is None:
+            rows_by_value = grouping  # row number == position among the non-null rows
+        else:
+            rows_by_value = np.flatnonzero(~nulls)[grouping]
         counts = np.bincount(indices, minlength=n_distinct)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_distinct else counts
         return self._serialize(row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts)
@@ -277,25 +289,41 @@ class BitmapReader(IndexReader):
             raise r.fail(f"bitmap body offset {body_offset} points past the index", r.pos - 4)
         self._blocks: dict[int, tuple[list, list]] = {}
 
+    def _block_reader(self, i: int) -> ByteReader:
+        start = self.blocks_start + self._block_offsets[i]
+        if not self.blocks_start <= start < self.body_start:
+            raise self.r.fail(f"index block {i} offset {self._block_offsets[i]} is outside the block area")
+        return ByteReader(self.r.data, self.r.source, start, self.body_start)
+
     def _block(self, i: int) -> tuple[list, list]:
-        """Decode index block ``i`` into (sorted keys, (offset, length) pairs)."""
+        """Decode fixed-width index block ``i`` into (sorted keys, (offset, length) pairs)."""
         if i not in self._blocks:
-            start = self.blocks_start + self._block_offsets[i]
-            if not self.blocks_start <= start < self.body_start:
-                raise self.r.fail(f"index block {i} offset {self._block_offsets[i]} is outside the block area")
-            r = ByteReader(self.r.data, self.r.source, start, self.body_start)
-            n = r.count("index block entry count", 9)
-            if self.fmt is not None:
-                raw = r.array([("k", self.fmt), ("o", ">i4"), ("l", ">i4")], n, "index block entries")
-                keys = _sort_keys(raw["k"].astype(self.ptype.key_dtype), self.ptype).tolist()
-                locs = list(zip(raw["o"].tolist(), raw["l"].tolist()))
-            else:
-                keys, locs = [], []
-                for _ in range(n):  # per entry of one block
-                    keys.append(self._read_key(r))
-                    locs.append((r.i32("bitmap offset"), r.i32("bitmap length")))
-            self._blocks[i] = (keys, locs)
+            r = self._block_reader(i)
+            n = r.count("index block entry count", 8 + np.dtype(self.fmt).itemsize)
+            raw = r.array([("k", self.fmt), ("o", ">i4"), ("l", ">i4")], n, "index block entries")
+            keys = _sort_keys(raw["k"].astype(self.ptype.key_dtype), self.ptype).tolist()
+            self._blocks[i] = (keys, list(zip(raw["o"].tolist(), raw["l"].tolist())))
         return self._blocks[i]
+
+    def _scan_string_block(self, i: int, target: bytes) -> tuple[int, int] | None:
+        """Walk the entries of string block ``i`` looking for ``target``."""
+        r = self._block_reader(i)
+        n = r.count("index block entry count", 12)
+        at = r.pos
+        block = bytes(r.raw(r.remaining, "index block"))
+        size, target_len, pos = len(block), len(target), 0
+        unpack_int, startswith = _INT.unpack_from, block.startswith
+        try:
+            for _ in range(n):  # per entry of one 16kb block, never per row
+                (klen,) = unpack_int(block, pos)
+                if klen < 0 or pos + 12 + klen > size:
+                    raise r.fail(f"string key of {klen} bytes runs past the index block", at + pos)
+                if klen == target_len and startswith(target, pos + 4):
+                    return _INT_PAIR.unpack_from(block, pos + 4 + klen)
+                pos += 12 + klen
+        except struct.error:
+            raise r.fail("index block entries run past the block area", at + pos) from None
+        return None
 
     def _find(self, key) -> tuple[int, int] | None:
         sk = _sort_key(key, self.ptype)
@@ -304,6 +332,8 @@ class BitmapReader(IndexReader):
         i = bisect.bisect_right(self._block_keys, sk) - 1
         if i < 0:
             return None
+        if self.fmt is None:
+            return self._scan_string_block(i, sk)
         keys, locs = self._block(i)
         j = bisect.bisect_left(keys, sk)
         return locs[j] if j < len(keys) and keys[j] == sk else None

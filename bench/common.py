@@ -1,0 +1,29 @@
+"""Small shared helpers for the benchmark scripts (timing and the ratio table)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def median_ms(fn: Callable[[], object], runs: int, warmup: int = 0) -> float:
+    """Median wall time of ``fn`` in milliseconds after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) -> None:
+    """Rows of (what, ours ms, reference ms or None, reference name) with the speed-up ratio."""
+    print(f"\n{title}")
+    print(f"{'measure':44} {'arrowidx':>12} {'reference':>12}  {'speed-up':>8}")
+    for what, ours, ref, ref_name in rows:
+        ref_txt = f"{ref:,.2f}" if ref is not None else "-"
+        ratio = f"{ref / ours:.1f}x" if ref and ours else "-"
+        print(f"{what:44} {ours:>10,.2f}ms {ref_txt:>10}ms  {ratio:>8}  ({ref_name})")
