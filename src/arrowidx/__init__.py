@@ -2,6 +2,7 @@
 
 from .errors import ArrowIdxError, CorruptIndexError, OptionError, UnsupportedTypeError
 from .file_index import FileIndex, write_file_index
+from .lake import build, dataset, delete
 from .result import IndexResult
 
 __version__ = "0.1.0"
@@ -13,5 +14,8 @@ __all__ = [
     "IndexResult",
     "OptionError",
     "UnsupportedTypeError",
+    "build",
+    "dataset",
+    "delete",
     "write_file_index",
 ]

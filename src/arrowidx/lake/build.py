@@ -1,0 +1,194 @@
+"""``arrowidx.build``: index every data file of a Parquet dataset, incrementally.
+
+Each file is read batch by batch, only its indexed columns, and streamed through
+:func:`arrowidx.write_file_index`. Containers up to ``file-index.in-manifest-threshold``
+bytes (default 500) are embedded in the manifest, larger ones go to
+``_arrowidx/index/<data file>.index``. Files are indexed on a thread pool (pyarrow and
+numpy release the GIL), and the manifest is committed once at the end, so a crash leaves
+the previous version valid.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import posixpath
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..file_index import write_file_index
+from ..options import in_manifest_threshold, parse_index_options
+from .layout import (
+    INDEX_DIR,
+    FileEntry,
+    IndexRef,
+    commit_manifest,
+    discover,
+    file_infos,
+    join,
+    load_manifest,
+    resolve,
+    schema_to_b64,
+    write_atomic,
+)
+
+BATCH_ROWS = 256 * 1024
+
+
+@dataclass
+class BuildReport:
+    """What a build did: files (re)indexed, kept as they were, dropped, and how long it took."""
+
+    root: str
+    version: int
+    indexed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    index_bytes: int = 0
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
+            f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
+            f" {len(self.removed)} removed, in {self.seconds:.2f}s"
+        )
+
+
+def index_one_file(
+    fs: pafs.FileSystem,
+    root: str,
+    rel: str,
+    info: pafs.FileInfo,
+    options: Mapping[str, str],
+    threshold: int,
+) -> FileEntry:
+    """Build one data file's container and return its manifest entry (writing any .index file)."""
+    specs = parse_index_options(options)
+    columns = sorted({s.column for s in specs})
+    with fs.open_input_file(join(root, rel)) as f:
+        parquet = pq.ParquetFile(f)
+        schema = parquet.schema_arrow
+        missing = [c for c in columns if schema.get_field_index(c) < 0]
+        present = [c for c in columns if c not in missing]
+        file_options = _options_for(options, missing)
+        for spec in specs:  # size bloom filters for this file unless the user chose `items`
+            if spec.index_type == "bloom-filter" and "items" not in spec.options and spec.column in present:
+                file_options[f"file-index.bloom-filter.{spec.column}.items"] = str(max(parquet.metadata.num_rows, 1))
+        batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
+        indexed_schema = pa.schema([schema.field(c) for c in present])
+        container = write_file_index(_with_schema(batches, indexed_schema), file_options)
+        rows = parquet.metadata.num_rows
+    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container))
+    if len(container) <= threshold:
+        ref.embedded = base64.b64encode(container).decode()
+    else:
+        ref.file = f"{INDEX_DIR}/{rel}.index"
+        write_atomic(fs, join(root, ref.file), container)
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref)
+
+
+def _with_schema(batches, schema: pa.Schema):
+    """Batches, or one empty batch when the file has no rows (so types are still checked)."""
+    empty = True
+    for batch in batches:
+        empty = False
+        yield batch
+    if empty:
+        yield pa.RecordBatch.from_pylist([], schema=schema)
+
+
+def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, str]:
+    """``options`` without the columns a particular file does not have (schema evolution)."""
+    if not missing:
+        return dict(options)
+    out = {}
+    for key, value in options.items():
+        if key.endswith(".columns"):
+            value = ",".join(c for c in value.split(",") if c.strip() and c.strip() not in missing)
+            if not value:
+                continue
+        elif any(f".{m}." in key for m in missing):
+            continue
+        out[key] = value
+    return out
+
+
+def _progress(total: int, enabled: bool, what: str) -> Callable[[], None]:
+    if not enabled or total == 0:
+        return lambda: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return lambda: None
+    bar = tqdm(total=total, unit="file", desc=what, leave=False)
+    return bar.update
+
+
+def build(
+    source: Any,
+    options: Mapping[str, object],
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    progress: bool = True,
+    incremental: bool = True,
+    threads: int | None = None,
+) -> BuildReport:
+    """Index every data file of ``source`` (a directory, a list of files or a ``pyarrow.dataset``).
+
+    ``options`` are Paimon's keys (``file-index.<type>.columns``, per-column keys, and
+    ``file-index.in-manifest-threshold``). Incremental by default: a file whose size,
+    modification time and options are unchanged keeps its index; files that disappeared
+    leave the manifest.
+    """
+    start = time.perf_counter()
+    options = {str(k): str(v) for k, v in options.items()}
+    parse_index_options(options)  # fail on bad options before touching anything
+    threshold = in_manifest_threshold(options)
+    fs, root, explicit = resolve(source, filesystem)
+    manifest = load_manifest(fs, root)
+    base_version = manifest.version
+    paths = explicit if explicit is not None else discover(fs, root)
+    rels = [posixpath.relpath(p, root) for p in paths]
+    infos = file_infos(fs, root, rels)
+    report = BuildReport(root=root, version=base_version)
+    todo = []
+    for rel in rels:
+        entry = manifest.files.get(rel)
+        same = entry is not None and entry.matches(infos[rel]) and entry.index is not None
+        if incremental and same and manifest.options == options:
+            report.unchanged.append(rel)
+        else:
+            todo.append(rel)
+    report.removed = sorted(set(manifest.files) - set(rels))
+    tick = _progress(len(todo), progress, "arrowidx build")
+    workers = threads or min(len(todo), os.cpu_count() or 2) or 1
+
+    def work(rel: str) -> FileEntry:
+        entry = index_one_file(fs, root, rel, infos[rel], options, threshold)
+        tick()
+        return entry
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        built = list(pool.map(work, todo))
+    files = {rel: manifest.files[rel] for rel in report.unchanged}
+    for entry in built:
+        old = manifest.files.get(entry.path)
+        if old is not None and old.deletion is not None and old.matches(infos[entry.path]):
+            entry.deletion = old.deletion  # same data, new index: deletions still apply
+        files[entry.path] = entry
+        report.indexed.append(entry.path)
+        report.index_bytes += entry.index.size
+    manifest.files = {rel: files[rel] for rel in sorted(files)}
+    manifest.options = options
+    manifest = commit_manifest(fs, root, manifest, base_version)
+    report.version = manifest.version
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,406 @@
+"""Reading an indexed Parquet dataset: prune files and row groups with the indexes, then
+apply row masks, deletion vectors and the full filter.
+
+Per data file (in path order, like ``pyarrow.dataset``):
+
+1. A file whose size or modification time changed since it was indexed is *stale*: its
+   index and deletion vector are ignored and the file is read in full.
+2. Otherwise its container answers the filter: SKIP means the file is never opened; a
+   bitmap means only the row groups holding selected rows are read (row-group row ranges
+   come from the Parquet footer), then the rows outside the bitmap are dropped.
+3. Deleted positions are dropped, and the complete filter is applied to what is left
+   (bloom filters are inexact and an index may not answer every part of a filter).
+
+So the result equals ``pyarrow.dataset.dataset(root).to_table(filter=, columns=)`` minus
+deleted rows, row for row.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..deletion import DeletionVector, read_deletion_vectors
+from ..errors import ArrowIdxError
+from ..file_index import FileIndex
+from ..predicate import bind
+from ..result import REMAIN, IndexResult
+from .layout import FileEntry, Manifest, file_infos, join, load_manifest, read_bytes, resolve
+
+
+def expression_mask(table: pa.Table, expr) -> np.ndarray:
+    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected)."""
+    if expr is None:
+        return np.ones(table.num_rows, dtype=bool)
+    column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
+    mask = column.to_numpy(zero_copy_only=False)
+    if column.null_count:
+        mask = np.where(pa.compute.is_null(column).to_numpy(zero_copy_only=False), False, mask)
+    return mask.astype(bool, copy=False)
+
+
+@dataclass
+class FilePlan:
+    """What the indexes decided for one data file."""
+
+    path: str  # relative to the dataset root
+    rows: int
+    status: str  # skipped | bitmap | remain | stale | no index | fallback
+    result: IndexResult = field(default_factory=lambda: REMAIN)
+    index_types: list[str] = field(default_factory=list)
+    row_groups: list[int] = field(default_factory=list)
+    row_groups_total: int = 0
+    rows_selected: int | None = None
+    deleted: int = 0
+    note: str = ""
+    row_group_offsets: np.ndarray | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == "skipped"
+
+
+@dataclass
+class Explain:
+    """Per-file decisions for one filter, and the totals. ``print()`` it for a table."""
+
+    filter: str
+    files: list[FilePlan]
+
+    @property
+    def files_skipped(self) -> int:
+        return sum(p.skipped for p in self.files)
+
+    @property
+    def rows_total(self) -> int:
+        return sum(p.rows for p in self.files)
+
+    @property
+    def rows_read(self) -> int:
+        """Rows in the row groups that will be read."""
+        total = 0
+        for p in self.files:
+            if p.skipped:
+                continue
+            if p.row_group_offsets is None:
+                total += p.rows
+            else:
+                offs = p.row_group_offsets
+                total += int(sum(offs[g + 1] - offs[g] for g in p.row_groups))
+        return total
+
+    def to_dict(self) -> dict:
+        return {
+            "filter": self.filter,
+            "files": [
+                {
+                    "path": p.path, "status": p.status, "index_types": p.index_types, "rows": p.rows,
+                    "rows_selected": p.rows_selected, "row_groups_read": len(p.row_groups),
+                    "row_groups_total": p.row_groups_total, "deleted": p.deleted, "note": p.note,
+                }  # fmt: skip
+                for p in self.files
+            ],
+            "files_total": len(self.files),
+            "files_skipped": self.files_skipped,
+            "rows_total": self.rows_total,
+            "rows_read": self.rows_read,
+        }
+
+    def __str__(self) -> str:
+        lines = [f"filter: {self.filter}"]
+        lines.append(f"{'file':40} {'decision':10} {'by':24} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
+        for p in self.files:
+            selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
+            groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
+            by = ",".join(p.index_types) or p.note
+            lines.append(f"{p.path[-40:]:40} {p.status:10} {by[:24]:24} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
+        lines.append(
+            f"total: {len(self.files)} files, {self.files_skipped} skipped; rows read {self.rows_read:,}"
+            f" of {self.rows_total:,}"
+        )
+        return "\n".join(lines)
+
+
+class IndexedDataset:
+    """A Parquet dataset read through its arrowidx manifest. Create with :func:`dataset`.
+
+    ``on_corrupt``: ``"raise"`` (default) raises the ``CorruptIndexError`` of a damaged
+    index or deletion file; ``"fallback"`` reads that file in full instead (a damaged
+    deletion file still raises: ignoring it would return deleted rows).
+    """
+
+    def __init__(self, filesystem: pafs.FileSystem, root: str, *, on_corrupt: str = "raise", threads: int = 2):
+        if on_corrupt not in ("raise", "fallback"):
+            raise ValueError("on_corrupt must be 'raise' or 'fallback'")
+        self.fs = filesystem
+        self.root = root
+        self.on_corrupt = on_corrupt
+        self.threads = threads
+        self.manifest: Manifest = load_manifest(filesystem, root)
+        self._lock = threading.Lock()
+        self._indexes: dict[tuple, FileIndex] = {}
+        self._footers: dict[tuple, pq.FileMetaData] = {}
+        self._deletions: dict[tuple, DeletionVector] = {}
+        self._deletion_files: dict[str, bytes] = {}
+        self._infos: dict[str, pafs.FileInfo] = {}
+        self._schema: pa.Schema | None = None
+
+    # -- files -------------------------------------------------------------------------------
+    @property
+    def files(self) -> list[str]:
+        """Data files (relative paths) in read order."""
+        return sorted(self.manifest.files)
+
+    def refresh(self) -> None:
+        """Re-read the committed manifest and the files' sizes and times."""
+        self.manifest = load_manifest(self.fs, self.root)
+        self._infos = {}
+
+    def _info(self, rel: str) -> pafs.FileInfo:
+        if rel not in self._infos:
+            self._infos.update(file_infos(self.fs, self.root, self.files))
+        return self._infos[rel]
+
+    def _fresh(self, entry: FileEntry) -> bool:
+        return entry.matches(self._info(entry.path))
+
+    def _key(self, rel: str) -> tuple:
+        info = self._info(rel)
+        return (rel, info.size, info.mtime_ns)
+
+    def footer(self, rel: str) -> pq.FileMetaData:
+        key = self._key(rel)
+        if key not in self._footers:
+            with self.fs.open_input_file(join(self.root, rel)) as f:
+                self._footers[key] = pq.ParquetFile(f).metadata
+        return self._footers[key]
+
+    def row_count(self, rel: str) -> int:
+        return self.footer(rel).num_rows
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset schema, as pyarrow.dataset infers it from the first file."""
+        if self._schema is None:
+            if not self.files:
+                raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
+            self._schema = self.footer(self.files[0]).schema.to_arrow_schema()
+        return self._schema
+
+    def bind_columns(self, expr) -> set[str]:
+        return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
+
+    # -- indexes and deletion vectors ------------------------------------------------------------
+    def file_index(self, entry: FileEntry) -> FileIndex | None:
+        """The opened container of a fresh file (cached), or None if it has none."""
+        ref = entry.index
+        if ref is None:
+            return None
+        key = (*self._key(entry.path), ref.size, ref.file, ref.embedded is not None)
+        with self._lock:
+            cached = self._indexes.get(key)
+        if cached is not None:
+            return cached
+        if ref.embedded is not None:
+            data, source = base64.b64decode(ref.embedded), f"{entry.path} (embedded index)"
+        else:
+            source = join(self.root, ref.file)
+            data = read_bytes(self.fs, source)
+            if len(data) != ref.size:  # rewritten by a build that did not commit: do not trust
+                return None
+        index = FileIndex(data, ref.arrow_schema()) if data else None
+        if index is not None:
+            index.source = source
+            index.container.source = source
+        with self._lock:
+            self._indexes[key] = index
+        return index
+
+    def deletion_vector(self, rel: str) -> DeletionVector | None:
+        """The deletion vector of a fresh file (None if it has none or is stale)."""
+        entry = self.manifest.files.get(rel)
+        if entry is None or entry.deletion is None or not self._fresh(entry):
+            return None
+        ref = entry.deletion
+        key = (*self._key(rel), ref.file, ref.offset)
+        with self._lock:
+            cached = self._deletions.get(key)
+        if cached is None:
+            path = join(self.root, ref.file)
+            with self._lock:
+                data = self._deletion_files.get(path)
+            if data is None:
+                data = read_bytes(self.fs, path)  # one file holds the vectors of many data files
+                with self._lock:
+                    self._deletion_files[path] = data
+            vectors = read_deletion_vectors(data, ranges={rel: (ref.offset, ref.length)}, bitmap64=ref.bitmap64)
+            cached = vectors[rel]
+            with self._lock:
+                self._deletions[key] = cached
+        return cached
+
+    # -- planning --------------------------------------------------------------------------------
+    def plan_file(self, rel: str, expr) -> FilePlan:
+        """Ask one file's index about ``expr``; decide which row groups to read."""
+        entry = self.manifest.files[rel]
+        plan = FilePlan(rel, entry.rows, "remain")
+        if not self._fresh(entry):
+            plan.status, plan.note = "stale", "changed since indexed"
+            plan.rows = self.row_count(rel)
+        elif entry.index is None:
+            plan.status, plan.note = "no index", ""
+        elif expr is not None:
+            try:
+                index = self.file_index(entry)
+                if index is None:
+                    plan.status, plan.note = "no index", "index file rewritten"
+                else:
+                    plan.result = index.evaluate(expr)
+                    node = bind(expr, self.schema)
+                    plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
+            except ArrowIdxError:
+                if self.on_corrupt == "raise":
+                    raise
+                plan.status, plan.note = "fallback", "corrupt index ignored"
+        if plan.status == "remain" and not plan.result.remain:
+            plan.status = "skipped"
+            plan.rows_selected = 0
+            return plan
+        if plan.result.kind == "bitmap":
+            plan.status = "bitmap"
+            plan.rows_selected = len(plan.result.bitmap)
+        dv = self.deletion_vector(rel)
+        plan.deleted = dv.cardinality if dv is not None else 0
+        footer = self.footer(rel)
+        counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        plan.row_group_offsets = offsets
+        plan.row_groups_total = len(counts)
+        if plan.result.kind == "bitmap":
+            bitmap = plan.result.bitmap
+            # rank(x) = number of selected rows <= x: a row group holds selected rows iff
+            # the rank at its last row exceeds the rank just before its first row.
+            plan.row_groups = [
+                g for g in range(len(counts))
+                if counts[g] and bitmap.rank(int(offsets[g + 1]) - 1) > (bitmap.rank(int(offsets[g]) - 1) if offsets[g] else 0)
+            ]  # fmt: skip  (per row group)
+            if not plan.row_groups:
+                plan.status = "skipped"
+        else:
+            plan.row_groups = [g for g in range(len(counts)) if counts[g]]
+        return plan
+
+    def plan(self, expr) -> list[FilePlan]:
+        self._infos = {}
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            return list(pool.map(lambda rel: self.plan_file(rel, expr), self.files))
+
+    def explain(self, filter=None) -> Explain:
+        """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
+        return Explain(str(filter), self.plan(filter))
+
+    # -- reading ---------------------------------------------------------------------------------
+    def read_candidates(self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        """The rows the index kept, as (table, file row numbers), one table per file."""
+        if plan.skipped or not plan.row_groups:
+            return
+        with self.fs.open_input_file(join(self.root, plan.path)) as f:
+            parquet = pq.ParquetFile(f, metadata=self.footer(plan.path))
+            table = parquet.read_row_groups(plan.row_groups, columns=columns, use_threads=True)
+        offsets = plan.row_group_offsets
+        ranges = [(int(offsets[g]), int(offsets[g + 1])) for g in plan.row_groups]
+        row_numbers = np.concatenate([np.arange(a, b, dtype=np.uint64) for a, b in ranges])
+        keep = None
+        if plan.result.kind == "bitmap":
+            full = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
+            keep = np.concatenate([full[a:b] for a, b in ranges])
+        if apply_deletions:
+            dv = self.deletion_vector(plan.path)
+            if dv is not None and dv.cardinality:
+                alive = np.concatenate([dv.keep_mask(a, b - a).to_numpy(zero_copy_only=False) for a, b in ranges])
+                keep = alive if keep is None else keep & alive
+        if keep is not None and not keep.all():
+            table = table.filter(pa.array(keep))
+            row_numbers = row_numbers[keep]
+        yield table, row_numbers
+
+    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
+        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
+        needed = None
+        if columns is not None:
+            needed = list(dict.fromkeys(list(columns) + sorted(self.bind_columns(expr)))) if expr is not None else list(columns)
+        out = None
+        for table, _ in self.read_candidates(plan, needed, apply_deletions=True):
+            if expr is not None:
+                table = table.filter(expr)
+            out = table.select(columns) if columns is not None else table
+        return out
+
+    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Record batches of the rows matching ``filter`` (minus deleted rows), file by file."""
+        plans = [p for p in self.plan(filter) if not p.skipped]
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            for table in pool.map(lambda p: self.read_plan(p, filter, columns), plans):
+                if table is not None:
+                    yield from table.to_batches()
+
+    def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
+        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
+        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        batches = [b for b in self.to_batches(filter, columns) if b.num_rows]
+        if not batches:
+            return schema.empty_table()
+        return pa.Table.from_batches(batches).cast(schema) if batches[0].schema != schema else pa.Table.from_batches(batches, schema)
+
+    def count_rows(self, filter=None) -> int:
+        """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        if filter is None:
+            self._infos = {}
+            total = 0
+            for rel in self.files:
+                entry = self.manifest.files[rel]
+                dv = self.deletion_vector(rel)
+                total += (entry.rows if self._fresh(entry) else self.row_count(rel)) - (dv.cardinality if dv else 0)
+            return total
+        columns = sorted(self.bind_columns(filter)) or [self.schema.names[0]]
+        return sum(b.num_rows for b in self.to_batches(filter, columns))
+
+
+def _expression_fields(expr, schema: pa.Schema) -> set[str]:
+    """Every schema column named anywhere in ``expr`` (also inside parts no index answers)."""
+    if expr is None:
+        return set()
+    from ..predicate import _Call, _Field, parse
+
+    out: set[str] = set()
+
+    def walk(t):
+        if isinstance(t, _Field):
+            out.add(t.name)
+        elif isinstance(t, _Call):
+            for a in t.args:
+                walk(a)
+
+    try:
+        walk(parse(expr))
+    except Exception:
+        return set(schema.names)
+    if any(schema.get_field_index(name) < 0 for name in out):
+        return set(schema.names)
+    return out
+
+
+def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
+    """Open an indexed Parquet dataset (a directory, or a ``pyarrow.dataset.Dataset``)."""
+    fs, root, _ = resolve(source, filesystem)
+    return IndexedDataset(fs, root, on_corrupt=on_corrupt)
