@@ -38,3 +38,25 @@ def pytest_terminal_summary(terminalreporter):
             f" (sound, exact where Java is not), {TALLY['known']} known deviations (xfail),"
             f" {TALLY['skipped']} skipped with a reason"
         )
+
+
+def tables_equal(a, b) -> bool:
+    """Row-for-row equality of two Arrow tables, treating NaN as equal to NaN."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if a.schema != b.schema or a.num_rows != b.num_rows:
+        return False
+    for name in a.column_names:
+        x, y = a.column(name).combine_chunks(), b.column(name).combine_chunks()
+        if pa.types.is_floating(x.type):
+            if not pc.is_null(x).equals(pc.is_null(y)):
+                return False
+            xs = x.fill_null(0).to_numpy(zero_copy_only=False)
+            ys = y.fill_null(0).to_numpy(zero_copy_only=False)
+            if not np.array_equal(xs, ys, equal_nan=True):
+                return False
+        elif not x.equals(y):
+            return False
+    return True

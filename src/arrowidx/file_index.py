@@ -98,13 +98,15 @@ def _java_layout(built: dict[tuple[str, str], bytes | None]) -> dict[str, dict[s
 class FileIndex:
     """An opened file-index container for one data file.
 
-    ``source``: container bytes, a path or a binary file object. ``schema``: the data
+    ``source``: container bytes, a path or a binary file object (``name`` overrides how
+    errors refer to it). ``schema``: the data
     file's ``pa.Schema`` (index keys are read with the column types). ``.columns`` lists the
     indexes; ``.evaluate(expr)`` answers a ``pyarrow.compute.Expression``.
     """
 
-    def __init__(self, source: Any, schema: pa.Schema):
-        data, name = as_buffer(source)
+    def __init__(self, source: Any, schema: pa.Schema, *, name: str | None = None):
+        data, found_name = as_buffer(source)
+        name = name or found_name
         self.source = name
         self.schema = schema
         self.container = Container(data, name)

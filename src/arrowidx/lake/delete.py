@@ -29,7 +29,6 @@ from .layout import (
     discover,
     file_infos,
     join,
-    load_manifest,
     resolve,
     write_atomic,
 )
@@ -91,11 +90,11 @@ def delete(
         tick()
         if plan.skipped:
             return rel, None
-        found = []
-        for table, row_numbers in data.read_candidates(plan, columns=sorted(data.bind_columns(where))):
-            mask = expression_mask(table, where)
-            found.append(row_numbers[mask])
-        return rel, np.concatenate(found) if found else np.zeros(0, dtype=np.uint64)
+        read = data.read_rows(plan, sorted(data.bind_columns(where)) or None, apply_deletions=False, row_numbers=True)
+        if read is None:
+            return rel, np.zeros(0, dtype=np.uint64)
+        table, row_numbers = read
+        return rel, row_numbers[expression_mask(table, where)]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(positions, rels))

@@ -18,6 +18,7 @@ deleted rows, row for row.
 from __future__ import annotations
 
 import base64
+import posixpath
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,16 @@ from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..predicate import bind
 from ..result import REMAIN, IndexResult
-from .layout import FileEntry, Manifest, file_infos, join, load_manifest, read_bytes, resolve
+from .layout import (
+    FileEntry,
+    Manifest,
+    discover,
+    file_infos,
+    join,
+    load_manifest,
+    read_bytes,
+    resolve,
+)
 
 
 def expression_mask(table: pa.Table, expr) -> np.ndarray:
@@ -147,6 +157,7 @@ class IndexedDataset:
         self.on_corrupt = on_corrupt
         self.threads = threads
         self.manifest: Manifest = load_manifest(filesystem, root)
+        self._files = self._discover()
         self._lock = threading.Lock()
         self._indexes: dict[tuple, FileIndex] = {}
         self._footers: dict[tuple, pq.FileMetaData] = {}
@@ -158,12 +169,20 @@ class IndexedDataset:
     # -- files -------------------------------------------------------------------------------
     @property
     def files(self) -> list[str]:
-        """Data files (relative paths) in read order."""
-        return sorted(self.manifest.files)
+        """Data files (relative paths) in read order, as found when opened (or refreshed).
+
+        Like ``pyarrow.dataset.dataset(root)``: every Parquet file under the root, whether
+        the manifest knows it or not (files added after the last build are read in full).
+        """
+        return self._files
+
+    def _discover(self) -> list[str]:
+        return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
-        """Re-read the committed manifest and the files' sizes and times."""
+        """Re-read the committed manifest, the file list and the files' sizes and times."""
         self.manifest = load_manifest(self.fs, self.root)
+        self._files = self._discover()
         self._infos = {}
 
     def _info(self, rel: str) -> pafs.FileInfo:
@@ -171,8 +190,8 @@ class IndexedDataset:
             self._infos.update(file_infos(self.fs, self.root, self.files))
         return self._infos[rel]
 
-    def _fresh(self, entry: FileEntry) -> bool:
-        return entry.matches(self._info(entry.path))
+    def _fresh(self, entry: FileEntry | None) -> bool:
+        return entry is not None and entry.matches(self._info(entry.path))
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -218,10 +237,7 @@ class IndexedDataset:
             data = read_bytes(self.fs, source)
             if len(data) != ref.size:  # rewritten by a build that did not commit: do not trust
                 return None
-        index = FileIndex(data, ref.arrow_schema()) if data else None
-        if index is not None:
-            index.source = source
-            index.container.source = source
+        index = FileIndex(data, ref.arrow_schema(), name=source) if data else None
         with self._lock:
             self._indexes[key] = index
         return index
@@ -252,9 +268,12 @@ class IndexedDataset:
     # -- planning --------------------------------------------------------------------------------
     def plan_file(self, rel: str, expr) -> FilePlan:
         """Ask one file's index about ``expr``; decide which row groups to read."""
-        entry = self.manifest.files[rel]
-        plan = FilePlan(rel, entry.rows, "remain")
-        if not self._fresh(entry):
+        entry = self.manifest.files.get(rel)
+        plan = FilePlan(rel, entry.rows if entry else 0, "remain")
+        if entry is None:
+            plan.status, plan.note = "no index", "not in the manifest"
+            plan.rows = self.row_count(rel)
+        elif not self._fresh(entry):
             plan.status, plan.note = "stale", "changed since indexed"
             plan.rows = self.row_count(rel)
         elif entry.index is None:
@@ -310,41 +329,57 @@ class IndexedDataset:
         return Explain(str(filter), self.plan(filter))
 
     # -- reading ---------------------------------------------------------------------------------
-    def read_candidates(self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        """The rows the index kept, as (table, file row numbers), one table per file."""
+    def read_rows(
+        self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
+    ) -> tuple[pa.Table, np.ndarray | None] | None:
+        """The rows of one file that its index kept (and deletions did not drop).
+
+        Returns ``(table, file row numbers or None)``, or None if nothing is left to read.
+        Dictionary-encoded string columns are read as dictionaries and decoded only for the
+        rows that survive the masks.
+        """
         if plan.skipped or not plan.row_groups:
-            return
+            return None
+        footer = self.footer(plan.path)
+        schema = footer.schema.to_arrow_schema()
+        wanted = schema.names if columns is None else columns
+        as_dictionary = [c for c in wanted if _dictionary_strings(footer, schema, c, plan.row_groups)]
         with self.fs.open_input_file(join(self.root, plan.path)) as f:
-            parquet = pq.ParquetFile(f, metadata=self.footer(plan.path))
+            parquet = pq.ParquetFile(f, metadata=footer, read_dictionary=as_dictionary or None)
             table = parquet.read_row_groups(plan.row_groups, columns=columns, use_threads=True)
         offsets = plan.row_group_offsets
         ranges = [(int(offsets[g]), int(offsets[g + 1])) for g in plan.row_groups]
-        row_numbers = np.concatenate([np.arange(a, b, dtype=np.uint64) for a, b in ranges])
         keep = None
         if plan.result.kind == "bitmap":
             full = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-            keep = np.concatenate([full[a:b] for a, b in ranges])
+            keep = full[ranges[0][0] : ranges[0][1]] if len(ranges) == 1 else np.concatenate([full[a:b] for a, b in ranges])
         if apply_deletions:
             dv = self.deletion_vector(plan.path)
             if dv is not None and dv.cardinality:
                 alive = np.concatenate([dv.keep_mask(a, b - a).to_numpy(zero_copy_only=False) for a, b in ranges])
                 keep = alive if keep is None else keep & alive
+        numbers = None
+        if row_numbers:
+            numbers = np.concatenate([np.arange(a, b, dtype=np.uint64) for a, b in ranges])
         if keep is not None and not keep.all():
             table = table.filter(pa.array(keep))
-            row_numbers = row_numbers[keep]
-        yield table, row_numbers
+            numbers = numbers[keep] if numbers is not None else None
+        if as_dictionary:
+            table = table.cast(pa.schema([schema.field(n) for n in table.column_names]))
+        return table, numbers
 
     def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
         """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
         needed = None
         if columns is not None:
             needed = list(dict.fromkeys(list(columns) + sorted(self.bind_columns(expr)))) if expr is not None else list(columns)
-        out = None
-        for table, _ in self.read_candidates(plan, needed, apply_deletions=True):
-            if expr is not None:
-                table = table.filter(expr)
-            out = table.select(columns) if columns is not None else table
-        return out
+        read = self.read_rows(plan, needed)
+        if read is None:
+            return None
+        table = read[0]
+        if expr is not None:
+            table = table.filter(expr)
+        return table.select(columns) if columns is not None else table
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (minus deleted rows), file by file."""
@@ -368,12 +403,23 @@ class IndexedDataset:
             self._infos = {}
             total = 0
             for rel in self.files:
-                entry = self.manifest.files[rel]
+                entry = self.manifest.files.get(rel)
                 dv = self.deletion_vector(rel)
                 total += (entry.rows if self._fresh(entry) else self.row_count(rel)) - (dv.cardinality if dv else 0)
             return total
         columns = sorted(self.bind_columns(filter)) or [self.schema.names[0]]
         return sum(b.num_rows for b in self.to_batches(filter, columns))
+
+
+def _dictionary_strings(footer: pq.FileMetaData, schema: pa.Schema, column: str, row_groups: list[int]) -> bool:
+    """True for a string column stored dictionary-encoded in every row group to be read."""
+    index = schema.get_field_index(column)
+    if index < 0 or not pa.types.is_string(schema.field(index).type):
+        return False
+    # Parquet leaf columns line up with top-level fields when there is no nesting.
+    if footer.num_columns != len(schema):
+        return False
+    return all(footer.row_group(g).column(index).has_dictionary_page for g in row_groups)
 
 
 def _expression_fields(expr, schema: pa.Schema) -> set[str]:
