@@ -109,7 +109,7 @@ class BitmapWriter(IndexWriter):
             encoded = pc.dictionary_encode(present)
             dictionary = encoded.dictionary
             order_of_dict = pc.sort_indices(dictionary).to_numpy()
-            dict_keys = [bytes(dictionary[int(i)].as_py()) for i in order_of_dict]  # per distinct
+            dict_keys = dictionary.take(pa.array(order_of_dict)).to_pylist()  # bytes, per distinct value
         else:
             as_int = present.view(np.int32 if present.dtype == np.float32 else np.int64) if self.ptype.is_float else present
             encoded = pc.dictionary_encode(pa.array(as_int.astype(np.uint8) if as_int.dtype == np.bool_ else as_int))
