@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-polars", action="store_true", help="skip the Polars part")
     args = parser.parse_args(argv)
 
+    _single_file_part()
     t0 = time.perf_counter()
     root = generate(Path(args.dir) / f"lake-{args.rows}", args.rows, args.files)
     print(f"dataset: {root} ({args.files} files, {args.rows:,} rows), ready in {time.perf_counter() - t0:.1f}s")
@@ -153,6 +154,33 @@ def main(argv: list[str] | None = None) -> int:
         ok &= _spark_part(root)
     print("\nall answers agree with plain readers" if ok else "\nSOME ANSWERS DIFFER")
     return 0 if ok else 1
+
+
+def _single_file_part() -> None:
+    """One table, one container: build it, evaluate a few predicates, show the masks."""
+    import arrowidx
+
+    rng = np.random.default_rng(1)
+    n = 1_000_000
+    table = pa.table({
+        "status": pa.array(np.array(STATUSES)[rng.choice(len(STATUSES), n, p=STATUS_WEIGHTS)]),
+        "user_id": rng.integers(0, USER_ID_RANGE, n, dtype=np.int64),
+    })  # fmt: skip
+    options = {"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "user_id",
+               "file-index.bloom-filter.user_id.items": str(n), "file-index.bloom-filter.user_id.fpp": "0.01"}  # fmt: skip
+    start = time.perf_counter()
+    data = arrowidx.write_file_index(table, options)
+    print(f"one file: {n:,} rows -> {len(data):,}-byte Paimon index container in {(time.perf_counter() - start) * 1000:.0f} ms")
+    index = arrowidx.FileIndex(data, table.schema)
+    user = table.column("user_id")[7].as_py()
+    for expr in [pc.field("status") == "LOST", ~pc.field("status").isin(["DELIVERED", "SHIPPED"]),
+                 pc.field("user_id") == user, pc.field("user_id") == -1, pc.field("user_id") > 5]:  # fmt: skip
+        result = index.evaluate(expr)
+        mask = result.to_mask(n)
+        kept = pc.sum(mask).as_py() or 0
+        text = " ".join(str(expr).split())
+        print(f"  {text[:60]:60} -> {result.kind:6} keeps {kept:>9,} rows ({kept / n:7.3%})")
+    print()
 
 
 def _polars_part(root: Path, alive) -> bool:
