@@ -22,6 +22,7 @@ never on one Python object per row.
 from __future__ import annotations
 
 import array
+import json
 import os
 import struct
 import zlib
@@ -41,8 +42,10 @@ __all__ = [
     "PositionOutOfRangeError",
     "apply_deletion_vector",
     "read_deletion_vectors",
+    "read_puffin_deletion_vectors",
     "write_deletion_vectors",
     "write_deletion_vectors_file",
+    "write_puffin_deletion_vectors",
 ]
 
 MAGIC_32 = 1581511376
@@ -64,6 +67,7 @@ _I32LE = struct.Struct("<i")
 _U64LE = struct.Struct("<Q")
 _I64LE = struct.Struct("<q")
 
+_APPLY_WINDOW = 1 << 20  # positions per keep mask when applying to a stream of batches
 _COOKIE_NO_RUN = 12346
 _COOKIE_RUN = 12347
 _KIND_ARRAY, _KIND_BITMAP, _KIND_RUN = 0, 1, 2
@@ -494,7 +498,7 @@ class DeletionVector:
         if arr.size == 0 or not self._bm:
             return np.zeros(arr.size, dtype=bool)
         top = int(self._bm.max())
-        if top < min(64 * arr.size + (1 << 16), 1 << 28):
+        if top < min(64 * arr.size + (1 << 16), 1 << 27):
             # Dense: one byte per position up to just past the largest deleted one; that last
             # byte is 0 and every larger query clips onto it. Negative queries (and uint64
             # ones >= 2**63, viewed as int64) clip onto byte 0: only if position 0 is deleted
@@ -502,8 +506,13 @@ class DeletionVector:
             mask = np.unpackbits(self._deleted_bits(0, top + 2), count=top + 2, bitorder="little")
             index = arr.view(np.int64) if arr.dtype == np.uint64 else arr
             result = np.take(mask, index, mode="clip").view(bool)
-            if mask[0] and (arr.dtype.kind == "i" or arr.dtype == np.uint64):
-                result[index < 0] = False
+            if mask[0]:
+                if arr.dtype.kind == "i":
+                    wild = int(arr.min()) < 0
+                else:
+                    wild = arr.dtype == np.uint64 and int(arr.max()) >= 2**63
+                if wild:
+                    result[index < 0] = False
             return result
         # Sparse: binary search among the deleted positions within the queried span.
         result = np.zeros(arr.size, dtype=bool)
@@ -589,7 +598,9 @@ class DeletionVector:
         ``range(length)``: AND it with an index result, or pass it to ``filter``."""
         start, length = int(start), int(length)
         if length < 0 or start < 0:
-            raise ArrowIdxError(f"keep_mask needs start >= 0 and length >= 0, got {start}, {length}")
+            raise ArrowIdxError(
+                f"keep_mask needs start >= 0 and length >= 0, got {start}, {length}"
+            )
         bits = self._deleted_bits(start, length)
         np.invert(bits, out=bits)
         if length & 7:
@@ -736,15 +747,16 @@ def _read_bitmap32(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap:
     layout = _exact_layout(buf, pos, end, source, "32-bit deletion vector bitmap")
     if layout.size != end - pos:
         raise _fail(
-            f"32-bit bitmap occupies {layout.size} bytes but the length field leaves "
-            f"{end - pos}",
+            f"32-bit bitmap occupies {layout.size} bytes but the length field leaves {end - pos}",
             source,
             pos + layout.size,
         )
     try:
         bm = BitMap.deserialize(buf[pos:end].tobytes())
     except (ValueError, OverflowError, MemoryError) as e:
-        raise _fail(f"32-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos) from None
+        raise _fail(
+            f"32-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos
+        ) from None
     if bm and bm.max() > MAX_POSITION_32:
         raise _fail(
             f"32-bit deletion vector holds position {bm.max()} above {MAX_POSITION_32}",
@@ -775,9 +787,7 @@ def _read_bitmap64(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap64
         if key < 0 or key > _MAX_KEY_64:
             raise _fail(f"64-bit bitmap bucket key {key} is out of range", source, p)
         if key <= last:
-            raise _fail(
-                f"64-bit bitmap bucket keys must ascend: {key} follows {last}", source, p
-            )
+            raise _fail(f"64-bit bitmap bucket keys must ascend: {key} follows {last}", source, p)
         layout = _exact_layout(buf, p + 4, end, source, f"64-bit bitmap bucket {key}")
         if layout.keys.size:
             kept.append(buf[p : p + 4 + layout.size].tobytes())
@@ -785,15 +795,15 @@ def _read_bitmap64(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap64
         last = key
         p += 4 + layout.size
     if p != end:
-        raise _fail(
-            f"{end - p} bytes after the last bucket of the 64-bit bitmap", source, p
-        )
+        raise _fail(f"{end - p} bytes after the last bucket of the 64-bit bitmap", source, p)
     if not nonempty:
         return BitMap64()
     try:
         return BitMap64.deserialize(b"".join([_U64LE.pack(nonempty), *kept]))
     except (ValueError, OverflowError, MemoryError) as e:
-        raise _fail(f"64-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos) from None
+        raise _fail(
+            f"64-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos
+        ) from None
 
 
 # --------------------------------------------------------------------------------------
@@ -923,9 +933,12 @@ def _parse_range(name: str, rng: Any) -> tuple[int, int, int | None]:
         items = tuple(rng)
     except TypeError:
         raise ArrowIdxError(f"range of {name!r} must be (offset, length), got {rng!r}") from None
-    if len(items) not in (2, 3) or not all(
-        x is None or _is_scalar(x) for x in items
-    ) or items[0] is None or items[1] is None:
+    if (
+        len(items) not in (2, 3)
+        or not all(x is None or _is_scalar(x) for x in items)
+        or items[0] is None
+        or items[1] is None
+    ):
         raise ArrowIdxError(f"range of {name!r} must be (offset, length), got {rng!r}")
     card = None if len(items) == 2 or items[2] is None else int(items[2])
     return int(items[0]), int(items[1]), card
@@ -950,10 +963,119 @@ def apply_deletion_vector(
     elif isinstance(batches, pa.RecordBatch):
         batches = [batches]
     pos = int(start)
+    window_start, window = 0, None  # keep mask of a run of positions, sliced per batch
     for batch in batches:
         n = batch.num_rows
         if dv is None or dv.count_deleted(pos, n) == 0:
             yield batch
         else:
-            yield batch.filter(dv.keep_mask(pos, n))
+            if window is None or pos < window_start or pos + n > window_start + len(window):
+                window_start, window = pos, dv.keep_mask(pos, max(n, _APPLY_WINDOW))
+            yield batch.filter(window.slice(pos - window_start, n))
         pos += n
+
+
+# --------------------------------------------------------------------------------------
+# Iceberg Puffin files holding deletion-vector-v1 blobs
+# --------------------------------------------------------------------------------------
+_PUFFIN_MAGIC = b"PFA1"
+_DV_BLOB = "deletion-vector-v1"
+
+
+def write_puffin_deletion_vectors(
+    mapping: Mapping[str, Any], *, created_by: str = "arrowidx"
+) -> tuple[bytes, dict[str, tuple[int, int]]]:
+    """An Iceberg Puffin file with one ``deletion-vector-v1`` blob per referenced data file.
+
+    Values are :class:`DeletionVector` objects (32-bit ones are converted, losslessly) or
+    positions. Returns the file bytes and ``{data file: (content_offset,
+    content_size_in_bytes)}`` -- the values an Iceberg v3 manifest entry for the vector
+    carries (with ``referenced_data_file`` and ``record_count`` = cardinality). Blobs are
+    uncompressed with ``snapshot-id`` and ``sequence-number`` -1, as the spec requires for
+    deletion vectors.
+    """
+    pieces = [_PUFFIN_MAGIC]
+    pos = len(_PUFFIN_MAGIC)
+    blobs, ranges = [], {}
+    for name, value in mapping.items():
+        if not isinstance(name, str):
+            raise ArrowIdxError(f"data file names must be str, got {type(name).__name__}")
+        dv = _coerce(value, True, name)
+        blob = dv.serialize()
+        blobs.append(
+            {
+                "type": _DV_BLOB,
+                "fields": [],
+                "snapshot-id": -1,
+                "sequence-number": -1,
+                "offset": pos,
+                "length": len(blob),
+                "properties": {"referenced-data-file": name, "cardinality": str(dv.cardinality)},
+            }
+        )
+        ranges[name] = (pos, len(blob))
+        pieces.append(blob)
+        pos += len(blob)
+    footer = json.dumps(
+        {"blobs": blobs, "properties": {"created-by": created_by}}, separators=(",", ":")
+    ).encode("utf-8")
+    pieces += [_PUFFIN_MAGIC, footer, struct.pack("<i", len(footer)), bytes(4), _PUFFIN_MAGIC]
+    return b"".join(pieces), ranges
+
+
+def read_puffin_deletion_vectors(data: Any) -> dict[str, DeletionVector]:
+    """``{referenced data file: DeletionVector}`` of every ``deletion-vector-v1`` blob in an
+    Iceberg Puffin file (bytes, a path or a binary file object); other blob types are
+    skipped. Compressed footers are not supported; a malformed file is a
+    :class:`CorruptIndexError`."""
+    raw, source = as_buffer(data)
+    buf = bytes(memoryview(raw).cast("B"))
+    size = len(buf)
+    if size < 4 + 4 + 4 + 4 + 4 or buf[:4] != _PUFFIN_MAGIC or buf[-4:] != _PUFFIN_MAGIC:
+        raise _fail("not a Puffin file (magic PFA1 missing at either end)", source, 0)
+    if buf[-8] & 1:
+        raise _fail("compressed Puffin footers are not supported", source, size - 8)
+    (footer_size,) = struct.unpack("<i", buf[-12:-8])
+    footer_start = size - 12 - footer_size
+    if footer_size < 0 or footer_start < 8 or buf[footer_start - 4 : footer_start] != _PUFFIN_MAGIC:
+        raise _fail(f"bad Puffin footer size {footer_size}", source, size - 12)
+    try:
+        footer = json.loads(buf[footer_start : size - 12].decode("utf-8"))
+        blobs = footer["blobs"]
+        if not isinstance(blobs, list):
+            raise TypeError("blobs is not a list")
+    except (ValueError, KeyError, TypeError) as e:
+        raise _fail(
+            f"Puffin footer is not valid JSON metadata ({e})", source, footer_start
+        ) from None
+    result: dict[str, DeletionVector] = {}
+    for i, blob in enumerate(blobs):
+        if not isinstance(blob, dict) or blob.get("type") != _DV_BLOB:
+            continue
+        try:
+            offset, length = int(blob["offset"]), int(blob["length"])
+            name = str(blob["properties"]["referenced-data-file"])
+            card = blob["properties"].get("cardinality")
+        except (KeyError, TypeError, ValueError) as e:
+            raise _fail(
+                f"Puffin blob {i} lacks deletion-vector metadata ({e})", source, footer_start
+            ) from None
+        if blob.get("compression-codec") not in (None, "none"):
+            raise _fail(f"deletion-vector blob {i} must not be compressed", source, footer_start)
+        if offset < 4 or length < 0 or offset + length > footer_start - 4:
+            raise _fail(
+                f"Puffin blob {i} [{offset}, +{length}) is outside the blob area",
+                source,
+                footer_start,
+            )
+        dv = DeletionVector.deserialize(memoryview(buf)[offset : offset + length], source=source)
+        if not dv.bitmap64:
+            raise _fail(f"Puffin blob {i} holds a 32-bit Paimon vector", source, offset)
+        if card is not None and str(dv.cardinality) != str(card):
+            raise _fail(
+                f"Puffin blob {i} says cardinality {card} but holds {dv.cardinality}",
+                source,
+                offset,
+            )
+        result[name] = dv
+    return result

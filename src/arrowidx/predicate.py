@@ -445,8 +445,7 @@ def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[objec
         if ptype.lossy:
             t = KLeaf("in", keys)
             return (_kor(t, KLeaf("is_null")) if node.null_in_set and node.null_match == "MATCH" else t), KConst(True)
-        if ptype.is_float and any(k == 0.0 for k in keys):
-            keys = keys + tuple(k for k in (0.0, -0.0) if not any(_same_float(k, x) for x in keys))
+        # pyarrow's is_in compares floats like Java (-0.0 != 0.0, NaN matches NaN): keys as they are.
         t = KLeaf("in", keys)
         f = KNot(t)
         if node.null_match == "MATCH" and node.null_in_set:
@@ -457,10 +456,6 @@ def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[objec
             f = KConst(False)
         return t, f
     raise TypeError(f"not a leaf: {node!r}")
-
-
-def _same_float(a: float, b: float) -> bool:
-    return math.copysign(1.0, a) == math.copysign(1.0, b) and a == b
 
 
 def _ieee(op: str, v: float):
