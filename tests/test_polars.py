@@ -1,0 +1,589 @@
+"""arrowidx.polars: Polars lazy scans of indexed datasets (issue 6).
+
+Expected answers always come from plain Polars on the same Parquet files
+(``pl.scan_parquet``), with deleted rows removed by an independent filter on the ids that
+were deleted (never from arrowidx's own output), or, for the translator, from evaluating
+the Polars expression itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+pl = pytest.importorskip("polars")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from polars.testing import assert_frame_equal  # noqa: E402
+
+import arrowidx  # noqa: E402
+from arrowidx import polars as apl  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+T0 = dt.datetime(2024, 1, 1)
+
+# ------------------------------------------------------------------------------------------
+# Expressions: a generator over columns with literal pools
+# ------------------------------------------------------------------------------------------
+
+
+def _lit(value):
+    return value() if callable(value) else pl.lit(value)
+
+
+def leaves(
+    pools: dict[str, list], numeric: set[str], floats: set[str], bools: set[str], strings: set[str]
+):
+    """Leaf predicates: comparisons (both operand orders), is_in, is_between, null tests,
+    boolean columns, and parts the translator cannot read (which must still be applied)."""
+    names = sorted(pools)
+
+    @st.composite
+    def leaf(draw):
+        c = draw(st.sampled_from(names))
+        col = pl.col(c)
+        pool = pools[c]
+        kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "in", "between", "null", "other"]))
+        if kind == "cmp":
+            op = draw(
+                st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "eq_missing", "ne_missing"])
+            )
+            v = _lit(draw(st.sampled_from(pool)))
+            if op == "eq_missing":
+                return col.eq_missing(v)
+            if op == "ne_missing":
+                return col.ne_missing(v)
+            flip = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+            ops = {
+                "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+                "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+            }  # fmt: skip
+            if draw(st.booleans()):
+                return ops[flip[op]](v, col)  # literal on the left
+            return ops[op](col, v)
+        if kind == "in":
+            values = draw(
+                st.lists(st.sampled_from([v for v in pool if not callable(v)]), max_size=4)
+            )
+            if draw(st.booleans()):
+                values.append(None)
+            values = pl.Series(values, dtype=_dtype_of[c], strict=False)
+            return col.is_in(pl.lit(values.implode()), nulls_equal=draw(st.booleans()))
+        if kind == "between":
+            lo, hi = _lit(draw(st.sampled_from(pool))), _lit(draw(st.sampled_from(pool)))
+            return col.is_between(
+                lo, hi, closed=draw(st.sampled_from(["both", "left", "right", "none"]))
+            )
+        if kind == "null":
+            if c in floats and draw(st.booleans()):
+                return col.is_nan() if draw(st.booleans()) else col.is_not_nan()
+            return col.is_null() if draw(st.booleans()) else col.is_not_null()
+        # parts no translation reads: applied by Polars, never used for pruning
+        if c in bools:
+            return col if draw(st.booleans()) else ~col
+        if c in strings:
+            return col.str.len_bytes() > draw(st.integers(0, 3))
+        if c in numeric:
+            other = draw(st.sampled_from(sorted(numeric)))
+            return (
+                (col > pl.col(other))
+                if draw(st.booleans())
+                else (col.abs() < _lit(draw(st.sampled_from(pool))))
+            )
+        return col.cast(pl.String).str.len_bytes() > 3
+
+    return leaf()
+
+
+def predicates(leaf, depth: int = 3):
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.tuples(inner, inner).map(lambda p: p[0] & p[1]),
+            st.tuples(inner, inner).map(lambda p: p[0] | p[1]),
+            inner.map(lambda p: ~p),
+        ),
+        max_leaves=depth + 2,
+    )
+
+
+_dtype_of: dict[str, pl.DataType] = {}
+
+# ------------------------------------------------------------------------------------------
+# 1. The translator against Polars' own evaluation, row for row
+# ------------------------------------------------------------------------------------------
+
+
+def _frame() -> pl.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 64
+
+    def pick(values, dtype):
+        return pl.Series([values[i] for i in rng.integers(0, len(values), n)], dtype=dtype)
+
+    return pl.DataFrame(
+        {
+            "i8": pick([-128, -1, 0, 1, 5, 127, None], pl.Int8),
+            "i64": pick([-(2**62), -3, 0, 2, 7, 2**53 + 1, None], pl.Int64),
+            "u8": pick([0, 1, 200, 255, None], pl.UInt8),
+            "f64": pick([0.0, -0.0, NAN, INF, -INF, 1.5, -2.25, 7.0, None], pl.Float64),
+            "f32": pick([0.1, 0.5, NAN, -0.0, 0.0, 3.0e38, -INF, None], pl.Float32),
+            "s": pick(["", "a", "ab", "b", "é", None], pl.String),
+            "b": pick([True, False, None], pl.Boolean),
+            "d": pick(
+                [dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(1969, 12, 31), None], pl.Date
+            ),
+            "t": pick(
+                [T0, T0 + dt.timedelta(microseconds=1500), T0 - dt.timedelta(days=400), None],
+                pl.Datetime("us"),
+            ),
+            "tz": pick([T0, T0 + dt.timedelta(hours=5), None], pl.Datetime("ns"))
+            .dt.replace_time_zone("UTC")
+            .dt.convert_time_zone("Europe/Paris"),
+            "x": pick(
+                [Decimal("1.25"), Decimal("-3.50"), Decimal("0.00"), Decimal("99999999.99"), None],
+                pl.Decimal(10, 2),
+            ),
+            "dur": pick(
+                [dt.timedelta(milliseconds=3), dt.timedelta(0), dt.timedelta(days=-1), None],
+                pl.Duration("ms"),
+            ),
+        }
+    )
+
+
+FRAME = _frame()
+UTC = dt.timezone.utc
+FRAME_POOLS: dict[str, list] = {
+    "i8": [0, 1, -1, 127, -128, 300, -300, 2.5, -0.5, NAN, INF, 2**40, Decimal("1.0")],
+    "i64": [2, 7, -3, 0, 2**53 + 1, 2**53, 2.5, 1e300, -(2**62), 2**63 - 1, NAN],
+    "u8": [0, 1, 255, 256, -1, 199.5, lambda: pl.lit(200, dtype=pl.UInt8)],
+    "f64": [0.0, -0.0, NAN, INF, -INF, 1.5, -2.25, 7, 2**60, lambda: pl.lit(0.5, dtype=pl.Float32)],
+    "f32": [0.1, 0.5, NAN, -0.0, 3.0e38, 1e39, lambda: pl.lit(0.1, dtype=pl.Float32), lambda: pl.lit(0.1, dtype=pl.Float64)],
+    "s": ["", "a", "ab", "aa", "b", "é", "zz"],
+    "b": [True, False],
+    "d": [dt.date(2020, 1, 1), dt.date(1969, 12, 31), dt.datetime(2020, 1, 1, 12), dt.datetime(2020, 1, 2)],
+    "t": [T0, T0 + dt.timedelta(microseconds=1500), dt.date(2024, 1, 1), lambda: pl.lit(T0 + dt.timedelta(microseconds=1)).dt.cast_time_unit("ms")],
+    "tz": [dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 5, tzinfo=UTC), dt.datetime(2024, 1, 1, 4, 59, 59, 999999, tzinfo=UTC)],
+    "x": [Decimal("1.25"), Decimal("1.255"), Decimal("-3.5"), 0, 2, Decimal("99999999.99"), Decimal("123456789012.5"), 1.25],
+    "dur": [dt.timedelta(milliseconds=3), dt.timedelta(0), dt.timedelta(microseconds=2500), dt.timedelta(days=-1)],
+}  # fmt: skip
+_dtype_of.update(FRAME.schema)
+FRAME_TABLE = FRAME.to_arrow()
+
+
+def _arrow_eval(table: pa.Table, expr: pc.Expression) -> list:
+    return ds.dataset(table).to_table(columns={"m": expr}).column("m").to_pylist()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    predicates(
+        leaves(
+            FRAME_POOLS,
+            numeric={"i8", "i64", "u8", "f64", "f32", "x"},
+            floats={"f64", "f32"},
+            bools={"b"},
+            strings={"s"},
+        )
+    )
+)
+def test_translation_matches_polars_row_for_row(expr):
+    try:
+        want = FRAME.select(expr.alias("m"))["m"].to_list()
+    except Exception:  # noqa: BLE001 - a query Polars itself rejects
+        assume(False)
+    tr = apl.translate(expr, FRAME_TABLE.schema)
+    assert tr.exact == (not tr.dropped)
+    if tr.expression is None:
+        assert tr.dropped
+        return
+    got = _arrow_eval(FRAME_TABLE, tr.expression)
+    if tr.exact:
+        assert got == want, f"{expr} -> {tr.expression}"
+    # Always: every row Polars keeps, the translation keeps (a superset for pruning).
+    missing = [i for i, (w, g) in enumerate(zip(want, got)) if w is True and g is not True]
+    assert not missing, f"{expr} -> {tr.expression}: rows {missing} lost"
+
+
+def _exact(expr, schema=FRAME_TABLE.schema):
+    tr = apl.translate(expr, schema)
+    assert tr.exact, tr
+    return tr.expression
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pl.col("i64") > 2,
+        3 < pl.col("i64"),
+        pl.col("i64").is_in([2, 7, None]),
+        pl.col("i64").is_in([2, None], nulls_equal=True),
+        pl.col("i64").is_between(0, 7, closed="left"),
+        ~pl.col("s").is_null() & pl.col("s").is_not_null(),
+        pl.col("s") >= "ab",
+        pl.col("b") == True,  # noqa: E712
+        pl.col("b"),
+        ~pl.col("b"),
+        pl.col("f64") > 0.0,
+        pl.col("f64").is_in([-0.0]),
+        pl.col("d") == dt.date(2020, 1, 1),
+        pl.col("d").cast(pl.Datetime("us")) < dt.datetime(2020, 1, 1, 12),
+        pl.col("t") <= T0,
+        pl.col("tz")
+        > pl.lit(dt.datetime(2024, 1, 1, 4))
+        .dt.replace_time_zone("UTC")
+        .dt.convert_time_zone("Europe/Paris")
+        .dt.cast_time_unit("ns"),
+        pl.col("x") == Decimal("1.25"),
+        pl.col("x").cast(pl.Decimal(12, 3)) < Decimal("1.255"),
+        pl.col("dur") > pl.lit(dt.timedelta(milliseconds=2)).cast(pl.Duration("ms")),
+        pl.col("i64").cast(pl.Float64) > 2.5,
+        pl.col("f32").cast(pl.Float64) > 0.1,
+        pl.col("u8").cast(pl.Int16) < 300,
+        pl.when(pl.col("u8").is_not_null()).then(True).otherwise(None),
+        pl.when(pl.col("u8").is_null()).then(None).otherwise(False),
+    ],
+    ids=str,
+)
+def test_literal_types_translate_exactly(expr):
+    e = _exact(expr)
+    assert _arrow_eval(FRAME_TABLE, e) == FRAME.select(expr.alias("m"))["m"].to_list()
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pl.col("u8") < 300,  # Polars decides how to cast: the pushed form has the cast
+        pl.col("i64") > 2.5,
+        pl.col("x") < Decimal("1.255"),
+        pl.col("d") < dt.datetime(2020, 1, 1, 12),
+        pl.col("t") > pl.lit(T0).dt.cast_time_unit("ns"),  # mixed units compare truncated
+        pl.col("f32") > 0.1,  # a dynamic float literal is rounded to float32 first
+    ],
+    ids=str,
+)
+def test_literals_not_of_the_column_type_are_not_guessed(expr):
+    assert apl.translate(expr, FRAME_TABLE.schema).expression is None
+
+
+def test_untranslatable_parts_are_dropped_conservatively():
+    schema = FRAME_TABLE.schema
+    odd = pl.col("s").str.contains("a")
+    tr = apl.translate(odd & (pl.col("i64") == 2), schema)
+    assert not tr.exact and str(tr.expression) == "(i64 == 2)" and tr.dropped
+    assert apl.translate(odd | (pl.col("i64") == 2), schema).expression is None
+    assert apl.translate(~(odd & (pl.col("i64") == 2)), schema).expression is None
+    # NOT over an OR may keep the translatable side: ~(a | b) = ~a & ~b.
+    tr = apl.translate(~(odd | (pl.col("i64") == 2)), schema)
+    assert tr.expression is not None and not tr.exact
+    assert apl.translate(pl.col("i64") == pl.col("i8"), schema).expression is None
+    assert apl.translate(pl.col("i64"), schema).expression is None  # not a predicate
+    assert apl.to_arrow_expression(None, schema) is None
+
+
+# ------------------------------------------------------------------------------------------
+# 2. Scans of an indexed dataset with nulls, many files, deletions
+# ------------------------------------------------------------------------------------------
+
+FILES, ROWS, GROUP = 10, 600, 100
+STRINGS = ["alpha", "beta", "gamma", "delta", "", "é"]
+
+
+def _table(rng: np.random.Generator, ids: np.ndarray, t_start: int) -> pa.Table:
+    n = ids.size
+
+    def nulls(p):
+        return rng.random(n) < p
+
+    f = np.round(rng.normal(0, 50, n), 1)
+    special = rng.random(n)
+    f[special < 0.03] = np.nan
+    f[(special >= 0.03) & (special < 0.05)] = -0.0
+    f[(special >= 0.05) & (special < 0.07)] = 0.0
+    f[(special >= 0.07) & (special < 0.08)] = np.inf
+    f[(special >= 0.08) & (special < 0.09)] = -np.inf
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "k": pa.array(rng.integers(0, 20, n), pa.int32(), mask=nulls(0.1)),
+            "u": pa.array(rng.integers(0, 10**12, n), pa.int64()),
+            "s": pa.array(
+                np.array(STRINGS, dtype=object)[rng.integers(0, len(STRINGS), n)],
+                pa.string(),
+                mask=nulls(0.1),
+            ),
+            "f": pa.array(f, pa.float64(), mask=nulls(0.05)),
+            "d": pa.array(
+                rng.integers(18262, 18262 + 400, n).astype(np.int32), pa.int32(), mask=nulls(0.03)
+            ).cast(pa.date32()),
+            "t": pa.array(t_start + np.sort(rng.integers(0, 10**9, n)), pa.int64()).cast(
+                pa.timestamp("us")
+            ),
+            "x": pa.array(
+                [Decimal(int(v)).scaleb(-2) for v in rng.integers(-100000, 100000, n)],
+                pa.decimal128(10, 2),
+                mask=nulls(0.05),
+            ),
+            "b": pa.array(rng.random(n) < 0.3, pa.bool_(), mask=nulls(0.1)),
+        }
+    )
+
+
+OPTIONS = {
+    "file-index.bitmap.columns": "k,s,b",
+    "file-index.bloom-filter.columns": "id,u",
+    "file-index.range-bitmap.columns": "f,d,t,x,u",
+}
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    root = tmp_path_factory.mktemp("polars-lake")
+    rng = np.random.default_rng(2026)
+    ids = rng.permutation(FILES * ROWS + 300)
+    t0 = int(np.datetime64("2024-01-01T00:00:00", "us").astype(np.int64))
+    for i in range(FILES):
+        table = _table(rng, ids[i * ROWS : (i + 1) * ROWS], t0 + i * 10**9)
+        pq.write_table(table, root / f"part-{i:05d}.parquet", row_group_size=GROUP)
+    arrowidx.build(root, OPTIONS, progress=False)
+    first = rng.choice(ids[: FILES * ROWS], 400, replace=False)
+    second = rng.choice(ids[: FILES * ROWS], 300, replace=False)
+    arrowidx.delete(root, pc.field("id").isin(pa.array(first, pa.int64())), progress=False)
+    arrowidx.delete(root, pc.field("id").isin(pa.array(second, pa.int64())), progress=False)
+    # a file added after the build: no index, no deletions, read in full (sorts mid-list)
+    pq.write_table(
+        _table(rng, ids[FILES * ROWS :], t0), root / "part-00004b.parquet", row_group_size=GROUP
+    )
+    deleted = sorted(set(first.tolist()) | set(second.tolist()))
+    return root, deleted
+
+
+def plain(root: Path, deleted) -> pl.LazyFrame:
+    """The reference: plain Polars over the same files, deleted ids removed independently."""
+    return pl.scan_parquet(str(root / "*.parquet")).filter(
+        ~pl.col("id").is_in(pl.Series(deleted, dtype=pl.Int64).implode())
+    )
+
+
+def _pools_strategy():
+    # literals are drawn from the data so that selective queries find rows
+    rng = np.random.default_rng(3)
+    t = _table(rng, np.arange(40), int(np.datetime64("2024-01-01T00:00:00", "us").astype(np.int64)))
+    pools = {
+        name: [v for v in t.column(name).to_pylist() if v is not None][:12]
+        for name in t.column_names
+    }
+    pools["k"] += [-1, 25, 2.5, 2**40]
+    pools["f"] += [NAN, INF, -INF, 0.0, -0.0, 33]
+    pools["s"] += ["", "zeta", "alph"]
+    pools["x"] += [Decimal("1.255"), 0, 5]
+    pools["d"] += [dt.datetime(2020, 6, 1, 12)]
+    pools["t"] += [lambda: pl.lit(T0 + dt.timedelta(microseconds=1)).dt.cast_time_unit("ns")]
+    pools["b"] = [True, False]
+    _dtype_of.update({"id": pl.Int64, "k": pl.Int32, "u": pl.Int64, "s": pl.String, "f": pl.Float64, "d": pl.Date,
+                      "t": pl.Datetime("us"), "x": pl.Decimal(10, 2), "b": pl.Boolean})  # fmt: skip
+    return pools
+
+
+LAKE_PREDICATES = predicates(
+    leaves(
+        _pools_strategy(),
+        numeric={"id", "k", "u", "f", "x"},
+        floats={"f"},
+        bools={"b"},
+        strings={"s"},
+    )
+)
+SHAPES = ["filter", "project", "filter-head", "head-filter", "count"]
+
+
+def _query(lf: pl.LazyFrame, shape: str, expr, columns: list[str], n: int) -> pl.LazyFrame:
+    if shape == "filter":
+        return lf.filter(expr)
+    if shape == "project":
+        return lf.filter(expr).select(columns)
+    if shape == "filter-head":
+        return lf.filter(expr).head(n)
+    if shape == "head-filter":
+        return lf.head(n).filter(expr).select(columns)
+    return lf.filter(expr).select(pl.len())
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    expr=LAKE_PREDICATES,
+    shape=st.sampled_from(SHAPES),
+    columns=st.lists(
+        st.sampled_from(["id", "k", "u", "s", "f", "d", "t", "x", "b"]),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    n=st.sampled_from([0, 1, 7, 150, 3000, 10_000]),
+    reader=st.sampled_from(["auto", "auto", "pyarrow"]),
+)
+def test_scan_equals_scan_parquet_minus_deleted(lake, expr, shape, columns, n, reader):
+    root, deleted = lake
+    try:
+        want = _query(plain(root, deleted), shape, expr, columns, n).collect()
+    except Exception:  # noqa: BLE001 - a query Polars itself rejects
+        assume(False)
+    got = _query(apl.scan(root, reader=reader), shape, expr, columns, n).collect()
+    assert_frame_equal(got, want)  # same rows in the same order (files in path order)
+
+
+def test_full_scan_and_streaming_engine(lake):
+    root, deleted = lake
+    want = plain(root, deleted).collect()
+    assert_frame_equal(apl.scan(root).collect(), want)
+    expr = (pl.col("k") == 3) | (pl.col("s") == "beta")
+    assert_frame_equal(
+        apl.scan(root).filter(expr).collect(engine="streaming"),
+        plain(root, deleted).filter(expr).collect(),
+    )
+    assert apl.scan(root).select(pl.len()).collect().item() == want.height
+    empty = apl.scan(root).filter(pl.col("k") == 999).collect()
+    assert empty.height == 0 and empty.schema == want.schema
+
+
+def test_predicates_polars_cannot_push_or_we_cannot_translate(lake):
+    root, deleted = lake
+    queries = [
+        lambda lf: lf.with_row_index("n").filter(pl.col("n") % 97 == 3),  # not pushed: row index
+        lambda lf: lf.filter(pl.col("u").cum_sum() > 10**14),  # not pushed: not row-separable
+        lambda lf: lf.filter(pl.col("s").str.contains("^[ab]")),  # pushed, not translatable
+        lambda lf: lf.filter(pl.col("u") % 7 == 3),
+        lambda lf: lf.filter(pl.col("k") > pl.col("f")),
+        lambda lf: lf.filter(pl.col("f").is_nan() | (pl.col("k") == 3)),
+        lambda lf: lf.filter((pl.col("k") == 3) & pl.col("s").str.contains("ph")),
+        lambda lf: lf.filter(pl.col("k").is_in([1, 2]).not_() & (pl.col("d").dt.year() == 2020)),
+    ]
+    for q in queries:
+        assert_frame_equal(q(apl.scan(root)).collect(), q(plain(root, deleted)).collect())
+
+
+def test_pruning_happens_and_is_explained(lake, caplog):
+    root, deleted = lake
+    table = pq.read_table(root / "part-00006.parquet")
+    needle = table.column("u")[123].as_py()
+    expr = pl.col("u") == needle
+    report = apl.explain(root, expr)
+    assert report.translation.exact
+    assert report.files_skipped == FILES - 1  # bloom filters and range-bitmaps rule them out
+    assert "part-00006.parquet" in str(report)
+    seen = []
+    with caplog.at_level(logging.INFO, logger="arrowidx.polars"):
+        got = apl.scan(root, on_scan=seen.append).filter(expr).collect()
+    assert_frame_equal(got, plain(root, deleted).filter(expr).collect())
+    (r,) = seen
+    kept = {p.path: len(p.row_groups) for p in r.plans if not p.skipped}
+    # the needle's file (one row group, by range-bitmap) and the file added after the build
+    assert kept == {"part-00006.parquet": 1, "part-00004b.parquet": 3}
+    assert (
+        r.files_read == 2 and r.row_groups_read == 4 and r.rows_read <= GROUP + 300 < r.rows_total
+    )
+    assert "skipped" in caplog.text and str(needle) in caplog.text
+    # range-bitmap: a narrow range on the time column keeps one row group of one file
+    t = table.column("t")[250].as_py()
+    seen.clear()
+    rng = pl.col("t").is_between(t, t + dt.timedelta(microseconds=1))
+    got = apl.scan(root, on_scan=seen.append).filter(rng).collect()
+    assert_frame_equal(got, plain(root, deleted).filter(rng).collect())
+    assert seen[0].row_groups_read <= 1 + 3  # plus the unindexed file's three
+    # an untranslatable predicate prunes nothing and says so
+    report = apl.explain(root, pl.col("s").str.contains("x"))
+    assert report.translation.expression is None and report.files_skipped == 0
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pl.col("k") > 2.5,  # Polars pushes k.cast(Float64) > 2.5
+        pl.col("k") < 300,
+        pl.col("d") < dt.datetime(2020, 6, 1, 12),  # d.cast(Datetime) < ...
+        pl.col("x") < Decimal("1.25"),
+        pl.col("f") > 10,
+        pl.col("t") > pl.lit(T0 + dt.timedelta(microseconds=1)).dt.cast_time_unit("ns"),
+    ],
+    ids=str,
+)
+def test_what_polars_pushes_is_translated_exactly(lake, expr):
+    root, deleted = lake
+    seen = []
+    got = apl.scan(root, on_scan=seen.append).filter(expr).collect()
+    assert_frame_equal(got, plain(root, deleted).filter(expr).collect())
+    assert seen[0].translation.exact, seen[0].translation
+
+
+def test_deletes_after_the_lazyframe_was_made_are_seen(tmp_path):
+    rng = np.random.default_rng(11)
+    for i in range(3):
+        pq.write_table(
+            _table(rng, np.arange(i * 200, (i + 1) * 200), 0),
+            tmp_path / f"p{i}.parquet",
+            row_group_size=50,
+        )
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "k"}, progress=False)
+    lf = apl.scan(tmp_path).filter(pl.col("k") == 3)
+    before = lf.collect()
+    arrowidx.delete(tmp_path, pc.field("id") < 100, progress=False)
+    after = lf.collect()
+    assert_frame_equal(after, before.filter(pl.col("id") >= 100))
+    assert_frame_equal(lf.head(3).collect(), after.head(3))
+
+
+def test_batch_size_and_row_limit(lake):
+    root, deleted = lake
+    src = apl._Source(apl._dataset(root, None, "raise"), native=True, on_scan=None)
+    frames = list(src(["id", "k"], pl.col("k") < 10, None, 64))
+    assert frames and all(f.height <= 64 for f in frames)
+    want = plain(root, deleted).filter(pl.col("k") < 10).select("id", "k").collect()
+    assert_frame_equal(pl.concat(frames), want)
+    # n_rows limits the rows read before the predicate (Polars pushes head(n).filter(p))
+    frames = list(src(None, pl.col("k") < 10, 1000, None))
+    assert_frame_equal(
+        pl.concat(frames), plain(root, deleted).head(1000).filter(pl.col("k") < 10).collect()
+    )
+
+
+def test_explain_and_polars_plan_name(lake):
+    root, _ = lake
+    plan = apl.scan(root).filter(pl.col("k") == 1).explain()
+    assert "arrowidx" in plan or "PYTHON" in plan
+    report = apl.explain(root)
+    assert report.files_skipped == 0 and report.translation.expression is None
+
+
+def test_unsupported_reader_options(lake, tmp_path):
+    root, _ = lake
+    with pytest.raises(ValueError):
+        apl.scan(root, reader="duckdb")
+    with pytest.raises(FileNotFoundError):
+        apl.scan(tmp_path / "nothing-here")
+    with pytest.raises(arrowidx.ArrowIdxError, match="no"):
+        apl.scan(tmp_path)  # a directory without Parquet files
+
+
+def test_nan_and_signed_zero_follow_polars(lake):
+    root, deleted = lake
+    for expr in [
+        pl.col("f") > 0.0, pl.col("f") >= 0.0, pl.col("f") == -0.0, pl.col("f") < NAN, pl.col("f") == NAN,
+        pl.col("f") > INF, ~(pl.col("f") <= 10.0), pl.col("f").is_in([NAN, 0.0]), pl.col("f").is_between(-1, NAN),
+    ]:  # fmt: skip
+        assert_frame_equal(
+            apl.scan(root).filter(expr).collect(), plain(root, deleted).filter(expr).collect()
+        )
