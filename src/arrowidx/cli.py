@@ -31,22 +31,32 @@ class UsageError(Exception):
     """A command line the user should fix (exit code 2)."""
 
 
-def parse_where(text: str, schema: pa.Schema):
-    """SQL ``WHERE`` text -> ``pyarrow.compute.Expression`` (via ``polars.sql_expr``)."""
+def parse_where(text: str, schema: pa.Schema, *, exact: bool = True):
+    """SQL ``WHERE`` text -> ``(pyarrow Expression or None, polars Expr, exact?)``.
+
+    Parsed by Polars (``polars.sql_expr``), translated by :mod:`arrowidx.polars`. With
+    ``exact=True`` a clause that does not translate exactly is a usage error; otherwise the
+    translation may be a superset (used for pruning) and the Polars expression finishes it.
+    """
     try:
         import polars as pl
 
-        from .polars import to_arrow_expression
+        from .polars import translate
     except ImportError as e:
         raise UsageError(f"--where needs Polars (pip install 'arrowidx[cli]'): {e}") from None
     try:
         expr = pl.sql_expr(text)
+        names = expr.meta.root_names()
     except Exception as e:  # polars raises several exception types for bad SQL
         raise UsageError(f"cannot parse --where {text!r}: {e}") from None
-    translated = to_arrow_expression(expr, schema)
-    if translated is None:
-        raise UsageError(f"--where {text!r} uses SQL that arrowidx cannot evaluate exactly yet")
-    return translated
+    unknown = [n for n in names if schema.get_field_index(n) < 0]
+    if unknown:
+        raise UsageError(f"--where names unknown column(s) {', '.join(unknown)}; columns are {', '.join(schema.names)}")
+    translated = translate(expr, schema)
+    if exact and (translated.expression is None or not translated.exact):
+        parts = "; ".join(translated.dropped) or text
+        raise UsageError(f"--where {text!r}: arrowidx cannot evaluate this exactly yet ({parts})")
+    return translated.expression, expr, translated.exact
 
 
 def _options(args) -> dict[str, str]:
@@ -148,17 +158,24 @@ def cmd_query(args) -> int:
     from .lake import dataset
 
     data = dataset(args.path)
-    expr = parse_where(args.where, data.schema) if args.where else None
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         unknown = [c for c in columns if data.schema.get_field_index(c) < 0]
         if unknown:
             raise UsageError(f"unknown column(s) {', '.join(unknown)}; columns are {', '.join(data.schema.names)}")
+    expr, polars_expr, exact = parse_where(args.where, data.schema, exact=False) if args.where else (None, None, True)
     if args.explain:
         print(data.explain(expr))
         print()
     start = time.perf_counter()
-    table = data.to_table(filter=expr, columns=columns)
+    if exact:
+        table = data.to_table(filter=expr, columns=columns)
+    else:  # prune with the translatable part, let Polars apply the rest exactly
+        import polars as pl
+
+        needed = None if columns is None else list(dict.fromkeys(columns + polars_expr.meta.root_names()))
+        frame = pl.from_arrow(data.to_table(filter=expr, columns=needed)).filter(polars_expr)
+        table = (frame.select(columns) if columns else frame).to_arrow()
     elapsed = time.perf_counter() - start
     shown = table.slice(0, args.limit) if args.limit is not None else table
     if args.format == "json":
@@ -169,16 +186,26 @@ def cmd_query(args) -> int:
 
         pacsv.write_csv(shown, sys.stdout.buffer)
     else:
-        print(shown.to_string(preview_cols=0) if shown.num_rows else "(no rows)")
+        _print_table(shown)
     print(f"{table.num_rows:,} row(s) in {elapsed * 1000:.1f} ms", file=sys.stderr)
     return 0
+
+
+def _print_table(table: pa.Table) -> None:
+    try:
+        import polars as pl
+
+        with pl.Config(tbl_rows=table.num_rows, tbl_cols=-1, tbl_width_chars=200):
+            print(pl.from_arrow(table))
+    except ImportError:
+        print(table.to_string(preview_cols=20))
 
 
 def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
     data = dataset(args.path)
-    expr = parse_where(args.where, data.schema)
+    expr, _, _ = parse_where(args.where, data.schema)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
     print(delete(args.path, expr, options=options, progress=not args.quiet))
     return 0
