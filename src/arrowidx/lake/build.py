@@ -24,6 +24,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..file_index import write_file_index
+from ..errors import OptionError
 from ..options import in_manifest_threshold, parse_index_options
 from .layout import (
     INDEX_DIR,
@@ -121,6 +122,18 @@ def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, st
     return out
 
 
+def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Mapping[str, str]) -> None:
+    """A column to index must exist in at least one file (else it is surely a typo)."""
+    wanted = {s.column for s in parse_index_options(options)}
+    for rel in rels:
+        if not wanted:
+            return
+        with fs.open_input_file(join(root, rel)) as f:
+            wanted -= set(pq.read_schema(f).names)
+    if wanted and rels:
+        raise OptionError(f"column(s) {', '.join(sorted(wanted))} to index are not a column of any data file")
+
+
 def _progress(total: int, enabled: bool, what: str) -> Callable[[], None]:
     if not enabled or total == 0:
         return lambda: None
@@ -168,6 +181,7 @@ def build(
         else:
             todo.append(rel)
     report.removed = sorted(set(manifest.files) - set(rels))
+    _check_columns(fs, root, todo, options)
     tick = _progress(len(todo), progress, "arrowidx build")
     workers = threads or min(len(todo), os.cpu_count() or 2) or 1
 
