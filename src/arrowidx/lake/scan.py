@@ -165,6 +165,7 @@ class IndexedDataset:
         self._deletion_files: dict[str, bytes] = {}
         self._infos: dict[str, pafs.FileInfo] = {}
         self._schema: pa.Schema | None = None
+        self._warm = False
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -184,6 +185,7 @@ class IndexedDataset:
         self.manifest = load_manifest(self.fs, self.root)
         self._files = self._discover()
         self._infos = {}
+        self._warm = False
 
     def _info(self, rel: str) -> pafs.FileInfo:
         if rel not in self._infos:
@@ -266,8 +268,12 @@ class IndexedDataset:
         return cached
 
     # -- planning --------------------------------------------------------------------------------
-    def plan_file(self, rel: str, expr) -> FilePlan:
-        """Ask one file's index about ``expr``; decide which row groups to read."""
+    def plan_file(self, rel: str, expr, bound: dict | None = None) -> FilePlan:
+        """Ask one file's index about ``expr``; decide which row groups to read.
+
+        ``bound`` caches ``expr`` bound per index schema across the files of one plan, so
+        the Expression is parsed once per query rather than once per file.
+        """
         entry = self.manifest.files.get(rel)
         plan = FilePlan(rel, entry.rows if entry else 0, "remain")
         if entry is None:
@@ -284,8 +290,11 @@ class IndexedDataset:
                 if index is None:
                     plan.status, plan.note = "no index", "index file rewritten"
                 else:
-                    plan.result = index.evaluate(expr)
-                    node = bind(expr, self.schema)
+                    bound = {} if bound is None else bound
+                    node = bound.get(entry.index.schema)
+                    if node is None:
+                        node = bound[entry.index.schema] = bind(expr, index.schema)
+                    plan.result = index.evaluate(node)
                     plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
             except ArrowIdxError:
                 if self.on_corrupt == "raise":
@@ -320,9 +329,19 @@ class IndexedDataset:
         return plan
 
     def plan(self, expr) -> list[FilePlan]:
+        """One :class:`FilePlan` per data file, in read order.
+
+        The first plan loads index files on a thread pool; once they are cached, planning
+        runs inline (a pool costs more than evaluating warm indexes).
+        """
         self._infos = {}
+        bound: dict = {}
+        if self._warm:
+            return [self.plan_file(rel, expr, bound) for rel in self.files]
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            return list(pool.map(lambda rel: self.plan_file(rel, expr), self.files))
+            plans = list(pool.map(lambda rel: self.plan_file(rel, expr, bound), self.files))
+        self._warm = expr is not None
+        return plans
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
