@@ -1,0 +1,244 @@
+"""Issue 7 benchmark: arrowidx on Spark (``local[2]``) against Spark's own Parquet reader.
+
+    .venv/bin/python bench/bench_spark.py [--rows 10000000] [--runs 3]
+
+Generates (once, cached under ``bench-data/spark/``, fixed seed) the demo lake: 20 Parquet
+files, ``--rows`` rows, 100,000-row groups; ``id`` a shuffled permutation, ``user_id``
+uniform in [0, 50,000,000), ``status`` 6 values (the rarest 0.01 %), ``region`` 8 values,
+``amount`` gamma-distributed double, ``event_time`` timestamp (UTC). Indexes: bitmap on
+status and region, bloom-filter on id, range-bitmap on user_id (bloom-filter when this
+checkout has no range-bitmap).
+
+Side by side in one run, on one ``local[2]`` session:
+
+1. index build: local ``arrowidx.build`` against ``arrowidx.spark.build`` (full rebuild,
+   after a warm-up Spark job), and a check that both wrote the same index files;
+2. queries: after one warm-up, the median of ``--runs`` interleaved runs of
+   ``spark.read.format("arrowidx").load(root).filter(q).toArrow()`` and
+   ``spark.read.parquet(root).filter(q).toArrow()`` (Spark's defaults: vectorised reader,
+   Parquet filter pushdown on), checking the answers agree (the Parquet side with the
+   deleted rows filtered out by id). 0.1 % of the rows are deleted first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+STATUSES = ["DELIVERED", "SHIPPED", "PENDING", "CANCELLED", "RETURNED", "LOST"]
+STATUS_WEIGHTS = [0.55, 0.25, 0.12, 0.05, 0.0299, 0.0001]
+REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af-south"]
+USER_ID_RANGE = 50_000_000
+ROW_GROUP = 100_000
+FILES = 20
+SEED = 20260607
+DELETED_BELOW = 0.001  # ids below 0.1 % of the row count are deleted
+
+
+def generate(root: Path, rows: int) -> Path:
+    """Write the lake unless the same one (same stamp) is already there."""
+    stamp = {"rows": rows, "files": FILES, "seed": SEED, "row_group": ROW_GROUP, "v": 1}
+    marker = root / "_bench.json"
+    if marker.exists() and json.loads(marker.read_text()) == stamp:
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(SEED)
+    ids = rng.permutation(rows).astype(np.int64)
+    per_file = -(-rows // FILES)
+    t0 = np.datetime64("2026-01-01T00:00:00", "us").astype(np.int64)
+    for i in range(FILES):
+        lo, hi = i * per_file, min((i + 1) * per_file, rows)
+        n = hi - lo
+        if n <= 0:
+            break
+        table = pa.table(
+            {
+                "id": ids[lo:hi],
+                "user_id": rng.integers(0, USER_ID_RANGE, n, dtype=np.int64),
+                "status": np.array(STATUSES)[rng.choice(len(STATUSES), n, p=STATUS_WEIGHTS)],
+                "region": np.array(REGIONS)[rng.integers(0, len(REGIONS), n)],
+                "amount": rng.gamma(2.0, 20.0, n),
+                "event_time": pa.array(t0 + rng.integers(0, 86_400_000_000 * 30, n), pa.timestamp("us", tz="UTC")),
+            }
+        )
+        pq.write_table(table, root / f"part-{i:05d}.parquet", row_group_size=ROW_GROUP)
+    marker.write_text(json.dumps(stamp))
+    return root
+
+
+def index_options() -> dict[str, str]:
+    from arrowidx.index import INDEX_TYPES
+
+    options = {
+        "file-index.bitmap.columns": "status,region",
+        "file-index.bloom-filter.columns": "id",
+        "file-index.bloom-filter.id.fpp": "0.01",
+    }
+    if "range-bitmap" in INDEX_TYPES:
+        options["file-index.range-bitmap.columns"] = "user_id"
+    else:
+        options["file-index.bloom-filter.columns"] = "id,user_id"
+    return options
+
+
+def spark_session():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("arrowidx-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "3g")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def index_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "_arrowidx" / "index").rglob("*.index"))}
+
+
+def timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def side_by_side(ours, theirs, runs: int):
+    """Median ms of ``runs`` warm runs of each, interleaved; one untimed warm-up each first."""
+    got, want = ours(), theirs()
+    t_ours, t_theirs = [], []
+    for _ in range(runs):
+        for fn, times in ((ours, t_ours), (theirs, t_theirs)):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(t_ours), statistics.median(t_theirs), got, want
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    if a.num_rows != b.num_rows:
+        return False
+    return a.sort_by("id").equals(b.select(a.column_names).sort_by("id"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", default="bench-data/spark")
+    parser.add_argument("--skip-build", action="store_true", help="reuse the indexes of an earlier run")
+    args = parser.parse_args(argv)
+
+    import arrowidx.spark as axs
+
+    t_gen, root = timed(lambda: generate(Path(args.dir) / f"lake-{args.rows}", args.rows))
+    print(f"lake {root}: {args.rows:,} rows in {FILES} files, {ROW_GROUP:,}-row groups (ready in {t_gen:.1f}s)")
+    options = index_options()
+    print("indexes:", ", ".join(f"{k.split('.')[1]}({v})" for k, v in options.items() if k.endswith(".columns")))
+
+    t_start, spark = timed(spark_session)
+    axs.register(spark)
+    print(f"Spark {spark.version} local[2] session started in {t_start:.1f}s")
+
+    # -- 1. build: local against Spark --------------------------------------------------------
+    if not args.skip_build:
+        build_side_by_side(spark, root, options, Path(args.dir))
+    return queries(spark, root, args.rows, args.runs)
+
+
+def build_side_by_side(spark, root: Path, options: dict[str, str], work: Path) -> None:
+    import arrowidx
+    import arrowidx.spark as axs
+    from arrowidx.lake.layout import load_manifest, resolve
+
+    t_local, local_report = timed(lambda: arrowidx.build(str(root), options, progress=False, incremental=False))
+    local_index = index_bytes(root)
+    fs, r, _ = resolve(str(root))
+    local_manifest = load_manifest(fs, r)
+    # Warm the Spark side (JVM, Python workers, imports) with a one-file build elsewhere, as
+    # a real cluster would be warm; then the full rebuild is what is timed.
+    warm = work / "warm-up"
+    shutil.rmtree(warm, ignore_errors=True)
+    warm.mkdir(parents=True)
+    pq.write_table(pq.read_table(root / "part-00000.parquet").slice(0, 1000), warm / "part-0.parquet")
+    axs.build(spark, str(warm), options)
+    shutil.rmtree(warm)
+    t_spark, spark_report = timed(lambda: axs.build(spark, str(root), options, incremental=False))
+    spark_manifest = load_manifest(fs, r)
+    same_index = index_bytes(root) == local_index and all(
+        local_manifest.files[k].index == spark_manifest.files[k].index for k in local_manifest.files
+    )
+    print("\nindex build (all 20 files, full rebuild)")
+    print(f"  arrowidx.build (local, 2 threads)   {t_local * 1000:>10,.0f} ms   {local_report.index_bytes:,} index bytes")
+    print(
+        f"  arrowidx.spark.build (local[2])     {t_spark * 1000:>10,.0f} ms   overhead {t_spark / t_local:.2f}x"
+        f" (+{(t_spark - t_local) * 1000:,.0f} ms); same index files and entries: {same_index}"
+    )
+    assert len(spark_report.indexed) == FILES
+
+
+def queries(spark, root: Path, rows: int, runs: int) -> int:
+    import arrowidx
+
+    deleted_below = max(1, int(rows * DELETED_BELOW))
+    arrowidx.delete(str(root), pc.field("id") < deleted_below, progress=False)
+    data = arrowidx.dataset(str(root))
+    rng = np.random.default_rng(1)
+    needle_id = int(rng.integers(deleted_below, rows))
+    some = data.to_table(filter=pc.field("id") == needle_id, columns=["user_id"])
+    needle_user = some.column("user_id")[0].as_py()
+    battery = [
+        ("needle: id = N (bloom-filter)", f"id = {needle_id}"),
+        ("needle: user_id = N", f"user_id = {needle_user}"),
+        ("0.01 %: status = 'LOST' (bitmap)", "status = 'LOST'"),
+        ("selective: user_id < 50,000 (0.1 %)", "user_id < 50000"),
+    ]
+    print(f"\nqueries (median of {runs} warm runs, .toArrow(); {deleted_below:,} rows deleted)")
+    print(f"{'query':38} {'rows':>6} {'files read':>10} {'tasks':>5} {'arrowidx':>10} {'parquet':>10} {'speed-up':>9}  agree")
+    for name, condition in battery:
+        tasks = spark.read.format("arrowidx").load(str(root)).filter(condition).rdd.getNumPartitions()
+        one_per_file = spark.read.format("arrowidx").option("maxPartitionBytes", "1").load(str(root))
+        files_read = one_per_file.filter(condition).rdd.getNumPartitions()
+
+        def ours(cond=condition):
+            return spark.read.format("arrowidx").load(str(root)).filter(cond).toArrow()
+
+        def theirs(cond=condition):
+            return spark.read.parquet(str(root)).filter(cond).toArrow()
+
+        t_ours, t_theirs, got, want = side_by_side(ours, theirs, runs)
+        want = want.filter(pc.greater_equal(want.column("id"), deleted_below))
+        agree = same_rows(got, want)
+        print(
+            f"{name:38} {got.num_rows:>6,} {files_read:>4} of {FILES:<3} {tasks:>5} {t_ours:>8,.0f}ms {t_theirs:>8,.0f}ms"
+            f" {t_theirs / t_ours:>8.1f}x  {agree}"
+        )
+        if not agree:
+            print(f"  MISMATCH for {condition}: {got.num_rows} vs {want.num_rows} rows", file=sys.stderr)
+            return 1
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

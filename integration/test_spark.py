@@ -1,0 +1,497 @@
+"""arrowidx on a real local Spark: build, write, the ``arrowidx`` data source, the mapInArrow helper.
+
+Expected results always come from Spark's own Parquet reader on the same files, with the
+deleted rows removed independently (by filtering on the delete predicate), never from
+arrowidx itself. Spark's Parquet *filter pushdown* is switched off for the reference reads:
+with it on, parquet-mr's row-group statistics drop NaN rows that Spark's semantics keep
+(``amount > 1000`` misses NaN on files written by pyarrow, whose min/max leave NaN out); see
+``test_reference_reader_nan_pushdown`` and docs/spark.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import decimal
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import arrowidx
+from arrowidx.index import INDEX_TYPES
+from arrowidx.lake.layout import load_manifest, resolve
+
+spark_mod = pytest.importorskip("arrowidx.spark")
+from pyspark.sql import functions as F  # noqa: E402
+
+FILES = 6
+ROWS = 1_800
+ROW_GROUP = 400
+STATUSES = ["PAID", "NEW", "SHIPPED", "CANCELLED", "RETURNED", "REFUNDED"]
+REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "é-zone"]
+T0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def make_table(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
+    """One file's rows: every column type the data source maps, nulls, NaN, -0.0 and 0.0."""
+    n = len(ids)
+
+    def nulls(p: float) -> np.ndarray:
+        return rng.random(n) < p
+
+    status = rng.choice(STATUSES, n, p=[0.45, 0.3, 0.2, 0.03, 0.015, 0.005])
+    amount = rng.gamma(2.0, 30.0, n)
+    special = rng.random(n)
+    amount[special < 0.02] = np.nan
+    amount[(special >= 0.02) & (special < 0.03)] = -0.0
+    amount[(special >= 0.03) & (special < 0.04)] = 0.0
+    micros = rng.integers(0, 10 * 86_400 * 10**6, n)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "user_id": pa.array(rng.integers(0, 50_000, n), pa.int64(), mask=nulls(0.02)),
+            "status": pa.array(status, pa.string(), mask=nulls(0.03)),
+            "region": pa.array(rng.choice(REGIONS, n), pa.string(), mask=nulls(0.02)),
+            "amount": pa.array(amount, pa.float64(), mask=nulls(0.02)),
+            "score": pa.array(rng.normal(0, 1, n).astype(np.float32), pa.float32()),
+            "small": pa.array(rng.integers(0, 20, n), pa.int32(), mask=nulls(0.02)),
+            "tiny": pa.array(rng.integers(-5, 5, n), pa.int8()),
+            "flag": pa.array(rng.random(n) < 0.3, pa.bool_(), mask=nulls(0.05)),
+            "day": pa.array(rng.integers(19_700, 19_730, n).astype(np.int32), pa.int32()).cast(pa.date32()),
+            "ts": pa.array(micros + int(T0.timestamp() * 10**6), pa.timestamp("us", tz="UTC")),
+            "ts_ntz": pa.array(micros + int(T0.timestamp() * 10**6), pa.timestamp("us")),
+            "price": pa.array([decimal.Decimal(int(c)) / 100 for c in rng.integers(0, 50_000, n)], pa.decimal128(10, 2)),
+            "payload": pa.array([bytes([i % 7, i % 3]) for i in range(n)], pa.binary()),
+        }
+    )
+
+
+def write_dataset(root: Path, seed: int = 7, files: int = FILES, rows: int = ROWS) -> list[int]:
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(files * rows * 3)[: files * rows]
+    for i in range(files):
+        table = make_table(rng, ids[i * rows : (i + 1) * rows])
+        pq.write_table(table, root / f"part-{i}.parquet", row_group_size=ROW_GROUP)
+    return ids.tolist()
+
+
+def index_options() -> dict[str, str]:
+    options = {
+        "file-index.bitmap.columns": "status,region,small,flag,day,tiny",
+        "file-index.bloom-filter.columns": "id,amount,ts",
+        "file-index.in-manifest-threshold": "600 bytes",
+    }
+    if "range-bitmap" in INDEX_TYPES:
+        options["file-index.range-bitmap.columns"] = "user_id,ts_ntz,score,price"
+    else:
+        options["file-index.bloom-filter.columns"] += ",user_id,ts_ntz"
+    return options
+
+
+@contextlib.contextmanager
+def parquet_pushdown(spark, enabled: bool):
+    key = "spark.sql.parquet.filterPushdown"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+def canon(table: pa.Table) -> list[tuple]:
+    """Rows sorted by id, NaN made comparable, large types and time zones normalised."""
+    table = table.sort_by("id")
+    columns = []
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_large_string(col.type):
+            col = col.cast(pa.string())
+        if pa.types.is_floating(col.type):
+            values = col.to_pylist()
+            columns.append(["NaN" if isinstance(v, float) and math.isnan(v) else v for v in values])
+        else:
+            columns.append(col.to_pylist())
+    return list(zip(*columns))
+
+
+def assert_same(got: pa.Table, expected: pa.Table, what: str) -> None:
+    assert got.num_rows == expected.num_rows, f"{what}: {got.num_rows} rows, expected {expected.num_rows}"
+    assert got.column_names == expected.column_names, what
+    assert canon(got) == canon(expected), what
+
+
+# ------------------------------------------------------------------------------------------
+# fixtures
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory):
+    """A dataset indexed by arrowidx.spark.build, with deletions and one stale file."""
+    root = tmp_path_factory.mktemp("lake") / "orders"
+    all_ids = write_dataset(root)
+    report = spark_mod.build(spark, str(root), index_options())
+    assert len(report.indexed) == FILES
+    rng = np.random.default_rng(3)
+    deleted = sorted(rng.choice(all_ids, size=len(all_ids) // 20, replace=False).tolist())
+    arrowidx.delete(str(root), pc.field("id").isin(deleted), progress=False)
+    # A file rewritten after it was indexed: stale, read in full, its deletions void.
+    stale = make_table(np.random.default_rng(99), np.arange(10**7, 10**7 + 900, dtype=np.int64))
+    pq.write_table(stale, root / "part-5.parquet", row_group_size=ROW_GROUP)
+    return {"root": str(root), "deleted": deleted}
+
+
+def reference(spark, lake, condition: str | None):
+    """Spark's own Parquet reader, row-level semantics, deleted rows filtered out by id."""
+    with parquet_pushdown(spark, False):
+        df = spark.read.parquet(lake["root"])
+        if condition is not None:
+            df = df.filter(condition)
+        return df.filter(~F.col("id").isin(lake["deleted"])).toArrow()
+
+
+# ------------------------------------------------------------------------------------------
+# 1. build
+# ------------------------------------------------------------------------------------------
+
+
+def test_spark_build_equals_local_build(spark, tmp_path):
+    local, distributed = tmp_path / "local", tmp_path / "spark"
+    write_dataset(local, seed=11, files=4, rows=1200)
+    tiny = make_table(np.random.default_rng(5), np.arange(10**6, 10**6 + 30, dtype=np.int64))
+    pq.write_table(tiny, local / "part-4.parquet")  # a small container, embedded in the manifest
+    shutil.copytree(local, distributed)
+    options = index_options()
+    options["file-index.in-manifest-threshold"] = "16 kb"
+    arrowidx.build(str(local), options, progress=False)
+    report = spark_mod.build(spark, str(distributed), options)
+    assert sorted(report.indexed) == [f"part-{i}.parquet" for i in range(5)]
+
+    fs_a, root_a, _ = resolve(str(local))
+    fs_b, root_b, _ = resolve(str(distributed))
+    a, b = load_manifest(fs_a, root_a), load_manifest(fs_b, root_b)
+    assert a.version == b.version == 1
+    assert a.options == b.options
+    assert list(a.files) == list(b.files)
+    embedded = files = 0
+    for rel in a.files:
+        ea, eb = a.files[rel], b.files[rel]
+        assert (ea.path, ea.size, ea.rows, ea.deletion) == (eb.path, eb.size, eb.rows, eb.deletion)
+        assert ea.index == eb.index  # options, schema, size, embedded bytes, file name
+        embedded += ea.index.embedded is not None
+        files += ea.index.file is not None
+    assert embedded and files, "the threshold should split the containers between both places"
+    index_a = sorted(p.relative_to(local) for p in (local / "_arrowidx" / "index").rglob("*.index"))
+    index_b = sorted(p.relative_to(distributed) for p in (distributed / "_arrowidx" / "index").rglob("*.index"))
+    assert index_a == index_b and len(index_a) == files
+    for rel in index_a:
+        assert (local / rel).read_bytes() == (distributed / rel).read_bytes(), rel
+
+    again = spark_mod.build(spark, str(distributed), options)  # incremental: nothing to do
+    assert again.indexed == [] and len(again.unchanged) == 5 and again.version == 2
+
+
+# ------------------------------------------------------------------------------------------
+# 3. the data source against spark.read.parquet
+# ------------------------------------------------------------------------------------------
+
+BATTERY = [
+    None,
+    "id = 1234",
+    "id IN (5, 77, 1234, 4321, 99999)",
+    "id > 8000 AND id <= 9000",
+    "status = 'REFUNDED'",
+    "status = 'NO-SUCH-STATUS'",
+    "status <> 'PAID'",
+    "NOT (status IN ('PAID', 'NEW'))",
+    "status IN ('PAID', NULL)",
+    "NOT (status IN ('REFUNDED', NULL))",
+    "status <=> 'RETURNED'",
+    "NOT (status <=> 'PAID')",
+    "status IS NULL",
+    "status IS NOT NULL AND region = 'eu-west'",
+    "region LIKE 'eu%'",
+    "region LIKE 'é%'",
+    "NOT (region LIKE 'us%')",
+    "region LIKE '%west'",
+    "region LIKE '%u-w%'",
+    "region > 'eu-west'",
+    "region >= 'é'",
+    "status = 'PAID' OR region = 'ap-south'",
+    "upper(region) = 'US-EAST'",
+    "amount > 150",
+    "amount >= 150 AND amount < 200",
+    "NOT (amount > 50)",
+    "amount = double('NaN')",
+    "amount > double('NaN')",
+    "amount >= double('NaN')",
+    "amount < double('NaN')",
+    "amount <= double('NaN')",
+    "NOT (amount = double('NaN'))",
+    "amount = 0.0",
+    "amount = -0.0",
+    "amount IN (0.0, double('NaN'))",
+    "NOT (amount IN (0.0, 60.5))",
+    "amount <=> double('NaN')",
+    "score < -1.5",
+    "user_id BETWEEN 1000 AND 1500",
+    "user_id <=> NULL",
+    "small IN (1, 2, 3)",
+    "small IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)",
+    "tiny = -3",
+    "flag",
+    "NOT flag",
+    "flag IS NULL",
+    "day = DATE'2024-01-05'",
+    "day >= DATE'2024-01-20'",
+    "ts >= TIMESTAMP'2024-01-05 00:00:00'",
+    "ts < TIMESTAMP'2024-01-02 12:00:00+00:00'",
+    "ts_ntz >= TIMESTAMP_NTZ'2024-01-09 00:00:00'",
+    "ts IN (TIMESTAMP'2024-01-03 10:00:00', TIMESTAMP'2024-01-04 00:00:00') OR ts IS NULL",
+    "day IN (DATE'2024-01-05', DATE'2024-01-07')",
+    "region IN ('eu-west', NULL) AND price IN (123.45, 0.50, 99.99)",
+    "price = 123.45",
+    "price > 450.00",
+    "payload = X'0102'",
+    "id % 100 = 7",
+]
+
+
+@pytest.fixture(scope="module")
+def battery_reference(spark, lake) -> pa.Table:
+    """Every battery condition evaluated by Spark on its own Parquet reader, in one job.
+
+    One boolean column per condition (``Column`` evaluation is exactly what ``filter``
+    keeps: the rows where it is TRUE), deleted rows filtered out by id.
+    """
+    with parquet_pushdown(spark, False):
+        df = spark.read.parquet(lake["root"]).filter(~F.col("id").isin(lake["deleted"]))
+        flags = [F.expr(c).alias(f"__c{i}") for i, c in enumerate(BATTERY) if c is not None]
+        return df.select("*", *flags).toArrow()
+
+
+@pytest.mark.parametrize("condition", BATTERY)
+def test_source_equals_parquet_minus_deletions(spark, lake, battery_reference, condition):
+    df = spark.read.format("arrowidx").load(lake["root"])
+    data_columns = [c for c in battery_reference.column_names if not c.startswith("__c")]
+    expected = battery_reference
+    if condition is not None:
+        df = df.filter(condition)
+        flag = battery_reference.column(f"__c{BATTERY.index(condition)}")
+        expected = expected.filter(pc.fill_null(flag, False))
+    assert_same(df.toArrow(), expected.select(data_columns), condition or "no filter")
+
+
+def test_schema_matches_spark_parquet(spark, lake):
+    ours = spark.read.format("arrowidx").load(lake["root"]).schema
+    theirs = spark.read.parquet(lake["root"]).schema
+    assert [(f.name, f.dataType) for f in ours] == [(f.name, f.dataType) for f in theirs]
+
+
+def _has_filter(df) -> bool:
+    """Whether Spark's physical plan still filters above the scan."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return any(line.lstrip(" +-*()0123456789").startswith("Filter ") for line in plan.splitlines())
+
+
+def test_files_pruned_and_filters_accepted(spark, lake):
+    # By default small files are packed into few partitions (a Spark task costs more than a
+    # file); maxPartitionBytes=1 gives one partition per file that survives pruning.
+    assert spark.read.format("arrowidx").load(lake["root"]).rdd.getNumPartitions() == 1
+    df = spark.read.format("arrowidx").option("maxPartitionBytes", "1").load(lake["root"])
+    assert df.rdd.getNumPartitions() == FILES
+    needle = df.filter("id = 1234")
+    assert needle.rdd.getNumPartitions() < FILES  # the bloom filters ruled files out
+    nothing = df.filter("status = 'NO-SUCH-STATUS'")
+    assert nothing.rdd.getNumPartitions() == 1 and nothing.count() == 0  # Spark's empty placeholder
+    # Accepted filters leave Spark's plan; the rest stay in a Filter above the scan.
+    assert not _has_filter(df.filter("status = 'PAID' AND amount > 3 AND region LIKE 'eu%'"))
+    assert _has_filter(df.filter("upper(region) = 'EU-WEST'"))
+    # The stale file is read in full (its index is not trusted): it survives any pruning.
+    stale_rows = df.filter("id >= 10000000 AND status = 'REFUNDED'").toArrow()
+    expected = reference(spark, lake, "id >= 10000000 AND status = 'REFUNDED'")
+    assert_same(stale_rows, expected, "stale file")
+
+
+def test_user_schema_reads_fewer_columns(spark, lake):
+    df = spark.read.format("arrowidx").schema("id long, status string, amount double").load(lake["root"])
+    got = df.filter("status = 'RETURNED' AND amount > 20").toArrow()
+    expected = reference(spark, lake, "status = 'RETURNED' AND amount > 20").select(["id", "status", "amount"])
+    assert_same(got, expected, "user schema")
+
+
+def test_pushdown_option_off_reads_the_same(spark, lake):
+    df = spark.read.format("arrowidx").option("pushdown", "false").load(lake["root"]).filter("status = 'REFUNDED'")
+    assert_same(df.toArrow(), reference(spark, lake, "status = 'REFUNDED'"), "pushdown off")
+
+
+def test_reference_reader_nan_pushdown(spark, lake):
+    """Why the reference disables Parquet pushdown: with it, Spark's own reader loses NaN rows."""
+    condition = "amount = double('NaN')"
+    with parquet_pushdown(spark, True):
+        pushed = spark.read.parquet(lake["root"]).filter(condition).count()
+    with parquet_pushdown(spark, False):
+        row_level = spark.read.parquet(lake["root"]).filter(condition).count()
+    assert row_level > 0
+    ours = spark.read.format("arrowidx").load(lake["root"]).filter(condition).count()
+    assert ours == reference(spark, lake, condition).num_rows
+    assert pushed <= row_level  # 0 with this Spark and pyarrow-written statistics
+
+
+# ------------------------------------------------------------------------------------------
+# 4. the mapInArrow helper on Spark's own Parquet reader
+# ------------------------------------------------------------------------------------------
+
+
+def test_map_in_arrow_drops_deleted_rows(spark, lake):
+    with parquet_pushdown(spark, False):
+        df = spark.read.parquet(lake["root"])
+        selected = df.select("*", "_metadata.file_path", "_metadata.row_index")
+        fn = spark_mod.apply_deletions_and_index(lake["root"])
+        out = selected.mapInArrow(fn, selected.schema).drop("file_path", "row_index").toArrow()
+    assert_same(out, reference(spark, lake, None), "mapInArrow, deletions only")
+
+
+def test_map_in_arrow_with_index(spark, lake):
+    condition = "status = 'REFUNDED'"
+    expr = pc.field("status") == "REFUNDED"
+    with parquet_pushdown(spark, False):
+        df = spark.read.parquet(lake["root"])
+        # Without Spark's filter: the bitmap index alone removes every row of the other
+        # statuses in the indexed files; the stale file passes untouched.
+        only_index = spark_mod.with_deletions_and_index(df, lake["root"], expr).toArrow()
+        with_filter = spark_mod.with_deletions_and_index(df.filter(condition), lake["root"], expr).toArrow()
+    expected = reference(spark, lake, condition)
+    assert_same(with_filter, expected, "mapInArrow with filter")
+    stale_ids = pc.greater_equal(only_index.column("id"), 10**7)
+    assert_same(only_index.filter(pc.invert(stale_ids)), expected.filter(pc.less(expected.column("id"), 10**7)), "index only")
+    stale = reference(spark, lake, "id >= 10000000")
+    assert only_index.filter(stale_ids).num_rows == stale.num_rows
+
+
+# ------------------------------------------------------------------------------------------
+# 2. write
+# ------------------------------------------------------------------------------------------
+
+WRITE_OPTIONS = {"file-index.bitmap.columns": "status,region", "file-index.bloom-filter.columns": "id"}
+
+
+def _source_table(seed: int, start: int, rows: int) -> pa.Table:
+    return make_table(np.random.default_rng(seed), np.arange(start, start + rows, dtype=np.int64))
+
+
+def _frame(spark, seed: int, start: int, rows: int, partitions: int):
+    """A DataFrame to write, and its rows as Spark holds them (the expected read-back).
+
+    Spark's createDataFrame turns the naive ``ts_ntz`` into a session-time-zone TIMESTAMP,
+    so the expectation is Spark's own view of the frame, not the pyarrow table.
+    """
+    df = spark.createDataFrame(_source_table(seed, start, rows)).repartition(partitions)
+    return df, df.toArrow()
+
+
+def _parquet_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.glob("*.parquet"))
+
+
+def _read_four_ways(spark, root: Path) -> dict[str, pa.Table]:
+    import polars as pl
+
+    with parquet_pushdown(spark, False):
+        plain = spark.read.parquet(str(root)).toArrow()
+    return {
+        "spark arrowidx": spark.read.format("arrowidx").load(str(root)).toArrow(),
+        "spark parquet": plain,
+        "arrowidx.dataset": arrowidx.dataset(str(root)).to_table(),
+        "polars": pl.scan_parquet(str(root / "*.parquet")).collect().to_arrow(),
+    }
+
+
+def test_write_reads_back_everywhere(spark, tmp_path):
+    root = tmp_path / "written"
+    df, source = _frame(spark, 1, 0, 3000, 3)
+    report = spark_mod.write(df, str(root), WRITE_OPTIONS, row_group_size=500)
+    assert report.version == 1 and len(report.files) == 3 and report.rows == 3000
+    assert _parquet_files(root) == sorted(report.files)
+    assert not (root / "_arrowidx" / "staging").exists()
+    for f in report.files:
+        assert pq.ParquetFile(root / f).metadata.row_group(0).num_rows == 500
+    for name, table in _read_four_ways(spark, root).items():
+        assert_same(table, source, name)
+    # the written dataset is indexed: a needle read prunes files
+    needle = spark.read.format("arrowidx").load(str(root)).filter("id = 42")
+    assert needle.rdd.getNumPartitions() < 3 and needle.count() == 1
+
+    df, more = _frame(spark, 2, 10_000, 1000, 2)
+    report = spark_mod.write(df, str(root), None, mode="append")
+    assert report.version == 2 and len(report.files) == 2
+    assert len(_parquet_files(root)) == 5
+    both = pa.concat_tables([source, more])
+    for name, table in _read_four_ways(spark, root).items():
+        assert_same(table, both, f"after append: {name}")
+
+    arrowidx.delete(str(root), pc.field("id") < 100, progress=False)
+    df, replacement = _frame(spark, 3, 50_000, 800, 2)
+    report = spark_mod.write(df, str(root), WRITE_OPTIONS, mode="overwrite")
+    assert len(report.replaced) == 5 and _parquet_files(root) == sorted(report.files)
+    assert not list((root / "_arrowidx" / "deletion").glob("*.dv"))
+    for name, table in _read_four_ways(spark, root).items():
+        assert_same(table, replacement, f"after overwrite: {name}")
+
+
+def test_write_retried_task_leaves_no_orphan(spark, tmp_path):
+    root = tmp_path / "retried"
+    df, source = _frame(spark, 4, 0, 2000, 2)
+
+    def fail_first_attempt(partition: int, attempt: int) -> None:
+        if partition == 0 and attempt == 0:
+            raise RuntimeError("injected failure after the task wrote its files")
+
+    report = spark_mod.write(df, str(root), WRITE_OPTIONS, _task_hook=fail_first_attempt)
+    assert len(report.files) == 2 and report.orphans_removed >= 2  # the failed attempt's data + index
+    assert _parquet_files(root) == sorted(report.files)
+    assert not (root / "_arrowidx" / "staging").exists()
+    fs, r, _ = resolve(str(root))
+    assert sorted(load_manifest(fs, r).files) == sorted(report.files)
+    for name, table in _read_four_ways(spark, root).items():
+        assert_same(table, source, f"after a retried task: {name}")
+
+
+def test_write_failed_job_commits_nothing(spark, tmp_path):
+    root = tmp_path / "failed"
+    df, first = _frame(spark, 5, 0, 1000, 2)
+    spark_mod.write(df, str(root), WRITE_OPTIONS)
+    before = _parquet_files(root)
+
+    def always_fail(partition: int, attempt: int) -> None:
+        if partition == 1:
+            raise RuntimeError("injected permanent failure")
+
+    with pytest.raises(Exception, match="injected permanent failure"):
+        spark_mod.write(_frame(spark, 6, 5000, 1000, 2)[0], str(root), None, _task_hook=always_fail)
+    fs, r, _ = resolve(str(root))
+    assert load_manifest(fs, r).version == 1
+    assert _parquet_files(root) == before
+    assert not (root / "_arrowidx" / "staging").exists()
+    index_files = sorted(p.name for p in (root / "_arrowidx" / "index").glob("*.index"))
+    assert all(name[: -len(".index")] in before for name in index_files)
+    for name, table in _read_four_ways(spark, root).items():
+        assert_same(table, first, f"after a failed write: {name}")
+
+
+def test_write_append_refuses_unmanaged_files(spark, tmp_path):
+    root = tmp_path / "unmanaged"
+    root.mkdir()
+    pq.write_table(_source_table(7, 0, 10), root / "plain.parquet")
+    with pytest.raises(arrowidx.ArrowIdxError, match="arrowidx.spark.build"):
+        spark_mod.write(spark.createDataFrame(_source_table(8, 100, 10)), str(root), WRITE_OPTIONS)
+    assert os.listdir(root) == ["plain.parquet"]
