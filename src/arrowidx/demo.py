@@ -50,7 +50,7 @@ def generate(path: str | os.PathLike, rows: int = 10_000_000, files: int = 20, s
     """
     path = Path(path)
     stamp = {"rows": rows, "files": files, "seed": seed, "row_group_rows": row_group_rows, "v": 1}
-    marker = path / "_demo.json"
+    marker = path.parent / f"{path.name}.json"
     if marker.exists() and json.loads(marker.read_text()) == stamp:
         return path
     if path.exists():
