@@ -630,7 +630,12 @@ def test_fuzzed_records_parse_or_raise_cleanly(data):
         dv = DeletionVector.deserialize(fixed)
     except CorruptIndexError:
         return
-    assert DeletionVector.deserialize(dv.serialize()) == dv
+    try:
+        again = dv.serialize()
+    except ArrowIdxError as e:  # a fuzzed high key can need GiBs of empty buckets: refused
+        assert "would serialise to" in str(e)
+        return
+    assert DeletionVector.deserialize(again) == dv
 
 
 def test_index_file_version_and_bounds():

@@ -55,60 +55,216 @@ def read_portable_unsized(reader: ByteReader, what: str) -> BitMap:
 
 _COOKIE_NO_RUN = 12346
 _COOKIE_RUN = 12347
+_KIND_ARRAY, _KIND_BITMAP, _KIND_RUN = 0, 1, 2
 
 
-def portable_size(data: memoryview, start: int, end: int) -> int | None:
-    """Size in bytes of the portable bitmap at ``data[start:]``, or None if malformed.
-
-    Reads only the header (and run counts), as CRoaring's
-    ``roaring_bitmap_portable_deserialize_size`` does.
-    """
-    def u16(p: int) -> int:
-        return int.from_bytes(data[p : p + 2], "little")
-
-    def u32(p: int) -> int:
-        return int.from_bytes(data[p : p + 4], "little")
-
-    p = start
-    if end - p < 4:
+def portable_size(data, start: int, end: int) -> int | None:
+    """Size in bytes of the portable bitmap at ``data[start:end]``, or None if malformed."""
+    try:
+        return portable_layout(np.frombuffer(data, dtype=np.uint8), start, end).size
+    except MalformedBitmap:
         return None
-    cookie = u32(p)
+
+
+class MalformedBitmap(Exception):
+    """A portable Roaring bitmap that does not parse; ``offset`` is where it went wrong."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+class PortableLayout:
+    """Where each container of one portable Roaring32 bitmap lies in a buffer."""
+
+    __slots__ = ("size", "keys", "kinds", "cards", "offsets")
+
+    def __init__(self, size, keys, kinds, cards, offsets):
+        self.size = size
+        self.keys = keys
+        self.kinds = kinds
+        self.cards = cards
+        self.offsets = offsets
+
+
+def portable_layout(buf: np.ndarray, pos: int, end: int) -> PortableLayout:
+    """Parse the portable Roaring32 header at ``buf[pos:end]`` (a uint8 array).
+
+    Sizes are computed with numpy; only run containers (whose size sits in the data) are
+    visited one by one. Never allocates more than the header can justify: a container count
+    above 65536 or past ``end`` is rejected before any array is built.
+    """
+    if end - pos < 4:
+        raise MalformedBitmap("portable Roaring bitmap needs a 4-byte cookie", pos)
+    cookie = int(buf[pos : pos + 4].view("<u4")[0])
+    p = pos + 4
     if cookie & 0xFFFF == _COOKIE_RUN:
         n = (cookie >> 16) + 1
-        p += 4
-        run_flag_bytes = (n + 7) // 8
-        if end - p < run_flag_bytes:
-            return None
-        run_flags = bytes(data[p : p + run_flag_bytes])
-        p += run_flag_bytes
+        nflags = (n + 7) // 8
+        if end - p < nflags:
+            raise MalformedBitmap("portable Roaring run flags are truncated", p)
+        is_run = np.unpackbits(buf[p : p + nflags], bitorder="little")[:n].astype(bool)
+        p += nflags
+        has_offsets = n >= 4
     elif cookie == _COOKIE_NO_RUN:
-        if end - p < 8:
-            return None
-        n = u32(p + 4)
-        p += 8
-        run_flags = b""
+        if end - p < 4:
+            raise MalformedBitmap("portable Roaring container count is truncated", p)
+        n = int(buf[p : p + 4].view("<u4")[0])
+        if n > 65536:
+            raise MalformedBitmap(f"portable Roaring container count {n} exceeds 65536", p)
+        p += 4
+        is_run = np.zeros(n, dtype=bool)
+        has_offsets = True
     else:
-        return None
-    if n > 65536 or end - p < 4 * n:
-        return None
-    header = p
+        raise MalformedBitmap(f"bad portable Roaring cookie 0x{cookie:08x}", pos)
+    if end - p < 4 * n:
+        raise MalformedBitmap(f"portable Roaring header of {n} containers is truncated", p)
+    header = buf[p : p + 4 * n].view("<u2").reshape(n, 2)
+    keys = header[:, 0].astype(np.int64)
+    cards = header[:, 1].astype(np.int64) + 1
     p += 4 * n
-    has_offsets = cookie == _COOKIE_NO_RUN or n >= 4  # NO_OFFSET_THRESHOLD
     if has_offsets:
         if end - p < 4 * n:
-            return None
+            raise MalformedBitmap("portable Roaring offset table is truncated", p)
         p += 4 * n
-    for i in range(n):
-        card = u16(header + 4 * i + 2) + 1
-        is_run = bool(run_flags) and (run_flags[i // 8] >> (i % 8)) & 1
-        if is_run:
-            if end - p < 2:
-                return None
-            p += 2 + 4 * u16(p)
-        elif card > 4096:
-            p += 8192
-        else:
-            p += 2 * card
-        if p > end:
-            return None
-    return p - start
+    if n > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+        raise MalformedBitmap("portable Roaring container keys are not strictly increasing", pos)
+    kinds = np.where(is_run, _KIND_RUN, np.where(cards > 4096, _KIND_BITMAP, _KIND_ARRAY))
+    sizes = np.where(kinds == _KIND_BITMAP, 8192, np.where(kinds == _KIND_ARRAY, 2 * cards, 0))
+    run_index = np.flatnonzero(is_run)
+    if run_index.size:
+        before = np.concatenate(([0], np.cumsum(sizes)))
+        extra = 0
+        for i in run_index.tolist():  # one step per run container, not per position
+            at = p + int(before[i]) + extra
+            if end - at < 2:
+                raise MalformedBitmap("portable Roaring run container is truncated", at)
+            nruns = int(buf[at : at + 2].view("<u2")[0])
+            size = 2 + 4 * nruns
+            if end - at < size:
+                raise MalformedBitmap("portable Roaring run container is truncated", at)
+            sizes[i] = size
+            extra += size
+    offsets = p + np.concatenate(([0], np.cumsum(sizes)[:-1])) if n else np.zeros(0, np.int64)
+    total = p + int(sizes.sum()) - pos
+    if pos + total > end:
+        raise MalformedBitmap(
+            f"portable Roaring containers need {total} bytes but only {end - pos} remain", pos
+        )
+    return PortableLayout(total, keys, kinds, cards, offsets.astype(np.int64))
+
+
+def _set_sorted_bits(out: np.ndarray, bits: np.ndarray) -> None:
+    """Set the (sorted, unique) bit indices ``bits`` in the LSB-first packed array ``out``."""
+    if bits.size == 0:
+        return
+    byte_index = bits >> 3
+    values = np.left_shift(1, bits & 7).astype(np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(byte_index[1:] != byte_index[:-1]) + 1))
+    out[byte_index[starts]] |= np.bitwise_or.reduceat(values, starts)
+
+
+def _set_bit_ranges(out: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Set bits ``[lo[i], hi[i])`` (sorted, non-overlapping ranges) in packed ``out``."""
+    if lo.size == 0:
+        return
+    first_full = (lo + 7) >> 3
+    last_full = hi >> 3  # exclusive
+    spans = first_full < last_full
+    if spans.any():
+        n = out.size
+        delta = np.bincount(first_full[spans], minlength=n + 1)[: n + 1].astype(np.int64)
+        delta -= np.bincount(last_full[spans], minlength=n + 1)[: n + 1]
+        out[np.cumsum(delta[:n]) > 0] = 0xFF
+    # Partial bytes at either end of every range (or the single byte a short range lies in).
+    inside = first_full > last_full  # whole range within one byte, not touching its edges
+    head_end = np.where(inside, hi, np.minimum(hi, first_full << 3))
+    piece_lo = np.concatenate((lo, np.maximum(lo, last_full << 3)[~inside]))
+    piece_hi = np.concatenate((head_end, hi[~inside]))
+    keep = piece_hi > piece_lo
+    piece_lo, piece_hi = piece_lo[keep], piece_hi[keep]
+    if piece_lo.size:
+        width = piece_hi - piece_lo
+        masks = (((np.int64(1) << width) - 1) << (piece_lo & 7)).astype(np.uint8)
+        np.bitwise_or.at(out, piece_lo >> 3, masks)
+
+
+def decode_into(
+    buf: np.ndarray, layout: PortableLayout, high: int, first_container: int, out: np.ndarray
+) -> None:
+    """OR the containers of one portable bitmap into ``out`` (packed, LSB first).
+
+    ``high`` is the bucket key (upper 32 bits) of a 64-bit bitmap, 0 for 32-bit ones; bit 0
+    of ``out`` is position ``first_container << 16``. Containers outside ``out`` must have
+    been cut away by the caller (intersection with the wanted range).
+    """
+    rel = (high << 16) + layout.keys - first_container  # container index within ``out``
+    kinds, offsets, cards = layout.kinds, layout.offsets, layout.cards
+    for i in np.flatnonzero(kinds == _KIND_BITMAP).tolist():
+        dst = int(rel[i]) * 8192
+        src = int(offsets[i])
+        out[dst : dst + 8192] |= buf[src : src + 8192]
+    array_idx = np.flatnonzero(kinds == _KIND_ARRAY)
+    if array_idx.size:
+        parts = [
+            buf[int(offsets[i]) : int(offsets[i]) + 2 * int(cards[i])].view("<u2").astype(np.int64)
+            + (int(rel[i]) << 16)
+            for i in array_idx.tolist()
+        ]
+        _set_sorted_bits(out, np.concatenate(parts))
+    run_idx = np.flatnonzero(kinds == _KIND_RUN)
+    if run_idx.size:
+        los, his = [], []
+        for i in run_idx.tolist():
+            at = int(offsets[i])
+            nruns = int(buf[at : at + 2].view("<u2")[0])
+            pairs = buf[at + 2 : at + 2 + 4 * nruns].view("<u2").reshape(nruns, 2).astype(np.int64)
+            start = pairs[:, 0] + (int(rel[i]) << 16)
+            los.append(start)
+            his.append(start + pairs[:, 1] + 1)
+        _set_bit_ranges(out, np.concatenate(los), np.concatenate(his))
+
+
+# --------------------------------------------------------------------------------------
+# Position input handling
+# --------------------------------------------------------------------------------------
+
+
+def packed_window(bitmap, start: int, length: int, bitmap64: bool = False) -> np.ndarray:
+    """Bits ``[start, start + length)`` of ``bitmap`` packed LSB first (Arrow's layout).
+
+    ``ceil(length / 8)`` bytes, bits past ``length`` zero. The bitmap is serialised and its
+    containers are decoded straight into the packed bytes (dense containers are copied,
+    array containers OR-ed in with one reduce, run containers become byte ranges): the
+    work is per 65,536-row container, never per row. Positions outside the window must
+    already have been removed by the caller.
+    """
+    nbytes = (length + 7) // 8
+    if length <= 0:
+        return np.zeros(0, np.uint8)
+    if not bitmap:
+        return np.zeros(nbytes, np.uint8)
+    first = start >> 16
+    ncontainers = ((start + length - 1) >> 16) - first + 1
+    out = np.zeros(ncontainers * 8192 + 1, np.uint8)
+    raw = np.frombuffer(bitmap.serialize(), dtype=np.uint8)
+    if bitmap64:
+        count = int(raw[:8].view("<u8")[0])
+        p = 8
+        for _ in range(count):  # one step per 2**32 positions
+            high = int(raw[p : p + 4].view("<u4")[0])
+            layout = portable_layout(raw, p + 4, raw.size)
+            decode_into(raw, layout, high, first, out)
+            p += 4 + layout.size
+    else:
+        decode_into(raw, portable_layout(raw, 0, raw.size), 0, first, out)
+    shift = start - (first << 16)
+    byte0, bit0 = shift >> 3, shift & 7
+    if bit0:
+        window = out[byte0 : byte0 + nbytes + 1]
+        bits = (window[:-1] >> bit0) | (window[1:] << (8 - bit0))
+    else:
+        bits = out[byte0 : byte0 + nbytes].copy()
+    if length & 7:
+        bits[-1] &= (1 << (length & 7)) - 1
+    return bits

@@ -34,7 +34,7 @@ import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
 from ._bytes import as_buffer, atomic_write
-from ._roaring import bitmap_of
+from ._roaring import MalformedBitmap, PortableLayout, bitmap_of, packed_window, portable_layout
 from .errors import ArrowIdxError, CorruptIndexError
 
 __all__ = [
@@ -68,9 +68,6 @@ _U64LE = struct.Struct("<Q")
 _I64LE = struct.Struct("<q")
 
 _APPLY_WINDOW = 1 << 20  # positions per keep mask when applying to a stream of batches
-_COOKIE_NO_RUN = 12346
-_COOKIE_RUN = 12347
-_KIND_ARRAY, _KIND_BITMAP, _KIND_RUN = 0, 1, 2
 
 
 class PositionOutOfRangeError(ArrowIdxError, ValueError):
@@ -78,169 +75,6 @@ class PositionOutOfRangeError(ArrowIdxError, ValueError):
     2**31 - 1 for a 32-bit vector, or above Java's 64-bit maximum)."""
 
 
-# --------------------------------------------------------------------------------------
-# Portable Roaring32 layout: parsed with numpy, used to size and to decode containers.
-# --------------------------------------------------------------------------------------
-class _Malformed(Exception):
-    def __init__(self, message: str, offset: int):
-        super().__init__(message)
-        self.offset = offset
-
-
-class _Layout:
-    """Where each container of one portable Roaring32 bitmap lies in a buffer."""
-
-    __slots__ = ("size", "keys", "kinds", "cards", "offsets")
-
-    def __init__(self, size, keys, kinds, cards, offsets):
-        self.size = size
-        self.keys = keys
-        self.kinds = kinds
-        self.cards = cards
-        self.offsets = offsets
-
-
-def _portable_layout(buf: np.ndarray, pos: int, end: int) -> _Layout:
-    """Parse the portable Roaring32 header at ``buf[pos:end]`` (a uint8 array).
-
-    Sizes are computed with numpy; only run containers (whose size sits in the data) are
-    visited one by one. Never allocates more than the header can justify: a container count
-    above 65536 or past ``end`` is rejected before any array is built.
-    """
-    if end - pos < 4:
-        raise _Malformed("portable Roaring bitmap needs a 4-byte cookie", pos)
-    cookie = int(buf[pos : pos + 4].view("<u4")[0])
-    p = pos + 4
-    if cookie & 0xFFFF == _COOKIE_RUN:
-        n = (cookie >> 16) + 1
-        nflags = (n + 7) // 8
-        if end - p < nflags:
-            raise _Malformed("portable Roaring run flags are truncated", p)
-        is_run = np.unpackbits(buf[p : p + nflags], bitorder="little")[:n].astype(bool)
-        p += nflags
-        has_offsets = n >= 4
-    elif cookie == _COOKIE_NO_RUN:
-        if end - p < 4:
-            raise _Malformed("portable Roaring container count is truncated", p)
-        n = int(buf[p : p + 4].view("<u4")[0])
-        if n > 65536:
-            raise _Malformed(f"portable Roaring container count {n} exceeds 65536", p)
-        p += 4
-        is_run = np.zeros(n, dtype=bool)
-        has_offsets = True
-    else:
-        raise _Malformed(f"bad portable Roaring cookie 0x{cookie:08x}", pos)
-    if end - p < 4 * n:
-        raise _Malformed(f"portable Roaring header of {n} containers is truncated", p)
-    header = buf[p : p + 4 * n].view("<u2").reshape(n, 2)
-    keys = header[:, 0].astype(np.int64)
-    cards = header[:, 1].astype(np.int64) + 1
-    p += 4 * n
-    if has_offsets:
-        if end - p < 4 * n:
-            raise _Malformed("portable Roaring offset table is truncated", p)
-        p += 4 * n
-    if n > 1 and not bool(np.all(keys[1:] > keys[:-1])):
-        raise _Malformed("portable Roaring container keys are not strictly increasing", pos)
-    kinds = np.where(is_run, _KIND_RUN, np.where(cards > 4096, _KIND_BITMAP, _KIND_ARRAY))
-    sizes = np.where(kinds == _KIND_BITMAP, 8192, np.where(kinds == _KIND_ARRAY, 2 * cards, 0))
-    run_index = np.flatnonzero(is_run)
-    if run_index.size:
-        before = np.concatenate(([0], np.cumsum(sizes)))
-        extra = 0
-        for i in run_index.tolist():  # one step per run container, not per position
-            at = p + int(before[i]) + extra
-            if end - at < 2:
-                raise _Malformed("portable Roaring run container is truncated", at)
-            nruns = int(buf[at : at + 2].view("<u2")[0])
-            size = 2 + 4 * nruns
-            if end - at < size:
-                raise _Malformed("portable Roaring run container is truncated", at)
-            sizes[i] = size
-            extra += size
-    offsets = p + np.concatenate(([0], np.cumsum(sizes)[:-1])) if n else np.zeros(0, np.int64)
-    total = p + int(sizes.sum()) - pos
-    if pos + total > end:
-        raise _Malformed(
-            f"portable Roaring containers need {total} bytes but only {end - pos} remain", pos
-        )
-    return _Layout(total, keys, kinds, cards, offsets.astype(np.int64))
-
-
-def _set_sorted_bits(out: np.ndarray, bits: np.ndarray) -> None:
-    """Set the (sorted, unique) bit indices ``bits`` in the LSB-first packed array ``out``."""
-    if bits.size == 0:
-        return
-    byte_index = bits >> 3
-    values = np.left_shift(1, bits & 7).astype(np.uint8)
-    starts = np.concatenate(([0], np.flatnonzero(byte_index[1:] != byte_index[:-1]) + 1))
-    out[byte_index[starts]] |= np.bitwise_or.reduceat(values, starts)
-
-
-def _set_bit_ranges(out: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-    """Set bits ``[lo[i], hi[i])`` (sorted, non-overlapping ranges) in packed ``out``."""
-    if lo.size == 0:
-        return
-    first_full = (lo + 7) >> 3
-    last_full = hi >> 3  # exclusive
-    spans = first_full < last_full
-    if spans.any():
-        n = out.size
-        delta = np.bincount(first_full[spans], minlength=n + 1)[: n + 1].astype(np.int64)
-        delta -= np.bincount(last_full[spans], minlength=n + 1)[: n + 1]
-        out[np.cumsum(delta[:n]) > 0] = 0xFF
-    # Partial bytes at either end of every range (or the single byte a short range lies in).
-    inside = first_full > last_full  # whole range within one byte, not touching its edges
-    head_end = np.where(inside, hi, np.minimum(hi, first_full << 3))
-    piece_lo = np.concatenate((lo, np.maximum(lo, last_full << 3)[~inside]))
-    piece_hi = np.concatenate((head_end, hi[~inside]))
-    keep = piece_hi > piece_lo
-    piece_lo, piece_hi = piece_lo[keep], piece_hi[keep]
-    if piece_lo.size:
-        width = piece_hi - piece_lo
-        masks = (((np.int64(1) << width) - 1) << (piece_lo & 7)).astype(np.uint8)
-        np.bitwise_or.at(out, piece_lo >> 3, masks)
-
-
-def _decode_containers(
-    buf: np.ndarray, layout: _Layout, high: int, first_container: int, out: np.ndarray
-) -> None:
-    """OR the containers of one portable bitmap into ``out`` (packed, LSB first).
-
-    ``high`` is the bucket key (upper 32 bits) of a 64-bit bitmap, 0 for 32-bit ones; bit 0
-    of ``out`` is position ``first_container << 16``. Containers outside ``out`` must have
-    been cut away by the caller (intersection with the wanted range).
-    """
-    rel = (high << 16) + layout.keys - first_container  # container index within ``out``
-    kinds, offsets, cards = layout.kinds, layout.offsets, layout.cards
-    for i in np.flatnonzero(kinds == _KIND_BITMAP).tolist():
-        dst = int(rel[i]) * 8192
-        src = int(offsets[i])
-        out[dst : dst + 8192] |= buf[src : src + 8192]
-    array_idx = np.flatnonzero(kinds == _KIND_ARRAY)
-    if array_idx.size:
-        parts = [
-            buf[int(offsets[i]) : int(offsets[i]) + 2 * int(cards[i])].view("<u2").astype(np.int64)
-            + (int(rel[i]) << 16)
-            for i in array_idx.tolist()
-        ]
-        _set_sorted_bits(out, np.concatenate(parts))
-    run_idx = np.flatnonzero(kinds == _KIND_RUN)
-    if run_idx.size:
-        los, his = [], []
-        for i in run_idx.tolist():
-            at = int(offsets[i])
-            nruns = int(buf[at : at + 2].view("<u2")[0])
-            pairs = buf[at + 2 : at + 2 + 4 * nruns].view("<u2").reshape(nruns, 2).astype(np.int64)
-            start = pairs[:, 0] + (int(rel[i]) << 16)
-            los.append(start)
-            his.append(start + pairs[:, 1] + 1)
-        _set_bit_ranges(out, np.concatenate(los), np.concatenate(his))
-
-
-# --------------------------------------------------------------------------------------
-# Position input handling
-# --------------------------------------------------------------------------------------
 def _as_integers(values: Any, what: str) -> np.ndarray:
     """A 1-D numpy integer array from an Arrow array, numpy array, range or sequence."""
     if isinstance(values, pa.ChunkedArray):
@@ -557,36 +391,12 @@ class DeletionVector:
     def _deleted_bits(self, start: int, length: int) -> np.ndarray:
         """Deleted flags of positions ``[start, start + length)``, packed LSB-first (numpy
         uint8, ``ceil(length / 8)`` bytes, bits past ``length`` zero)."""
-        nbytes = (length + 7) // 8
         if length <= 0:
             return np.zeros(0, np.uint8)
         sub = self._sub(start, start + length)
         if sub is None:
-            return np.zeros(nbytes, np.uint8)
-        first = start >> 16
-        ncontainers = ((start + length - 1) >> 16) - first + 1
-        out = np.zeros(ncontainers * 8192 + 1, np.uint8)
-        raw = np.frombuffer(sub.serialize(), dtype=np.uint8)
-        if self._bitmap64:
-            count = int(raw[:8].view("<u8")[0])
-            p = 8
-            for _ in range(count):  # one step per 2**32 positions
-                high = int(raw[p : p + 4].view("<u4")[0])
-                layout = _portable_layout(raw, p + 4, raw.size)
-                _decode_containers(raw, layout, high, first, out)
-                p += 4 + layout.size
-        else:
-            _decode_containers(raw, _portable_layout(raw, 0, raw.size), 0, first, out)
-        shift = start - (first << 16)
-        byte0, bit0 = shift >> 3, shift & 7
-        if bit0:
-            window = out[byte0 : byte0 + nbytes + 1]
-            bits = (window[:-1] >> bit0) | (window[1:] << (8 - bit0))
-        else:
-            bits = out[byte0 : byte0 + nbytes].copy()
-        if length & 7:
-            bits[-1] &= (1 << (length & 7)) - 1
-        return bits
+            return np.zeros((length + 7) // 8, np.uint8)
+        return packed_window(sub, start, length, self._bitmap64)
 
     def deleted_mask(self, start: int, length: int) -> pa.BooleanArray:
         """True where position ``start + i`` is deleted, for ``i`` in ``range(length)``."""
@@ -634,7 +444,7 @@ class DeletionVector:
         p = 8
         for _ in range(count):
             key = int(buf[p : p + 4].view("<u4")[0])
-            layout = _portable_layout(buf, p + 4, buf.size)
+            layout = portable_layout(buf, p + 4, buf.size)
             spans.append((key, p, p + 4 + layout.size))
             p += 4 + layout.size
         top = spans[-1][0]
@@ -736,10 +546,10 @@ def _read_record(buf: np.ndarray, pos: int, end: int, source: str) -> tuple[Dele
     return DeletionVector._wrap(bm, bitmap64), crc_at + 4
 
 
-def _exact_layout(buf: np.ndarray, pos: int, end: int, source: str, what: str) -> _Layout:
+def _exact_layout(buf: np.ndarray, pos: int, end: int, source: str, what: str) -> PortableLayout:
     try:
-        return _portable_layout(buf, pos, end)
-    except _Malformed as e:
+        return portable_layout(buf, pos, end)
+    except MalformedBitmap as e:
         raise _fail(f"{what}: {e}", source, e.offset) from None
 
 

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..file_index import write_file_index
 from ..errors import OptionError
+from ..file_index import write_file_index
 from ..options import in_manifest_threshold, parse_index_options
 from .layout import (
     INDEX_DIR,
