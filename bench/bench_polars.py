@@ -19,87 +19,21 @@ plain scan would otherwise need an extra anti-filter, which would flatter arrowi
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-STATUSES = ["DELIVERED", "SHIPPED", "PENDING", "CANCELLED", "RETURNED", "LOST"]
-STATUS_WEIGHTS = [0.55, 0.25, 0.12, 0.05, 0.0299, 0.0001]
-REGIONS = [
-    "eu-west",
-    "eu-north",
-    "us-east",
-    "us-west",
-    "ap-south",
-    "ap-east",
-    "sa-east",
-    "af-south",
-]
-USER_ID_RANGE = 50_000_000
-ROW_GROUP = 100_000
-SEED = 20260601
-
-
-def generate(root: Path, rows: int, files: int) -> Path:
-    """Write the lake unless the same one (same stamp) is already there."""
-    stamp = {"rows": rows, "files": files, "seed": SEED, "row_group": ROW_GROUP, "v": 1}
-    marker = root / "_bench.json"
-    if marker.exists() and json.loads(marker.read_text()) == stamp:
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    rng = np.random.default_rng(SEED)
-    ids = rng.permutation(rows).astype(np.int64)
-    per_file = -(-rows // files)
-    t0 = np.datetime64("2026-01-01T00:00:00", "us").astype(np.int64)
-    for i in range(files):
-        lo, hi = i * per_file, min((i + 1) * per_file, rows)
-        n = hi - lo
-        if n <= 0:
-            break
-        table = pa.table(
-            {
-                "id": ids[lo:hi],
-                "user_id": rng.integers(0, USER_ID_RANGE, n, dtype=np.int64),
-                "status": np.array(STATUSES)[rng.choice(len(STATUSES), n, p=STATUS_WEIGHTS)],
-                "region": np.array(REGIONS)[rng.integers(0, len(REGIONS), n)],
-                "amount": pa.array(rng.gamma(2.0, 20.0, n), mask=rng.random(n) < 0.01),
-                "event_time": pa.array(
-                    t0 + np.sort(rng.integers(0, 86_400_000_000 * 30, n)), pa.timestamp("us")
-                ),
-            }
-        )
-        pq.write_table(table, root / f"part-{i:05d}.parquet", row_group_size=ROW_GROUP)
-    marker.write_text(json.dumps(stamp))
-    return root
-
-
-def index_options() -> dict[str, str]:
-    from arrowidx.index import INDEX_TYPES
-
-    user_index = "range-bitmap" if "range-bitmap" in INDEX_TYPES else "bitmap"
-    options = {
-        "file-index.bitmap.columns": "status,region",
-        "file-index.bloom-filter.columns": "id",
-        "file-index.bloom-filter.id.fpp": "0.01",
-    }
-    key = f"file-index.{user_index}.columns"
-    options[key] = ",".join(filter(None, [options.get(key, ""), "user_id"]))
-    return options
+from arrowidx.demo import demo_options, generate
 
 
 def ensure_indexed(root: Path) -> tuple[dict[str, str], float]:
     """Build the indexes unless the manifest already has exactly these options."""
     import arrowidx
 
-    options = index_options()
+    options = demo_options()
     start = time.perf_counter()
     report = arrowidx.build(root, options, progress=False)
     return options, (time.perf_counter() - start) if report.indexed else 0.0

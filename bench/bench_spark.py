@@ -23,7 +23,6 @@ Side by side in one run, on one ``local[2]`` session:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -36,62 +35,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-STATUSES = ["DELIVERED", "SHIPPED", "PENDING", "CANCELLED", "RETURNED", "LOST"]
-STATUS_WEIGHTS = [0.55, 0.25, 0.12, 0.05, 0.0299, 0.0001]
-REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af-south"]
-USER_ID_RANGE = 50_000_000
-ROW_GROUP = 100_000
+from arrowidx.demo import demo_options, generate
+
 FILES = 20
-SEED = 20260607
+ROW_GROUP = 100_000
 DELETED_BELOW = 0.001  # ids below 0.1 % of the row count are deleted
-
-
-def generate(root: Path, rows: int) -> Path:
-    """Write the lake unless the same one (same stamp) is already there."""
-    stamp = {"rows": rows, "files": FILES, "seed": SEED, "row_group": ROW_GROUP, "v": 1}
-    marker = root / "_bench.json"
-    if marker.exists() and json.loads(marker.read_text()) == stamp:
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    rng = np.random.default_rng(SEED)
-    ids = rng.permutation(rows).astype(np.int64)
-    per_file = -(-rows // FILES)
-    t0 = np.datetime64("2026-01-01T00:00:00", "us").astype(np.int64)
-    for i in range(FILES):
-        lo, hi = i * per_file, min((i + 1) * per_file, rows)
-        n = hi - lo
-        if n <= 0:
-            break
-        table = pa.table(
-            {
-                "id": ids[lo:hi],
-                "user_id": rng.integers(0, USER_ID_RANGE, n, dtype=np.int64),
-                "status": np.array(STATUSES)[rng.choice(len(STATUSES), n, p=STATUS_WEIGHTS)],
-                "region": np.array(REGIONS)[rng.integers(0, len(REGIONS), n)],
-                "amount": rng.gamma(2.0, 20.0, n),
-                "event_time": pa.array(t0 + rng.integers(0, 86_400_000_000 * 30, n), pa.timestamp("us", tz="UTC")),
-            }
-        )
-        pq.write_table(table, root / f"part-{i:05d}.parquet", row_group_size=ROW_GROUP)
-    marker.write_text(json.dumps(stamp))
-    return root
-
-
-def index_options() -> dict[str, str]:
-    from arrowidx.index import INDEX_TYPES
-
-    options = {
-        "file-index.bitmap.columns": "status,region",
-        "file-index.bloom-filter.columns": "id",
-        "file-index.bloom-filter.id.fpp": "0.01",
-    }
-    if "range-bitmap" in INDEX_TYPES:
-        options["file-index.range-bitmap.columns"] = "user_id"
-    else:
-        options["file-index.bloom-filter.columns"] = "id,user_id"
-    return options
-
 
 def spark_session():
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -151,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import arrowidx.spark as axs
 
-    t_gen, root = timed(lambda: generate(Path(args.dir) / f"lake-{args.rows}", args.rows))
+    t_gen, root = timed(lambda: generate(Path(args.dir) / f"lake-{args.rows}", args.rows, FILES, row_group_rows=ROW_GROUP))
     print(f"lake {root}: {args.rows:,} rows in {FILES} files, {ROW_GROUP:,}-row groups (ready in {t_gen:.1f}s)")
-    options = index_options()
+    options = demo_options()
     print("indexes:", ", ".join(f"{k.split('.')[1]}({v})" for k, v in options.items() if k.endswith(".columns")))
 
     t_start, spark = timed(spark_session)
