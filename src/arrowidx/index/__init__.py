@@ -9,9 +9,11 @@ from __future__ import annotations
 from .base import EmptyIndexReader, IndexReader, IndexType, IndexWriter
 from .bitmap import BitmapIndex
 from .bloom import BloomFilterIndex
+from .bsi import BsiIndex
+from .range_bitmap import RangeBitmapIndex
 
 INDEX_TYPES: dict[str, type[IndexType]] = {
-    t.name: t for t in (BloomFilterIndex, BitmapIndex)
+    t.name: t for t in (BloomFilterIndex, BitmapIndex, RangeBitmapIndex, BsiIndex)
 }
 
 __all__ = ["INDEX_TYPES", "EmptyIndexReader", "IndexReader", "IndexType", "IndexWriter"]

@@ -1,0 +1,269 @@
+"""Bit-slice index (``bsi``, deprecated in Paimon in favour of range-bitmap): V1.
+
+Integer keys (TINYINT .. BIGINT, DATE, TIME, TIMESTAMP, DECIMAL's unscaled long) are split
+by sign: a *positive* bit-sliced index holds the rows with ``x >= 0`` and the value ``x``, a
+*negative* one the rows with ``x < 0`` and ``|x|``. Each stores ``value - min`` in slices.
+
+Layout, big-endian except the Roaring bitmaps (portable format, run-optimised, unsized)::
+
+    version (byte, 1) | row count (int32)
+    has positive (byte) | [positive BSI]
+    has negative (byte) | [negative BSI]
+    BSI: version (byte, 1) | min (int64) | max (int64) | existence bitmap
+         | slice count (int32) | slice 0 | slice 1 | ...
+
+Java quirks reproduced byte for byte: the stored minimum is always 0 (Java's collector starts
+its minimum at 0), a file without values is 7 bytes, and ``Long.MIN_VALUE`` cannot be written
+(its absolute value overflows), which is an :class:`UnsupportedValueError` here.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from .._bytes import ByteReader
+from .._roaring import portable_size, to_portable
+from ..errors import ArrowIdxError, CorruptIndexError, UnsupportedTypeError
+from ..predicate import UNKNOWN, Answer
+from ..result import IndexResult
+from ..types import Keys, PaimonType
+from .base import IndexReader, IndexType, IndexWriter
+from .rangebitmap.bitslice import SliceSet, _version_error, bit_masks, bitmap_from_mask, load_bitmap
+
+VERSION_1 = 1
+SUPPORTED = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INT",
+        "BIGINT",
+        "DATE",
+        "TIME",
+        "TIMESTAMP",
+        "TIMESTAMP_LTZ",
+        "DECIMAL",
+    }
+)
+_LONG_MIN = -(1 << 63)
+
+
+class UnsupportedValueError(ArrowIdxError, ValueError):
+    """A value the index format cannot store (BSI: ``-2**63``, whose absolute value overflows)."""
+
+
+# ---------------------------------------------------------------------------------------
+# writer
+# ---------------------------------------------------------------------------------------
+
+
+def _serialize_half(present: np.ndarray, magnitude: np.ndarray) -> bytes:
+    """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices."""
+    top = int(magnitude.max()) if len(magnitude) else 0
+    count = top.bit_length()
+    parts = [
+        struct.pack(">Bqq", VERSION_1, 0, top),
+        to_portable(bitmap_from_mask(present)),
+        struct.pack(">i", count),
+    ]
+    parts += [
+        to_portable(bitmap_from_mask(mask)) for mask in bit_masks(magnitude, count)
+    ]  # per slice
+    return b"".join(parts)
+
+
+class BsiWriter(IndexWriter):
+    def __init__(self, ptype: PaimonType):
+        self.ptype = ptype
+        self.chunks: list[Keys] = []
+
+    def add(self, keys: Keys) -> None:
+        self.chunks.append(keys)
+
+    def finish(self) -> bytes:
+        if self.chunks:
+            values = np.concatenate([c.values.astype(np.int64, copy=False) for c in self.chunks])
+            nulls = np.concatenate(
+                [c.nulls if c.nulls is not None else np.zeros(len(c), bool) for c in self.chunks]
+            )
+        else:
+            values, nulls = np.zeros(0, np.int64), np.zeros(0, bool)
+        valid = ~nulls
+        if (valid & (values == _LONG_MIN)).any():
+            row = int(np.flatnonzero(valid & (values == _LONG_MIN))[0])
+            raise UnsupportedValueError(
+                f"bsi cannot store the key -2**63 (row {row}): Java Paimon's writer fails on it too;"
+                " use range-bitmap for this column"
+            )
+        out = [struct.pack(">Bi", VERSION_1, len(values))]
+        positive = valid & (values >= 0)
+        negative = valid & (values < 0)
+        for present, magnitude in (
+            (positive, np.where(positive, values, 0)),
+            (negative, np.where(negative, -values, 0)),
+        ):
+            if present.any():
+                out += [b"\x01", _serialize_half(present, magnitude)]
+            else:
+                out.append(b"\x00")
+        return b"".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# reader
+# ---------------------------------------------------------------------------------------
+
+
+class _Half(SliceSet):
+    """One signed half of a BSI; bitmaps are located when opened, decoded when used."""
+
+    def __init__(self, r: ByteReader, rows: int, what: str):
+        super().__init__()
+        self.source, self.data, self.rows, self.what = r.source, r.data, rows, what
+        version = r.u8(f"{what} BSI version")
+        if version != VERSION_1:
+            _version_error(r, version, f"{what} BSI")
+        at = r.pos
+        self.min, self.max = r.i64(f"{what} BSI min"), r.i64(f"{what} BSI max")
+        if not 0 <= self.min <= self.max:
+            raise r.fail(f"{what} BSI range [{self.min}, {self.max}] is not within [0, 2**63)", at)
+        self.max_value = self.max - self.min
+        self.ebm_at = self._locate(r, f"{what} existence bitmap")
+        at = r.pos
+        self.count = r.i32(f"{what} slice count")
+        if not 0 <= self.count <= 64 or self.max_value.bit_length() > self.count:
+            raise r.fail(f"{self.count} slices for {what} values up to {self.max_value}", at)
+        self.slices_at = [
+            self._locate(r, f"{what} slice {i}") for i in range(self.count)
+        ]  # per slice
+
+    @staticmethod
+    def _locate(r: ByteReader, what: str) -> tuple[int, int]:
+        at = r.pos
+        length = portable_size(r.data, at, r.end)
+        if length is None:
+            raise r.fail(f"{what} is not a portable Roaring bitmap or runs past the index", at)
+        r.seek(at + length, what)
+        return at, length
+
+    def _load_ebm(self) -> BitMap:
+        ebm = load_bitmap(self.data, self.source, *self.ebm_at, f"{self.what} existence bitmap")
+        if ebm and ebm.max() >= self.rows:
+            raise CorruptIndexError(
+                f"{self.what} existence bitmap holds row {ebm.max()} of {self.rows}",
+                source=self.source,
+                offset=self.ebm_at[0],
+            )
+        return ebm
+
+    def _load_slice(self, i: int) -> BitMap:
+        return load_bitmap(self.data, self.source, *self.slices_at[i], f"{self.what} slice {i}")
+
+
+class _NoValues(SliceSet):
+    count, max_value, min = 0, -1, 0
+
+    def _load_ebm(self) -> BitMap:
+        return BitMap()
+
+
+class BsiReader(IndexReader):
+    def __init__(self, r: ByteReader):
+        version = r.u8("bsi version")
+        if version != VERSION_1:
+            _version_error(r, version, "bsi index")
+        self.rows = r.i32("bsi row count")
+        if self.rows < 0:
+            raise r.fail(f"negative bsi row count {self.rows}", r.pos - 4)
+        self.positive = (
+            _Half(r, self.rows, "positive") if r.boolean("has-positive flag") else _NoValues()
+        )
+        self.negative = (
+            _Half(r, self.rows, "negative") if r.boolean("has-negative flag") else _NoValues()
+        )
+        if r.remaining:
+            raise r.fail(f"{r.remaining} unexpected bytes after the bsi index")
+        self.source = r.source
+
+    def not_null(self) -> BitMap:
+        p, n = self.positive.ebm(), self.negative.ebm()
+        if p.intersect(n):
+            raise CorruptIndexError(
+                "a row is in both the positive and the negative BSI", source=self.source
+            )
+        return p | n
+
+    def nulls(self) -> BitMap:
+        rows = BitMap()
+        rows.add_range(0, self.rows)
+        return rows - self.not_null()
+
+    def _eq(self, v: int) -> BitMap:
+        if v >= 0:
+            return self.positive.eq(v - self.positive.min)
+        return self.negative.eq(-v - self.negative.min)
+
+    def _rows(self, op: str, keys: tuple) -> BitMap:
+        """The non-null rows where ``<column> <op> keys`` holds (exact)."""
+        if op in ("eq", "in"):
+            with self.positive.kept(), self.negative.kept():  # the keys share the slices
+                return BitMap.union(BitMap(), *[self._eq(int(k)) for k in set(keys)])
+        v = int(keys[0])
+        p, n = self.positive, self.negative
+        if op in ("lt", "le"):
+            if v >= 0:
+                below = p.lt(v - p.min) if op == "lt" else p.le(v - p.min)
+                return below | n.ebm()
+            # x < v < 0  <=>  |x| > |v|
+            return n.gt(-v - n.min) if op == "lt" else n.ge(-v - n.min)
+        if v >= 0:
+            return p.gt(v - p.min) if op == "gt" else p.ge(v - p.min)
+        above = n.lt(-v - n.min) if op == "gt" else n.le(-v - n.min)
+        return above | p.ebm()
+
+    def answer(self, op: str, keys: tuple) -> Answer:
+        if op == "is_null":
+            return Answer(IndexResult.of(self.nulls), IndexResult.of(self.not_null))
+        if op not in ("eq", "in", "lt", "le", "gt", "ge") or any(k is None for k in keys):
+            return UNKNOWN
+        if not keys and op != "in":
+            return UNKNOWN
+        t = IndexResult.of(lambda: self._rows(op, keys))
+        return Answer(t, IndexResult.of(lambda: self.not_null() - t.bitmap))
+
+    def describe(self) -> dict:
+        return {
+            "rows": self.rows,
+            "positive slices": self.positive.count,
+            "negative slices": self.negative.count,
+        }
+
+
+class BsiIndex(IndexType):
+    name = "bsi"
+
+    @classmethod
+    def check_type(cls, ptype: PaimonType) -> None:
+        if ptype.root not in SUPPORTED:
+            raise UnsupportedTypeError(
+                f"bsi does not support {ptype.sql} (as in Paimon: integers, DATE, TIME, TIMESTAMP and"
+                " DECIMAL only); use range-bitmap"
+            )
+
+    @classmethod
+    def check_options(cls, column: str, options: Mapping[str, str]) -> None:
+        pass
+
+    @classmethod
+    def writer(cls, ptype: PaimonType, options: Mapping[str, str]) -> IndexWriter:
+        cls.check_type(ptype)
+        return BsiWriter(ptype)
+
+    @classmethod
+    def reader(cls, data: ByteReader, ptype: PaimonType, arrow_type: pa.DataType) -> IndexReader:
+        cls.check_type(ptype)
+        return BsiReader(data)

@@ -1,0 +1,182 @@
+"""Golden TopN cases (``{"op": "topn", ...}``) on the containers Java wrote.
+
+Java evaluates ``FileIndexPredicate.evaluateTopN(topN, evaluate(filter))``: the filter's result
+narrows the candidates, then the range-bitmap of the first sort key picks among them. Our
+answer is judged against a reference computed here with pyarrow/numpy from the dataset (never
+from arrowidx), in Java's value order (floats by ``Double.compare``: -0.0 < 0.0, NaN largest):
+
+* one sort key (strict): exactly ``min(limit, candidates)`` rows, none of the left-out
+  candidates better than a kept one, and -- Java's tie-break -- among tied values the highest
+  row numbers kept, NULLs the lowest;
+* several sort keys: every candidate at least as good as the ``limit``-th one (all ties kept);
+* no range-bitmap on the first key: the filter's result unchanged.
+
+Then the answer is compared with Java's. Java's own answer is not a valid top-``limit`` in
+one situation (a file without any non-NULL value, where it returns every row); there ours
+may differ, and the test checks that Java's answer is indeed the invalid one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from arrowidx import FileIndex
+from arrowidx.types import java_float_order
+
+from .golden_support import (
+    expected_rows,
+    expression,
+    golden_cases,
+    index_bytes,
+    load_table,
+    result_rows,
+)
+
+CASES = [
+    c
+    for c in golden_cases()
+    if c["indexFile"] and any(p["predicate"]["op"] == "topn" for p in c["predicates"])
+]
+TALLY = {"equal": 0, "java_invalid": 0}
+
+
+def goodness(column: pa.ChunkedArray, descending: bool, nulls_first: bool) -> np.ndarray:
+    """Per row, a number that is smaller the earlier the row sorts (ties equal).
+
+    Values take their dense rank in Java's order; NULLs sort before or after every value.
+    """
+    arr = column.combine_chunks()
+    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(arr.type):
+        filled = arr.fill_null(0).to_numpy(zero_copy_only=False)
+        arr = pa.array(java_float_order(filled).astype(np.int64), mask=~valid)
+    rank = pc.rank(arr, sort_keys="ascending", tiebreaker="dense")
+    rank = rank.to_numpy(zero_copy_only=False).astype(np.float64)
+    score = -rank if descending else rank
+    score[~valid] = -np.inf if nulls_first else np.inf
+    return score
+
+
+def reference(score: np.ndarray, candidates: np.ndarray, limit: int, strict: bool) -> np.ndarray:
+    """The expected row mask: Java's tie-break with one key, all ties with several."""
+    rows = np.flatnonzero(candidates)
+    if limit <= 0:
+        return np.zeros(len(score), dtype=bool)
+    if len(rows) <= limit:
+        return candidates.copy()
+    s = score[rows]
+    null = np.isinf(s)
+    # Sort by score, then ties: values keep the highest rows first, NULLs the lowest.
+    tiebreak = np.where(null, rows, -rows)
+    order = np.lexsort((tiebreak, s))
+    out = np.zeros(len(score), dtype=bool)
+    if strict:
+        out[rows[order[:limit]]] = True
+    else:
+        out[rows[s <= s[order[limit - 1]]]] = True
+    return out
+
+
+def is_valid_top(
+    ours: np.ndarray, score: np.ndarray, candidates: np.ndarray, limit: int, strict: bool
+) -> str | None:
+    """None if ``ours`` is a correct top-``limit`` of ``candidates``, else what is wrong."""
+    if (ours & ~candidates).any():
+        return "keeps rows that are not candidates"
+    n_cand = int(candidates.sum())
+    kept, left = score[ours], score[candidates & ~ours]
+    if strict and ours.sum() != min(limit, n_cand):
+        return f"has {int(ours.sum())} rows, expected {min(limit, n_cand)}"
+    if not strict and ours.sum() < min(limit, n_cand):
+        return f"has only {int(ours.sum())} rows"
+    if len(kept) and len(left) and left.min() < kept.max():
+        return "leaves out a candidate that sorts before a kept row"
+    if not strict and len(kept) and len(left) and left.min() == kept.max():
+        return "leaves out a row tied with a kept one"
+    return None
+
+
+def _topn_items(case: dict) -> list[dict]:
+    return [p for p in case["predicates"] if p["predicate"]["op"] == "topn"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_topn_java_file(case):
+    table = load_table(case["dataset"])
+    index = FileIndex(index_bytes(case), table.schema)
+    n = table.num_rows
+    failures = []
+    for item in _topn_items(case):
+        pred, expected = item["predicate"], item["expected"]
+        orders, limit = pred["orders"], pred["limit"]
+        first = orders[0]
+        descending, nulls_first = first["direction"] == "desc", first["nulls"] == "first"
+        sort_keys = [
+            (o["field"], "descending" if o["direction"] == "desc" else "ascending") for o in orders
+        ]
+        filt = expression(pred["filter"], table.schema) if pred["filter"] else None
+        result = index.evaluate_top_n(
+            sort_keys, limit, null_placement="at_start" if nulls_first else "at_end", filter=filt
+        )
+        ours = result_rows(result, n)
+        java = expected_rows(expected, n)
+        filtered = index.evaluate(filt) if filt is not None else None
+        candidates = (
+            np.ones(n, bool)
+            if filtered is None or filtered.kind == "remain"
+            else result_rows(filtered, n)
+        )
+        has_range_bitmap = "range-bitmap" in index.columns.get(first["field"], [])
+        label = f"{pred}"
+        if not has_range_bitmap or (filtered is not None and not filtered.remain):
+            # Nothing picks among the candidates: the filter's result comes back unchanged.
+            if not (ours is None and (filtered is None or filtered.kind == "remain")) and not (
+                ours is not None and (ours == candidates).all()
+            ):
+                failures.append(
+                    f"{label}: without a range-bitmap the filter's result must come back unchanged"
+                )
+            same = (ours is None) == (java is None) and (
+                ours is None or (ours == java).all() or not java.any() and not ours.any()
+            )
+            if not same:
+                failures.append(f"{label}: differs from Java's pass-through answer")
+            TALLY["equal"] += 1
+            continue
+        strict = len(orders) == 1
+        score = goodness(table.column(first["field"]), descending, nulls_first)
+        if ours is None:
+            failures.append(f"{label}: REMAIN, expected rows")
+            continue
+        problem = is_valid_top(ours, score, candidates, limit, strict)
+        if problem:
+            failures.append(f"{label}: {problem}")
+            continue
+        want = reference(score, candidates, limit, strict)
+        if not (ours == want).all():
+            failures.append(
+                f"{label}: valid, but not Java's tie-break: {np.flatnonzero(ours ^ want)[:10]}"
+            )
+            continue
+        java_rows = np.ones(n, bool) if java is None else java
+        if (ours == java_rows).all():
+            TALLY["equal"] += 1
+        elif is_valid_top(java_rows, score, candidates, limit, strict) is not None:
+            TALLY["java_invalid"] += 1
+        else:
+            failures.append(f"{label}: differs from Java's answer, which is also valid")
+    assert not failures, "\n".join(failures[:20])
+
+
+def test_topn_summary(capsys):
+    """Report how many golden TopN answers equal Java's (runs after the cases above)."""
+    total = sum(TALLY.values())
+    if total:
+        with capsys.disabled():
+            print(
+                f"\ngolden TopN answers: {TALLY['equal']} equal to Java's,"
+                f" {TALLY['java_invalid']} valid where Java's answer is not a top-limit"
+            )
