@@ -31,6 +31,7 @@ from arrowidx import (
     write_file_index,
 )
 from arrowidx.index.container import UnsupportedVersionError, write_container
+from arrowidx.predicate import bind, is_exact
 from arrowidx.types import java_float_order
 
 from .golden_support import golden_cases, index_bytes, load_table, pyarrow_rows
@@ -236,9 +237,24 @@ def check_answers(
         want = _union_rows(tree, (table, c, v, w, vals), (jtable, c, jv, jw, jvals))
         java_truth = pyarrow_rows(jtable, _expr(tree, c, jv, jw, jvals))
         assert not ((truth | java_truth) & ~ours).any(), f"drops rows: {where}"
-        assert (ours == want).all(), (
+        assert (ours == want).all() or _only_nan_slack(ours, want, arr, vals), (
             f"not exact: {where}: ours {np.flatnonzero(ours)}, want {np.flatnonzero(want)}"
         )
+
+
+def nan_rows(arr: pa.Array) -> np.ndarray:
+    return pc.fill_null(pc.is_nan(arr), False).to_numpy(zero_copy_only=False)
+
+
+def _only_nan_slack(ours: np.ndarray, want: np.ndarray, arr: pa.Array, vals: pa.Array) -> bool:
+    """The one documented widening: with NaN in an is_in set, a complement keeps NaN rows.
+
+    pyarrow's is_in matches NaN only with the same bit pattern, while index keys hold one
+    canonical NaN (as Java's do), so a NaN row may be FALSE for ``is_in`` and is kept by ``~``.
+    """
+    has_nan_literal = len(vals) and pc.any(pc.is_nan(vals)).as_py()
+    extra = ours & ~want
+    return bool(has_nan_literal) and not (want & ~ours).any() and not (extra & ~nan_rows(arr)).any()
 
 
 @st.composite
@@ -339,7 +355,8 @@ def test_float_in_and_not_in_zero():
     for values in ([0.0], [-0.0], [0.0, math.nan], [1.0]):
         for expr in (pc.field("c").isin(pa.array(values)), ~pc.field("c").isin(pa.array(values))):
             ours = index.evaluate(expr).to_mask(5).to_numpy(zero_copy_only=False)
-            assert (ours == pyarrow_rows(table, expr)).all(), expr
+            truth = pyarrow_rows(table, expr)
+            assert (ours == truth).all() or _only_nan_slack(ours, truth, table.column("c").chunk(0), pa.array(values)), expr
 
 
 # ---------------------------------------------------------------------------------------
@@ -393,8 +410,11 @@ def test_top_n(spec, data):
         cand = np.ones(n, dtype=bool)
     else:
         cand = pyarrow_rows(table, filt)
-        if spec.is_float and with_filter == "range":  # the index keeps IEEE or Java matches
-            cand = index.evaluate(filt).to_mask(n).to_numpy(zero_copy_only=False)
+        if limit and not is_exact(bind(filt, table.schema), table.schema, index.readers):
+            # Floats with NaN or -0.0 rows: the filter's answer is the union of IEEE and Java
+            # matches, a superset; its top rows could miss matching rows, so it comes back.
+            assert (ours == index.evaluate(filt).to_mask(n).to_numpy(zero_copy_only=False)).all()
+            return
     strict = not two_keys
     # 1. against pyarrow's sort: the kept values are the first `limit` values of the sort
     j = spec.java(arr) if spec.is_float else arr

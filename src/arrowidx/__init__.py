@@ -20,7 +20,13 @@ from .deletion import (
     write_deletion_vectors_file,
     write_puffin_deletion_vectors,
 )
-from .errors import ArrowIdxError, CorruptIndexError, OptionError, UnsupportedTypeError
+from .errors import (
+    ArrowIdxError,
+    CorruptIndexError,
+    OptionError,
+    UnsupportedTypeError,
+    UnsupportedValueError,
+)
 from .file_index import FileIndex, write_file_index
 from .lake import build, dataset, delete
 from .result import IndexResult
@@ -50,6 +56,7 @@ __all__ = [
     "IndexResult",
     "OptionError",
     "UnsupportedTypeError",
+    "UnsupportedValueError",
     "build",
     "dataset",
     "delete",

@@ -460,9 +460,9 @@ class DeletionVector:
             pieces.append(raw[8:])
             return _MAGIC_64_BYTES, pieces
         expected = 0
-        for key, lo, hi in spans:  # one step per 2**32 positions of range
-            for empty in range(expected, key):
-                pieces.append(_I32LE.pack(empty) + _EMPTY_PORTABLE)
+        for key, lo, hi in spans:  # one step per non-empty bucket
+            if key > expected:
+                pieces.append(_empty_buckets(expected, key))
             pieces.append(raw[lo:hi])
             expected = key + 1
         return _MAGIC_64_BYTES, pieces
@@ -576,6 +576,44 @@ def _read_bitmap32(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap:
     return bm
 
 
+def _empty_buckets(first: int, stop: int) -> bytes:
+    """Empty buckets for keys ``first .. stop-1``: int32 LE key + an empty portable bitmap."""
+    records = np.zeros((stop - first, 12), dtype=np.uint8)
+    records[:, :4] = np.arange(first, stop, dtype="<i4").view(np.uint8).reshape(-1, 4)
+    records[:, 4:] = _EMPTY_BUCKET_TAIL
+    return records.tobytes()
+
+
+_EMPTY_BUCKET_TAIL = np.frombuffer(b"\x3a\x30\x00\x00\x00\x00\x00\x00", dtype=np.uint8)
+
+
+def _skip_empty_buckets(buf: np.ndarray, p: int, end: int, limit: int, last: int, source: str) -> tuple[int, int]:
+    """How many empty buckets (key + the 8-byte empty portable bitmap) start at ``p``.
+
+    Java writes every key from 0 to the highest, so a sparse vector far above 2**32 is
+    mostly empty buckets; they are checked in blocks with numpy instead of one by one.
+    Returns (buckets skipped, last key seen).
+    """
+    skipped, block = 0, 64
+    while skipped < limit:
+        n = min(block, limit - skipped, (end - p) // 12 - skipped)
+        if n <= 0:
+            break
+        records = buf[p + 12 * skipped : p + 12 * (skipped + n)].reshape(n, 12)
+        empty = (records[:, 4:] == _EMPTY_BUCKET_TAIL).all(axis=1)
+        run = n if empty.all() else int(np.argmin(empty))
+        if run:
+            keys = records[:run, :4].copy().view("<i4").ravel().astype(np.int64)
+            if keys[0] <= last or (run > 1 and not bool(np.all(keys[1:] > keys[:-1]))) or keys[-1] > _MAX_KEY_64:
+                break  # let the one-by-one path report the exact problem
+            last = int(keys[-1])
+            skipped += run
+        if run < n:
+            break
+        block *= 2
+    return skipped, last
+
+
 def _read_bitmap64(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap64:
     if end - pos < 8:
         raise _fail("64-bit bitmap needs an 8-byte bucket count", source, pos)
@@ -590,7 +628,14 @@ def _read_bitmap64(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap64
     last = -1
     kept: list[bytes] = []
     nonempty = 0
-    for _ in range(count):  # one step per bucket (2**32 positions)
+    remaining = count
+    while remaining:  # one step per non-empty bucket (2**32 positions); empty runs in bulk
+        skipped, last = _skip_empty_buckets(buf, p, end, remaining, last, source)
+        p += 12 * skipped
+        remaining -= skipped
+        if not remaining:
+            break
+        remaining -= 1
         if end - p < 4:
             raise _fail("64-bit bitmap bucket key is truncated", source, p)
         key = int(buf[p : p + 4].view("<i4")[0])

@@ -27,3 +27,7 @@ class UnsupportedTypeError(ArrowIdxError):
 
 class OptionError(ArrowIdxError):
     """An unknown option key or an invalid option value."""
+
+
+class UnsupportedValueError(ArrowIdxError, ValueError):
+    """A value an index format cannot store (BSI: ``-2**63``, whose absolute value overflows)."""

@@ -19,8 +19,8 @@ from .errors import OptionError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
 from .options import ColumnIndexSpec, parse_index_options
-from .predicate import bind, evaluate
-from .result import REMAIN, IndexResult
+from .predicate import bind, evaluate, is_exact
+from .result import REMAIN, SKIP, IndexResult
 from .types import column_keys, paimon_type
 
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
@@ -163,7 +163,8 @@ class FileIndex:
         candidates first; an index that implements TopN on the first sort key (range-bitmap)
         picks among them. With one sort key the answer has exactly ``limit`` rows (ties broken
         as Java does); with several, every tie of the first key is kept. Without such an index
-        the filter's result is returned unchanged.
+        the filter's result is returned unchanged, and so it is when ``filter`` has a part no
+        index answers exactly (the top rows of a superset could miss matching rows).
         """
         if not sort_keys:
             raise ValueError("sort_keys must name at least one column")
@@ -172,8 +173,13 @@ class FileIndex:
         column, order = sort_keys[0]
         if order not in ("ascending", "descending"):
             raise ValueError(f"sort order must be 'ascending' or 'descending', got {order!r}")
+        if limit == 0:
+            return SKIP
         candidates = self.evaluate(filter) if filter is not None else REMAIN
         if not candidates.remain or limit < 0:
+            return candidates
+        if filter is not None and not is_exact(bind(filter, self.schema), self.schema, self.readers):
+            # The top rows of a superset of the matching rows may miss matching rows.
             return candidates
         if candidates.kind == "bitmap" and len(candidates.bitmap) <= limit:
             return candidates

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from .errors import ArrowIdxError
 from .result import REMAIN, SKIP, IndexResult
 from .types import PaimonType, literal_keys, paimon_type
 
@@ -445,9 +446,10 @@ def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[objec
         if ptype.lossy:
             t = KLeaf("in", keys)
             return (_kor(t, KLeaf("is_null")) if node.null_in_set and node.null_match == "MATCH" else t), KConst(True)
-        # pyarrow's is_in compares floats like Java (-0.0 != 0.0, NaN matches NaN): keys as they are.
+        # pyarrow's is_in tells -0.0 from 0.0 like Java, but matches NaN only with the same
+        # bit pattern, where Java's keys hold one canonical NaN: a NaN row may be FALSE.
         t = KLeaf("in", keys)
-        f = KNot(t)
+        f = KNot(KLeaf("in", tuple(k for k in keys if k == k))) if ptype.is_float else KNot(t)
         if node.null_match == "MATCH" and node.null_in_set:
             t = _kor(t, KLeaf("is_null"))
         elif node.null_match == "SKIP" or (node.null_match == "MATCH" and not node.null_in_set):
@@ -505,8 +507,11 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     if not column_readers:
         return UNKNOWN
     field = schema.field(column)
-    ptype = paimon_type(field.type)
-    t_expr, f_expr = lower(node, ptype, field.type)
+    try:
+        ptype = paimon_type(field.type)
+        t_expr, f_expr = lower(node, ptype, field.type)
+    except ArrowIdxError:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
+        return UNKNOWN
 
     def side(expr) -> IndexResult:
         # Several index types on one column: AND their answers, stopping at the first
@@ -574,3 +579,39 @@ def evaluate_keys(expr, reader) -> Answer:
         children = [_memo(lambda c=c: evaluate_keys(c, reader)) for c in expr.children]
         return _and(children) if isinstance(expr, KAnd) else _or(children)
     raise TypeError(f"not a key predicate: {expr!r}")
+
+
+def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
+    """True when :func:`evaluate` answers ``node`` exactly (TRUE side == pyarrow's selection).
+
+    Every leaf must be answered exactly by some index (``exact_ops`` of its reader) on a
+    column whose keys identify values (no lossy keys; floats only in a file without NaN and
+    -0.0, where IEEE and Java ordering, whose union we answer, agree). TopN relies on it: picking the top rows among a superset of the
+    matching rows could drop a matching row.
+    """
+    if isinstance(node, Const):
+        return True
+    if isinstance(node, Opaque):
+        return False
+    if isinstance(node, Not):
+        return is_exact(node.child, schema, readers)
+    if isinstance(node, (And, Or)):
+        return all(is_exact(c, schema, readers) for c in node.children)
+    column = next(iter(node.columns()))
+    try:
+        ptype = paimon_type(schema.field(column).type)
+    except ArrowIdxError:
+        return False
+    if ptype.lossy:
+        return False
+    needed = {"is_null"} if isinstance(node, IsNull) else {"in", "is_null"} if isinstance(node, IsIn) else {node.op, "is_null"}
+    exact = [r for r in readers(column) if needed <= getattr(r, "exact_ops", frozenset())]
+    if not exact:
+        return False
+    if ptype.is_float:
+        # IEEE and Java ordering disagree only on NaN and -0.0 rows: exact if there are none.
+        reader = exact[0]
+        if not {"eq"} <= reader.exact_ops:
+            return False
+        return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
+    return True

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import pyarrow as pa
+from pyroaring import BitMap
 
 from .._bytes import ByteReader
 from ..predicate import UNKNOWN, Answer
@@ -40,6 +41,8 @@ class IndexReader:
     TRUE and where it is FALSE (a NULL row is neither, as in SQL).
     """
 
+    exact_ops: ClassVar[frozenset[str]] = frozenset()  # ops whose TRUE side is exact
+
     def answer(self, op: str, keys: tuple) -> Answer:
         return UNKNOWN
 
@@ -50,6 +53,34 @@ class IndexReader:
     def describe(self) -> dict:
         """A few facts for ``arrowidx inspect`` (row count, cardinality, ...)."""
         return {}
+
+
+class ExactIndexReader(IndexReader):
+    """A reader that knows the exact rows for the ops in ``exact_ops``.
+
+    Subclasses give the NULL rows, the non-NULL rows and ``matching_rows(op, keys)`` (Java key
+    semantics); the FALSE side of every answer is then the non-NULL rows minus the TRUE side,
+    computed only if a ``~`` asks for it.
+    """
+
+    exact_ops: ClassVar[frozenset[str]] = frozenset({"is_null"})
+
+    def null_rows(self) -> BitMap:
+        raise NotImplementedError
+
+    def non_null_rows(self) -> BitMap:
+        raise NotImplementedError
+
+    def matching_rows(self, op: str, keys: tuple) -> BitMap:
+        raise NotImplementedError
+
+    def answer(self, op: str, keys: tuple) -> Answer:
+        if op == "is_null":
+            return Answer(IndexResult.of(self.null_rows), IndexResult.of(self.non_null_rows))
+        if op not in self.exact_ops or any(k is None for k in keys) or (not keys and op != "in"):
+            return UNKNOWN
+        t = IndexResult.of(lambda: self.matching_rows(op, keys))
+        return Answer(t, IndexResult.of(lambda: self.non_null_rows() - t.bitmap))
 
 
 class IndexType:

@@ -26,10 +26,8 @@ from .._bytes import ByteReader
 from .._roaring import bitmap_of, read_portable, read_portable_unsized, to_portable
 from ..errors import OptionError, UnsupportedTypeError
 from ..options import parse_memory_size
-from ..predicate import UNKNOWN, Answer
-from ..result import IndexResult
 from ..types import Keys, PaimonType, java_float_order
-from .base import IndexReader, IndexType, IndexWriter
+from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
 
 VERSION_1, VERSION_2 = 1, 2
 _INT = struct.Struct(">i")
@@ -202,8 +200,10 @@ class BitmapWriter(IndexWriter):
 # ---------------------------------------------------------------------------------------
 
 
-class BitmapReader(IndexReader):
+class BitmapReader(ExactIndexReader):
     """Reads V1 or V2; V2 decodes an index block only when a lookup lands in it."""
+
+    exact_ops = frozenset({"eq", "in", "is_null"})
 
     def __init__(self, data: ByteReader, ptype: PaimonType):
         self.r = data
@@ -362,29 +362,20 @@ class BitmapReader(IndexReader):
             self._bitmaps[sk] = BitMap() if loc is None else self._read_bitmap(*loc, what=f"bitmap of {key!r}")
         return self._bitmaps[sk]
 
-    def null_bitmap(self) -> BitMap:
+    def null_rows(self) -> BitMap:
         if not self.has_null:
             return BitMap()
         if "null" not in self._bitmaps:
             self._bitmaps["null"] = self._read_bitmap(self.null_offset, self.null_length, "NULL bitmap")
         return self._bitmaps["null"]
 
-    def _non_null(self) -> BitMap:
+    def non_null_rows(self) -> BitMap:
         rows = BitMap()
         rows.add_range(0, self.row_count)
-        return rows - self.null_bitmap()
+        return rows - self.null_rows()
 
-    def answer(self, op: str, keys: tuple) -> Answer:
-        if op == "is_null":
-            return Answer(IndexResult.of(self.null_bitmap), IndexResult.of(self._non_null))
-        if op not in ("eq", "in") or any(k is None for k in keys):
-            return UNKNOWN
-
-        def matching() -> BitMap:
-            return BitMap.union(BitMap(), *(self.value_bitmap(k) for k in keys))
-
-        t = IndexResult.of(matching)
-        return Answer(t, IndexResult.of(lambda: self._non_null() - t.bitmap))
+    def matching_rows(self, op: str, keys: tuple) -> BitMap:
+        return BitMap.union(BitMap(), *(self.value_bitmap(k) for k in keys))
 
     def describe(self) -> dict:
         return {

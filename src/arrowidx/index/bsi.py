@@ -28,11 +28,9 @@ from pyroaring import BitMap
 
 from .._bytes import ByteReader
 from .._roaring import portable_size, to_portable
-from ..errors import ArrowIdxError, CorruptIndexError, UnsupportedTypeError
-from ..predicate import UNKNOWN, Answer
-from ..result import IndexResult
+from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
-from .base import IndexReader, IndexType, IndexWriter
+from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
 from .rangebitmap.bitslice import SliceSet, _version_error, bit_masks, bitmap_from_mask, load_bitmap
 
 VERSION_1 = 1
@@ -50,10 +48,6 @@ SUPPORTED = frozenset(
     }
 )
 _LONG_MIN = -(1 << 63)
-
-
-class UnsupportedValueError(ArrowIdxError, ValueError):
-    """A value the index format cannot store (BSI: ``-2**63``, whose absolute value overflows)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -171,7 +165,9 @@ class _NoValues(SliceSet):
         return BitMap()
 
 
-class BsiReader(IndexReader):
+class BsiReader(ExactIndexReader):
+    exact_ops = frozenset({"eq", "in", "lt", "le", "gt", "ge", "is_null"})
+
     def __init__(self, r: ByteReader):
         version = r.u8("bsi version")
         if version != VERSION_1:
@@ -189,7 +185,7 @@ class BsiReader(IndexReader):
             raise r.fail(f"{r.remaining} unexpected bytes after the bsi index")
         self.source = r.source
 
-    def not_null(self) -> BitMap:
+    def non_null_rows(self) -> BitMap:
         p, n = self.positive.ebm(), self.negative.ebm()
         if p.intersect(n):
             raise CorruptIndexError(
@@ -197,17 +193,17 @@ class BsiReader(IndexReader):
             )
         return p | n
 
-    def nulls(self) -> BitMap:
+    def null_rows(self) -> BitMap:
         rows = BitMap()
         rows.add_range(0, self.rows)
-        return rows - self.not_null()
+        return rows - self.non_null_rows()
 
     def _eq(self, v: int) -> BitMap:
         if v >= 0:
             return self.positive.eq(v - self.positive.min)
         return self.negative.eq(-v - self.negative.min)
 
-    def _rows(self, op: str, keys: tuple) -> BitMap:
+    def matching_rows(self, op: str, keys: tuple) -> BitMap:
         """The non-null rows where ``<column> <op> keys`` holds (exact)."""
         if op in ("eq", "in"):
             with self.positive.kept(), self.negative.kept():  # the keys share the slices
@@ -224,16 +220,6 @@ class BsiReader(IndexReader):
             return p.gt(v - p.min) if op == "gt" else p.ge(v - p.min)
         above = n.lt(-v - n.min) if op == "gt" else n.le(-v - n.min)
         return above | p.ebm()
-
-    def answer(self, op: str, keys: tuple) -> Answer:
-        if op == "is_null":
-            return Answer(IndexResult.of(self.nulls), IndexResult.of(self.not_null))
-        if op not in ("eq", "in", "lt", "le", "gt", "ge") or any(k is None for k in keys):
-            return UNKNOWN
-        if not keys and op != "in":
-            return UNKNOWN
-        t = IndexResult.of(lambda: self._rows(op, keys))
-        return Answer(t, IndexResult.of(lambda: self.not_null() - t.bitmap))
 
     def describe(self) -> dict:
         return {

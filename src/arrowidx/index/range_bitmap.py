@@ -32,10 +32,9 @@ from pyroaring import BitMap
 from .._bytes import ByteReader
 from ..errors import OptionError, UnsupportedTypeError
 from ..options import parse_memory_size
-from ..predicate import UNKNOWN, Answer
 from ..result import REMAIN, IndexResult
 from ..types import Keys, PaimonType
-from .base import IndexReader, IndexType, IndexWriter
+from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
 from .rangebitmap.bitslice import (
     BitSliceIndexBitmap,
     _version_error,
@@ -178,8 +177,10 @@ class RangeBitmapWriter(IndexWriter):
 # ---------------------------------------------------------------------------------------
 
 
-class RangeBitmapReader(IndexReader):
+class RangeBitmapReader(ExactIndexReader):
     """Opens the header, the dictionary header and the slice table; decodes the rest lazily."""
+
+    exact_ops = frozenset({"eq", "in", "lt", "le", "gt", "ge", "is_null"})
 
     def __init__(self, r: ByteReader, ptype: PaimonType):
         self.codec: KeyCodec = codec_for(ptype)
@@ -226,21 +227,21 @@ class RangeBitmapReader(IndexReader):
         rows.add_range(0, self.rows)
         return rows
 
-    def not_null(self) -> BitMap:
+    def non_null_rows(self) -> BitMap:
         return BitMap(self.bsi.ebm()) if self.cardinality else BitMap()
 
-    def nulls(self) -> BitMap:
-        return self._all_rows() - self.not_null()
+    def null_rows(self) -> BitMap:
+        return self._all_rows() - self.non_null_rows()
 
     def _eq(self, key) -> BitMap:
         if key < self.min or key > self.max:
             return BitMap()
         if self.min == self.max:
-            return self.not_null()
+            return self.non_null_rows()
         code = self.dictionary.find(key)
         return self.bsi.eq(code) if code >= 0 else BitMap()
 
-    def _rows(self, op: str, keys: tuple) -> BitMap:
+    def matching_rows(self, op: str, keys: tuple) -> BitMap:
         """The non-null rows where ``<column> <op> keys`` holds in Java's key order."""
         if not self.cardinality:
             return BitMap()
@@ -252,12 +253,12 @@ class RangeBitmapReader(IndexReader):
         # min/max settle many ranges without the dictionary (as Java does)
         if op in ("lt", "le"):
             if key > self.max or (op == "le" and key == self.max):
-                return self.not_null()
+                return self.non_null_rows()
             if key < self.min or (op == "lt" and key == self.min):
                 return BitMap()
         else:
             if key < self.min or (op == "ge" and key == self.min):
-                return self.not_null()
+                return self.non_null_rows()
             if key > self.max or (op == "gt" and key == self.max):
                 return BitMap()
         code = self.dictionary.find(key)
@@ -270,16 +271,6 @@ class RangeBitmapReader(IndexReader):
         if op == "gt":
             return self.bsi.ge(bound + 1 if found else bound)
         return self.bsi.ge(bound)
-
-    def answer(self, op: str, keys: tuple) -> Answer:
-        if op == "is_null":
-            return Answer(IndexResult.of(self.nulls), IndexResult.of(self.not_null))
-        if op not in ("eq", "in", "lt", "le", "gt", "ge") or any(k is None for k in keys):
-            return UNKNOWN
-        if not keys and op != "in":
-            return UNKNOWN
-        t = IndexResult.of(lambda: self._rows(op, keys))
-        return Answer(t, IndexResult.of(lambda: self.not_null() - t.bitmap))
 
     # -- TopN --------------------------------------------------------------------------
     def top_n(
@@ -305,7 +296,7 @@ class RangeBitmapReader(IndexReader):
         cand = rows if candidates.kind != "bitmap" else candidates.bitmap & rows
         if k == 0:
             return BitMap()
-        values = self.not_null() & cand
+        values = self.non_null_rows() & cand
         nulls = cand - values
 
         def best(n: int) -> BitMap:

@@ -1,0 +1,54 @@
+"""The predicate model: parsing pyarrow Expressions, binding, and what is never an error."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from arrowidx import FileIndex, write_file_index
+from arrowidx.predicate import Compare, Const, IsIn, IsNull, Not, Opaque, bind
+
+
+def test_bind_reads_the_expression_tree():
+    schema = pa.schema([("a", pa.int32()), ("s", pa.string())])
+    node = bind((pc.scalar(5) < pc.field("a")) & ~pc.field("s").isin(["x", None]), schema)
+    (left, right) = node.children
+    assert left == Compare("gt", "a", pa.scalar(5, pa.int32()))
+    assert isinstance(right, Not) and isinstance(right.child, IsIn)
+    assert right.child.null_in_set and right.child.values.to_pylist() == ["x"]
+    assert bind(pc.field("a").is_valid(), schema) == Not(IsNull("a"))
+    assert bind(pc.field("a") == None, schema) == Const(None)  # noqa: E711 - a null literal
+    for opaque in (pc.field("a") == 2.5, pc.field("a") == 2**40, pc.field("zz") == 1,
+                   pc.field("a") == pc.field("a"), pc.starts_with(pc.field("s"), "x"),
+                   pc.field("a").cast(pa.int64()) == 1):  # fmt: skip
+        assert isinstance(bind(opaque, schema), Opaque), opaque
+
+
+def test_literal_beyond_a_long_on_decimal38_is_remain_not_an_error():
+    table = pa.table({"d": pa.array([decimal.Decimal("1.5"), None], pa.decimal128(38, 10))})
+    index = FileIndex(write_file_index(table, {"file-index.bsi.columns": "d"}), table.schema)
+    huge = pa.scalar(decimal.Decimal("12345678901234567890.5"), pa.decimal128(38, 10))
+    assert index.evaluate(pc.field("d") == huge).kind == "remain"
+    assert index.evaluate(pc.field("d") == pa.scalar(decimal.Decimal("1.5"), pa.decimal128(38, 10))).bitmap == BitMap([0])
+
+
+def test_top_n_ignores_a_filter_no_index_answers_exactly():
+    """The top rows of a superset of the matching rows could miss matching rows."""
+    rng = np.random.default_rng(3)
+    table = pa.table({"score": pa.array(rng.integers(0, 1000, 500), pa.int32()), "s": rng.choice(["a", "b"], 500)})
+    options = {"file-index.range-bitmap.columns": "score", "file-index.bloom-filter.columns": "s"}
+    index = FileIndex(write_file_index(table, options), table.schema)
+    top = index.evaluate_top_n([("score", "descending")], 5)
+    assert len(top.bitmap) == 5
+    inexact = index.evaluate_top_n([("score", "descending")], 5, filter=pc.field("s") == "a")
+    assert inexact.kind == "remain"  # bloom answers are supersets: no TopN pruning
+    exact = index.evaluate_top_n([("score", "descending")], 5, filter=pc.field("score") < 500)
+    matching = table.filter(pc.field("score") < 500)
+    expected = matching.take(pc.select_k_unstable(matching, 5, [("score", "descending")]))
+    assert len(exact.bitmap) == 5
+    picked = table.take(pa.array(sorted(exact.bitmap))).column("score").to_pylist()
+    assert sorted(picked) == sorted(expected.column("score").to_pylist())
