@@ -23,7 +23,6 @@ Side by side in one run, on one ``local[2]`` session:
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -42,23 +41,10 @@ ROW_GROUP = 100_000
 DELETED_BELOW = 0.001  # ids below 0.1 % of the row count are deleted
 
 def spark_session():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    import arrowidx.spark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("arrowidx-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "3g")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return arrowidx.spark.local_session("local[2]", "arrowidx-bench", spark_driver_memory="3g",
+                                        spark_sql_session_timeZone="UTC")  # fmt: skip
 
 
 def index_bytes(root: Path) -> dict[str, bytes]:

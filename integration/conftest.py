@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 
@@ -12,28 +9,16 @@ import pytest
 def spark():
     pyspark = pytest.importorskip("pyspark", reason="install the 'spark' extra: pip install -e '.[spark]'")
     del pyspark
-    # Executors' Python workers must be this interpreter (the one with arrowidx installed).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     import arrowidx.spark
 
-    session = (
-        SparkSession.builder.master("local[2,2]")  # 2 cores; ",2": a failed task is retried once
-        .appName("arrowidx-integration")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.pyspark.python", sys.executable)
+    session = arrowidx.spark.local_session(
+        "local[2,2]",  # 2 cores; ",2": a failed task is retried once
+        "arrowidx-integration",
+        spark_default_parallelism="2",
+        spark_driver_memory="1g",
         # A session time zone other than UTC, so timestamp literals are checked as instants.
-        .config("spark.sql.session.timeZone", "America/Los_Angeles")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
+        spark_sql_session_timeZone="America/Los_Angeles",
+        spark_sql_execution_arrow_pyspark_enabled="true",
     )
-    session.sparkContext.setLogLevel("ERROR")
-    arrowidx.spark.register(session)
     yield session
     session.stop()

@@ -217,20 +217,13 @@ def _literal(root: Path, column: str, row: int):
 
 def _spark_part(root: Path) -> bool:
     try:
-        from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
 
         from arrowidx import spark as aspark
     except ImportError as e:
         print(f"\n(Spark part skipped: {e})")
         return True
-    spark = (
-        SparkSession.builder.master("local[2]").appName("arrowidx-demo")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
-    aspark.register(spark)
+    spark = aspark.local_session("local[2]", "arrowidx-demo")
     print(f"\nSpark {spark.version} (local[2]): format('arrowidx') vs spark.read.parquet")
     user = _literal(root, "user_id", 1234)
     deleted = (F.col("status") == "CANCELLED") & (F.col("amount") > 150.0)

@@ -915,6 +915,36 @@ def register(spark) -> None:
         )
 
 
+def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):
+    """A local ``SparkSession`` ready for arrowidx, with the data source registered.
+
+    Its Python workers run this interpreter (``sys.executable``), the one arrowidx is
+    installed in; on a cluster, install arrowidx on the executors instead. ``conf`` adds
+    Spark settings (``spark_sql_shuffle_partitions="2"`` sets ``spark.sql.shuffle.partitions``).
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = (
+        SparkSession.builder.master(master).appName(app_name)
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config(PUSHDOWN_CONF, "true")
+    )  # fmt: skip
+    for key, value in conf.items():
+        builder = builder.config(key.replace("_", "."), value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session
+
+
 # --------------------------------------------------------------------------------------
 # 4. existing pipelines: a mapInArrow function over _metadata.file_path / row_index
 # --------------------------------------------------------------------------------------
