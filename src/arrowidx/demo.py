@@ -33,10 +33,10 @@ REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "
 USER_ID_RANGE = 50_000_000
 
 DEMO_OPTIONS = {
-    "file-index.bitmap.columns": "status,region",
-    "file-index.bloom-filter.columns": "id",
-    "file-index.bloom-filter.id.fpp": "0.01",
-    "file-index.range-bitmap.columns": "user_id",
+    "file-index.bitmap.columns": "status,region",  # low cardinality: exact rows per value
+    "file-index.range-bitmap.columns": "user_id,id",  # high cardinality: exact rows, ranges too
+    "file-index.bloom-filter.columns": "user_id",  # cheap file skipping before the range-bitmap
+    "file-index.bloom-filter.user_id.fpp": "0.01",
 }
 
 
