@@ -6,7 +6,7 @@ Generates (once, cached under ``bench-data/``, fixed seed) a lake like the issue
 20 Parquet files, ``--rows`` rows, row groups of 100,000 rows; ``id`` a shuffled
 permutation, ``user_id`` uniform in [0, 50,000,000), ``status`` 6 values (the rarest
 0.01 %), ``region`` 8 values, ``amount`` gamma-distributed double (1 % NULL),
-``event_time`` timestamp[us]. Indexes: bitmap on status and region, bloom-filter on id,
+``event_time`` timestamp[us]. Indexes: those of the demo (arrowidx.demo.DEMO_OPTIONS),
 range-bitmap on user_id (bitmap when this checkout has no range-bitmap index yet).
 
 Then, side by side in one run and after one warm-up, the median of ``--runs`` runs of
@@ -87,7 +87,7 @@ def run(root: Path, runs: int) -> int:
         ("needle user_id = v", pl.col("user_id") == user, 20.0),
         ("1% user_id < 500,000", pl.col("user_id") < 500_000, 3.0),
         ("broad amount > 33 (~50%)", pl.col("amount") > 33.0, 1 / 1.2),
-        ("needle id = v (bloom)", pl.col("id") == row_id, None),
+        ("needle id = v", pl.col("id") == row_id, None),
         ("rare status = 'LOST' (0.01%)", pl.col("status") == "LOST", None),
     ]
     glob = str(root / "*.parquet")

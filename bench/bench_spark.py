@@ -142,7 +142,7 @@ def queries(spark, root: Path, rows: int, runs: int) -> int:
     some = data.to_table(filter=pc.field("id") == needle_id, columns=["user_id"])
     needle_user = some.column("user_id")[0].as_py()
     battery = [
-        ("needle: id = N (bloom-filter)", f"id = {needle_id}"),
+        ("needle: id = N", f"id = {needle_id}"),
         ("needle: user_id = N", f"user_id = {needle_user}"),
         ("0.01 %: status = 'LOST' (bitmap)", "status = 'LOST'"),
         ("selective: user_id < 50,000 (0.1 %)", "user_id < 50000"),

@@ -1,0 +1,32 @@
+"""Run every benchmark in turn (``make bench``); each prints its own table with ratios.
+
+    .venv/bin/python bench/run_all.py [--quick]
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["bench_core.py", "bench_range_bitmap.py", "bench_deletion.py", "bench_dataset.py", "bench_polars.py", "bench_spark.py"]
+QUICK = {"bench_deletion.py": ["--quick"], "bench_core.py": ["--rows", "1000000"], "bench_range_bitmap.py": ["--rows", "1000000"],
+         "bench_dataset.py": ["--rows", "1000000"], "bench_polars.py": ["--rows", "1000000"], "bench_spark.py": ["--rows", "1000000"]}  # fmt: skip
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    failed = []
+    for script in SCRIPTS:
+        print(f"\n===== {script} =====", flush=True)
+        args = QUICK.get(script, []) if quick else []
+        if subprocess.call([sys.executable, str(HERE / script), *args], cwd=HERE.parent) != 0:
+            failed.append(script)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
