@@ -6,8 +6,7 @@ Generates (once, cached under ``bench-data/``, fixed seed) a lake like the issue
 20 Parquet files, ``--rows`` rows, row groups of 100,000 rows; ``id`` a shuffled
 permutation, ``user_id`` uniform in [0, 50,000,000), ``status`` 6 values (the rarest
 0.01 %), ``region`` 8 values, ``amount`` gamma-distributed double (1 % NULL),
-``event_time`` timestamp[us]. Indexes: those of the demo (arrowidx.demo.DEMO_OPTIONS),
-range-bitmap on user_id (bitmap when this checkout has no range-bitmap index yet).
+``event_time`` timestamp[us]. Indexes: those of the demo (``arrowidx.demo.DEMO_OPTIONS``).
 
 Then, side by side in one run and after one warm-up, the median of ``--runs`` runs of
 ``arrowidx.polars.scan(root).filter(q).collect()`` and
