@@ -19,8 +19,7 @@ import pyarrow.parquet as pq
 from common import median_ms
 
 import arrowidx
-from arrowidx.demo import DEMO_OPTIONS, generate, queries
-from arrowidx.index import INDEX_TYPES
+from arrowidx.demo import demo_options, generate, queries
 
 SQL = {
     "needle user_id = v": "user_id = {user}",
@@ -39,7 +38,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     root = generate(Path("bench-data") / f"lake-{args.rows}", args.rows, args.files)
-    options = {k: v for k, v in DEMO_OPTIONS.items() if k.split(".")[1] in INDEX_TYPES}
+    options = demo_options()
 
     # Build against write: time to write the same files again from memory.
     tables = [pq.read_table(p) for p in sorted(root.glob("*.parquet"))]
@@ -67,7 +66,7 @@ def main() -> None:
     for name, expr in queries(root):
         sql = f"SELECT * FROM read_parquet('{glob}') WHERE " + SQL[name].format(**literals)
         t_plain = median_ms(lambda expr=expr: plain.to_table(filter=expr), args.runs, warmup=1)
-        t_duck = median_ms(lambda sql=sql: con.execute(sql).to_arrow_table(), args.runs, warmup=1)
+        t_duck = median_ms(lambda sql=sql: con.sql(sql).to_arrow_table(), args.runs, warmup=1)
         t_ours = median_ms(lambda expr=expr: indexed.to_table(filter=expr), args.runs, warmup=1)
         rows = indexed.to_table(filter=expr).num_rows
         assert rows == plain.to_table(filter=expr).num_rows

@@ -221,3 +221,23 @@ def test_decimal_is_refused_by_bitmap_and_bloom():
     for kind in ("bitmap", "bloom-filter"):
         with pytest.raises(UnsupportedTypeError, match="DECIMAL"):
             write_file_index(table, {f"file-index.{kind}.columns": "d"})
+
+
+@SETTINGS
+@given(data=column_and_literals(BLOOM_TYPES), extra=st.integers(0, 40))
+def test_bloom_scalar_and_vector_probes_agree(data, extra):
+    """A few literals are probed in plain Python, many with numpy: the answers are the same."""
+    from arrowidx.index.bloom import _SCALAR_KEYS, BloomFilterReader
+    from arrowidx.types import literal_keys, paimon_type
+
+    array, literals = data
+    table = pa.table({"c": array})
+    options = {"file-index.bloom-filter.columns": "c", "file-index.bloom-filter.c.items": "20"}
+    index = FileIndex(write_file_index(table, options), table.schema)
+    (reader,) = index.readers("c")
+    assert isinstance(reader, BloomFilterReader)
+    keys = [k for k in literal_keys(pa.array([v.as_py() for v in literals], type=array.type), paimon_type(array.type)) if k is not None]
+    keys = keys * (1 + extra)
+    few = reader.might_contain(keys[:_SCALAR_KEYS])
+    many = reader.might_contain(keys + keys[:1] * _SCALAR_KEYS)[: len(few)]
+    assert (few == many).all()

@@ -135,6 +135,7 @@ class FileIndex:
                     continue
                 arrow_type = self.schema.field(column).type
                 readers.append(index_type.reader(self.container.window(entry), paimon_type(arrow_type), arrow_type))
+            readers.sort(key=lambda r: r.cost)  # cheap answers first: a SKIP ends the AND
             self._readers[column] = readers
         return self._readers[column]
 

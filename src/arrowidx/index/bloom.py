@@ -11,11 +11,13 @@ or XXH64 of its UTF-8 bytes (strings); bit ``i`` of ``k`` is
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from .._bytes import ByteReader
 from .._hash import thomas_wang_long_hash, xxh64_binary
@@ -67,6 +69,45 @@ def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray
     return out
 
 
+_SCALAR_KEYS = 16
+_MASK64 = (1 << 64) - 1
+
+
+def _int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _int64(x: int) -> int:
+    x &= _MASK64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def _scalar_hash(value, ptype: PaimonType) -> int:
+    """The same hash as :func:`key_hashes`, for one key, in plain Python integers."""
+    if ptype.is_string:
+        return _int64(xxhash.xxh64_intdigest(value))
+    if ptype.is_float:
+        fmt = "<f" if ptype.root == "FLOAT" else "<d"
+        if value != value:  # Java's floatToIntBits / doubleToLongBits: one canonical NaN
+            bits = 0x7FC00000 if ptype.root == "FLOAT" else 0x7FF8000000000000
+        else:
+            bits = int.from_bytes(struct.pack(fmt, value), "little")
+        value = _int32(bits) if ptype.root == "FLOAT" else _int64(bits)
+    return _thomas_wang(int(value))
+
+
+def _thomas_wang(key: int) -> int:
+    """``FastHash.getLongHash`` (Java long arithmetic) for one key."""
+    key = _int64(~key + (key << 21))
+    key = _int64(key ^ (key >> 24))
+    key = _int64(key + (key << 3) + (key << 8))
+    key = _int64(key ^ (key >> 14))
+    key = _int64(key + (key << 2) + (key << 4))
+    key = _int64(key ^ (key >> 28))
+    return _int64(key + (key << 31))
+
+
 class BloomFilterWriter(IndexWriter):
     def __init__(self, ptype: PaimonType, items: int, fpp: float):
         self.ptype = ptype
@@ -84,6 +125,8 @@ class BloomFilterWriter(IndexWriter):
 
 
 class BloomFilterReader(IndexReader):
+    cost = 0
+
     def __init__(self, data: ByteReader, ptype: PaimonType):
         self.ptype = ptype
         self.k = data.i32("bloom filter hash function count")
@@ -96,16 +139,30 @@ class BloomFilterReader(IndexReader):
 
     def might_contain(self, key_values: list) -> np.ndarray:
         """For each key, whether the filter may hold it."""
-        arrow_type = pa.large_binary() if self.ptype.is_string else None
+        if len(key_values) <= _SCALAR_KEYS:  # a few literals: plain integer arithmetic
+            return np.array([self._probe(_scalar_hash(v, self.ptype)) for v in key_values], dtype=bool)
         if self.ptype.is_string:
-            keys = Keys(pa.array(key_values, type=arrow_type), None)
+            hashes = xxh64_binary(pa.array(key_values, type=pa.large_binary()))
         else:
-            keys = Keys(np.array(key_values, dtype=self.ptype.key_dtype), None)
-        hashes = key_hashes(keys, self.ptype) if not self.ptype.is_string else xxh64_binary(keys.values)
+            hashes = key_hashes(Keys(np.array(key_values, dtype=self.ptype.key_dtype), None), self.ptype)
         hit = np.ones(len(key_values), dtype=bool)
         for positions in _bit_positions(hashes, self.num_bits, self.k):
             hit &= (self.bits[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1 == 1
         return hit
+
+    def _probe(self, hash64: int) -> bool:
+        """``BloomFilter64.testHash`` for one hash (int32 wrap-around as in Java)."""
+        h1 = _int32(hash64)
+        h2 = _int32(hash64 >> 32)
+        bits, num_bits = self.bits, self.num_bits
+        for i in range(1, self.k + 1):
+            combined = _int32(h1 + i * h2)
+            if combined < 0:
+                combined = ~combined
+            pos = combined % num_bits
+            if not (bits[pos >> 3] >> (pos & 7)) & 1:
+                return False
+        return True
 
     def answer(self, op: str, keys: tuple) -> Answer:
         if op not in ("eq", "in") or any(k is None for k in keys):

@@ -166,6 +166,8 @@ class _NoValues(SliceSet):
 
 
 class BsiReader(ExactIndexReader):
+    cost = 2
+
     exact_ops = frozenset({"eq", "in", "lt", "le", "gt", "ge", "is_null"})
 
     def __init__(self, r: ByteReader):

@@ -180,6 +180,8 @@ class RangeBitmapWriter(IndexWriter):
 class RangeBitmapReader(ExactIndexReader):
     """Opens the header, the dictionary header and the slice table; decodes the rest lazily."""
 
+    cost = 2
+
     exact_ops = frozenset({"eq", "in", "lt", "le", "gt", "ge", "is_null"})
 
     def __init__(self, r: ByteReader, ptype: PaimonType):

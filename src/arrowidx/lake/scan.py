@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
-from ..predicate import bind
+from ..predicate import bind, is_exact
 from ..result import REMAIN, IndexResult
 from .layout import (
     FileEntry,
@@ -74,6 +74,7 @@ class FilePlan:
     deleted: int = 0
     note: str = ""
     row_group_offsets: np.ndarray | None = None
+    exact: bool = False  # the bitmap is exactly the matching rows: no need to filter again
 
     @property
     def skipped(self) -> bool:
@@ -296,6 +297,7 @@ class IndexedDataset:
                         node = bound[entry.index.schema] = bind(expr, index.schema)
                     plan.result = index.evaluate(node)
                     plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
+                    plan.exact = plan.result.kind == "bitmap" and is_exact(node, index.schema, index.readers)
             except ArrowIdxError:
                 if self.on_corrupt == "raise":
                     raise
@@ -396,7 +398,7 @@ class IndexedDataset:
         if read is None:
             return None
         table = read[0]
-        if expr is not None:
+        if expr is not None and not plan.exact:
             table = table.filter(expr)
         return table.select(columns) if columns is not None else table
 
