@@ -941,6 +941,9 @@ class _Read:
         return self.runs == [(0, self.plan.rows)] and not self.deleted.size
 
 
+_FEW_ROWS = 8  # bitmaps this small are read row by row rather than by row group
+
+
 class _Source:
     """The IO source Polars calls: ``(with_columns, predicate, n_rows, batch_size)``."""
 
@@ -986,7 +989,19 @@ class _Source:
                 continue
             offsets = plan.row_group_offsets
             runs: list[tuple[int, int]] = []
-            for g in plan.row_groups:
+            if plan.result.kind == "bitmap" and len(plan.result.bitmap) <= _FEW_ROWS:
+                # A handful of rows: slice just them (Polars then decodes less than a row group).
+                for row in plan.result.bitmap:
+                    if row >= cutoff:
+                        break
+                    if runs and runs[-1][1] == row:
+                        runs[-1] = (runs[-1][0], row + 1)
+                    else:
+                        runs.append((row, row + 1))
+                plan_groups: list[int] = []
+            else:
+                plan_groups = plan.row_groups
+            for g in plan_groups:
                 a, b = int(offsets[g]), min(int(offsets[g + 1]), cutoff)
                 if a >= b:
                     continue

@@ -81,16 +81,21 @@ def _local(path: str) -> str:
 
 
 def discover(fs: pafs.FileSystem, root: str) -> list[str]:
-    """Data files under ``root`` as pyarrow.dataset would find them (skipping ``_``/``.`` names)."""
-    selector = pafs.FileSelector(root, recursive=True)
-    out = []
-    for info in fs.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        rel = posixpath.relpath(info.path, root)
-        if any(part.startswith(("_", ".")) for part in rel.split("/")):
-            continue
-        out.append(info.path)
+    """Data files under ``root`` as pyarrow.dataset finds them (skipping ``_``/``.`` names).
+
+    Folders are listed one level at a time so ``_arrowidx/`` (and any other ignored folder)
+    is never walked.
+    """
+    out, pending = [], [root]
+    while pending:
+        folder = pending.pop()
+        for info in fs.get_file_info(pafs.FileSelector(folder)):
+            if posixpath.basename(info.path).startswith(("_", ".")):
+                continue
+            if info.type == pafs.FileType.Directory:
+                pending.append(info.path)
+            elif info.type == pafs.FileType.File:
+                out.append(info.path)
     return sorted(out)
 
 
