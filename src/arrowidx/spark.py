@@ -64,7 +64,7 @@ from pyspark.sql.datasource import (
 )
 
 from .errors import ArrowIdxError
-from .lake.build import BuildReport, index_one_file
+from .lake.build import BuildReport, commit_build, index_one_file, plan_build
 from .lake.layout import (
     META_DIR,
     CommitConflictError,
@@ -185,46 +185,14 @@ def build(
     under the same path (or URI) from every executor. ``partitions`` is the number of tasks
     (default: two per core, never more than one per file).
     """
-    start = time.perf_counter()
-    options = _normalise_options(options)
-    threshold = in_manifest_threshold(options)
-    fs, root, explicit = resolve(source, filesystem)
-    manifest = load_manifest(fs, root)
-    base_version = manifest.version
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
-    infos = file_infos(fs, root, rels)
-    report = BuildReport(root=root, version=base_version)
-    todo = []
-    for rel in rels:
-        entry = manifest.files.get(rel)
-        same = entry is not None and entry.matches(infos[rel]) and entry.index is not None
-        if incremental and same and manifest.options == options:
-            report.unchanged.append(rel)
-        else:
-            todo.append(rel)
-    report.removed = sorted(set(manifest.files) - set(rels))
+    plan = plan_build(source, _normalise_options(options), filesystem=filesystem, incremental=incremental)
     built: list[FileEntry] = []
-    if todo:
-        n = min(len(todo), partitions or 2 * _parallelism(spark))
-        paths_df = spark.createDataFrame(pa.table({"path": pa.array(todo, pa.string())})).repartition(n)
-        built = _gather(paths_df.mapInArrow(_IndexTask(fs, root, options, threshold), _MANIFEST_ROWS))
-    # From here on exactly as arrowidx.build: merge, carry deletions over, commit once.
-    files = {rel: manifest.files[rel] for rel in report.unchanged}
-    for entry in built:
-        old = manifest.files.get(entry.path)
-        if old is not None and old.deletion is not None and old.matches(infos[entry.path]):
-            entry.deletion = old.deletion
-        files[entry.path] = entry
-        report.indexed.append(entry.path)
-        report.index_bytes += entry.index.size
-    report.indexed.sort()
-    manifest.files = {rel: files[rel] for rel in sorted(files)}
-    manifest.options = options
-    manifest = commit_manifest(fs, root, manifest, base_version)
-    report.version = manifest.version
-    report.seconds = time.perf_counter() - start
-    return report
+    if plan.todo:
+        n = min(len(plan.todo), partitions or 2 * _parallelism(spark))
+        paths_df = spark.createDataFrame(pa.table({"path": pa.array(plan.todo, pa.string())})).repartition(n)
+        task = _IndexTask(plan.fs, plan.root, plan.options, plan.threshold)
+        built = _gather(paths_df.mapInArrow(task, _MANIFEST_ROWS))
+    return commit_build(plan, built)
 
 
 # --------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .layout import (
     INDEX_DIR,
     FileEntry,
     IndexRef,
+    Manifest,
     commit_manifest,
     discover,
     file_infos,
@@ -145,6 +146,70 @@ def _progress(total: int, enabled: bool, what: str) -> Callable[[], None]:
     return bar.update
 
 
+@dataclass
+class BuildPlan:
+    """Which files a build must index: what :func:`plan_build` found and :func:`commit_build` needs.
+
+    Shared by the local build and ``arrowidx.spark.build``, which only differ in who runs
+    :func:`index_one_file` over ``todo``.
+    """
+
+    fs: pafs.FileSystem
+    root: str
+    options: dict[str, str]
+    threshold: int
+    manifest: Manifest
+    base_version: int
+    infos: dict[str, pafs.FileInfo]
+    todo: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    started: float
+
+
+def plan_build(source: Any, options: Mapping[str, object], *, filesystem: pafs.FileSystem | None = None,
+               incremental: bool = True) -> BuildPlan:  # fmt: skip
+    """Check the options and list the files to (re)index: new, changed, or all if the options changed."""
+    started = time.perf_counter()
+    options = {str(k): str(v) for k, v in options.items()}
+    parse_index_options(options)  # fail on bad options before touching anything
+    threshold = in_manifest_threshold(options)
+    fs, root, explicit = resolve(source, filesystem)
+    manifest = load_manifest(fs, root)
+    paths = explicit if explicit is not None else discover(fs, root)
+    rels = [posixpath.relpath(p, root) for p in paths]
+    infos = file_infos(fs, root, rels)
+    todo, unchanged = [], []
+    for rel in rels:
+        entry = manifest.files.get(rel)
+        same = entry is not None and entry.matches(infos[rel]) and entry.index is not None
+        (unchanged if incremental and same and manifest.options == options else todo).append(rel)
+    _check_columns(fs, root, todo, options)
+    removed = sorted(set(manifest.files) - set(rels))
+    return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started)
+
+
+def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
+    """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit once."""
+    manifest = plan.manifest
+    report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed)
+    files = {rel: manifest.files[rel] for rel in plan.unchanged}
+    for entry in built:
+        old = manifest.files.get(entry.path)
+        if old is not None and old.deletion is not None and old.matches(plan.infos[entry.path]):
+            entry.deletion = old.deletion  # same data, new index: deletions still apply
+        files[entry.path] = entry
+        report.indexed.append(entry.path)
+        report.index_bytes += entry.index.size
+    report.indexed.sort()
+    manifest.files = {rel: files[rel] for rel in sorted(files)}
+    manifest.options = plan.options
+    manifest = commit_manifest(plan.fs, plan.root, manifest, plan.base_version)
+    report.version = manifest.version
+    report.seconds = time.perf_counter() - plan.started
+    return report
+
+
 def build(
     source: Any,
     options: Mapping[str, object],
@@ -161,48 +226,15 @@ def build(
     modification time and options are unchanged keeps its index; files that disappeared
     leave the manifest.
     """
-    start = time.perf_counter()
-    options = {str(k): str(v) for k, v in options.items()}
-    parse_index_options(options)  # fail on bad options before touching anything
-    threshold = in_manifest_threshold(options)
-    fs, root, explicit = resolve(source, filesystem)
-    manifest = load_manifest(fs, root)
-    base_version = manifest.version
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
-    infos = file_infos(fs, root, rels)
-    report = BuildReport(root=root, version=base_version)
-    todo = []
-    for rel in rels:
-        entry = manifest.files.get(rel)
-        same = entry is not None and entry.matches(infos[rel]) and entry.index is not None
-        if incremental and same and manifest.options == options:
-            report.unchanged.append(rel)
-        else:
-            todo.append(rel)
-    report.removed = sorted(set(manifest.files) - set(rels))
-    _check_columns(fs, root, todo, options)
-    tick = _progress(len(todo), progress, "arrowidx build")
-    workers = threads or min(len(todo), os.cpu_count() or 2) or 1
+    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental)
+    tick = _progress(len(plan.todo), progress, "arrowidx build")
+    workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 
     def work(rel: str) -> FileEntry:
-        entry = index_one_file(fs, root, rel, infos[rel], options, threshold)
+        entry = index_one_file(plan.fs, plan.root, rel, plan.infos[rel], plan.options, plan.threshold)
         tick()
         return entry
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        built = list(pool.map(work, todo))
-    files = {rel: manifest.files[rel] for rel in report.unchanged}
-    for entry in built:
-        old = manifest.files.get(entry.path)
-        if old is not None and old.deletion is not None and old.matches(infos[entry.path]):
-            entry.deletion = old.deletion  # same data, new index: deletions still apply
-        files[entry.path] = entry
-        report.indexed.append(entry.path)
-        report.index_bytes += entry.index.size
-    manifest.files = {rel: files[rel] for rel in sorted(files)}
-    manifest.options = options
-    manifest = commit_manifest(fs, root, manifest, base_version)
-    report.version = manifest.version
-    report.seconds = time.perf_counter() - start
-    return report
+        built = list(pool.map(work, plan.todo))
+    return commit_build(plan, built)
