@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ._bytes import as_buffer, atomic_write
 from .errors import ArrowIdxError, CorruptIndexError, OptionError, UnsupportedTypeError
+from .types import integer_array
 
 __all__ = [
     "DynamicBucketAssigner",
@@ -63,22 +64,8 @@ def read_hash_index(data: Any) -> pa.Int32Array:
 
 
 def _int32_values(hashes: Any, what: str) -> np.ndarray:
-    if isinstance(hashes, pa.ChunkedArray):
-        parts = [_int32_values(c, what) for c in hashes.chunks]
-        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
-    if isinstance(hashes, pa.Array):
-        if hashes.null_count:
-            raise ArrowIdxError(f"{what} contain {hashes.null_count} nulls")
-        if not pa.types.is_integer(hashes.type):
-            raise ArrowIdxError(f"{what} must be integers, got Arrow type {hashes.type}")
-        arr = hashes.to_numpy(zero_copy_only=False)
-    else:
-        arr = np.asarray(hashes)
-        if arr.size == 0:
-            return np.zeros(0, np.int32)
-        if arr.dtype.kind not in "iu":
-            raise ArrowIdxError(f"{what} must be integers, got dtype {arr.dtype}")
-    arr = arr.reshape(-1)
+    """Hashes as a numpy int32 array (any integer input whose values fit)."""
+    arr = integer_array(hashes, what).reshape(-1)
     if arr.dtype != np.int32 and arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if lo < -(2**31) or hi > 2**31 - 1:

@@ -36,6 +36,7 @@ from pyroaring import BitMap, BitMap64
 from ._bytes import as_buffer, atomic_write
 from ._roaring import MalformedBitmap, PortableLayout, bitmap_of, packed_window, portable_layout
 from .errors import ArrowIdxError, CorruptIndexError
+from .types import integer_array
 
 __all__ = [
     "DeletionVector",
@@ -73,32 +74,6 @@ _APPLY_WINDOW = 1 << 20  # positions per keep mask when applying to a stream of 
 class PositionOutOfRangeError(ArrowIdxError, ValueError):
     """A row position a deletion vector of this kind cannot hold (negative, or above
     2**31 - 1 for a 32-bit vector, or above Java's 64-bit maximum)."""
-
-
-def _as_integers(values: Any, what: str) -> np.ndarray:
-    """A 1-D numpy integer array from an Arrow array, numpy array, range or sequence."""
-    if isinstance(values, pa.ChunkedArray):
-        chunks = [_as_integers(c, what) for c in values.chunks]
-        return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
-    if isinstance(values, pa.Array):
-        if values.null_count:
-            raise ArrowIdxError(f"{what} contain {values.null_count} nulls")
-        if not pa.types.is_integer(values.type):
-            raise ArrowIdxError(f"{what} must be integers, got Arrow type {values.type}")
-        return values.to_numpy(zero_copy_only=False)
-    if isinstance(values, range):
-        return np.arange(values.start, values.stop, values.step, dtype=np.int64)
-    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if arr.ndim != 1:
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        else:
-            raise ArrowIdxError(f"{what} must be one-dimensional, got shape {arr.shape}")
-    if arr.size == 0 and arr.dtype.kind not in "iu":
-        return np.zeros(0, np.int64)
-    if arr.dtype.kind not in "iu":
-        raise ArrowIdxError(f"{what} must be integers, got dtype {arr.dtype}")
-    return arr
 
 
 def _is_scalar(value: Any) -> bool:
@@ -286,7 +261,7 @@ class DeletionVector:
                 )
                 self._bm.add_range(positions.start, positions.stop)
             return
-        arr = _as_integers(positions, "positions")
+        arr = integer_array(positions, "positions")
         _check_positions(arr, self.max_position, kind)
         if arr.size == 0:
             return
@@ -328,7 +303,7 @@ class DeletionVector:
             if pos < 0 or pos > self.max_position:
                 return False
             return pos in self._bm
-        arr = _as_integers(positions, "positions")
+        arr = integer_array(positions, "positions")
         if arr.size == 0 or not self._bm:
             return np.zeros(arr.size, dtype=bool)
         top = int(self._bm.max())

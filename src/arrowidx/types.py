@@ -9,12 +9,13 @@ above, millis of day for TIME, the unscaled long for DECIMAL, ...), as numpy arr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import UnsupportedTypeError
+from .errors import ArrowIdxError, UnsupportedTypeError
 
 _UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
@@ -271,3 +272,29 @@ def literal_keys(values: pa.Array, ptype: PaimonType) -> list:
     if keys.nulls is not None:
         out = [None if n else v for v, n in zip(out, keys.nulls.tolist())]
     return out
+
+
+def integer_array(values: Any, what: str) -> np.ndarray:
+    """A 1-D numpy integer array from an Arrow array, numpy array, range or sequence."""
+    if isinstance(values, pa.ChunkedArray):
+        chunks = [integer_array(c, what) for c in values.chunks]
+        return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+    if isinstance(values, pa.Array):
+        if values.null_count:
+            raise ArrowIdxError(f"{what} contain {values.null_count} nulls")
+        if not pa.types.is_integer(values.type):
+            raise UnsupportedTypeError(f"{what} must be integers, got Arrow type {values.type}")
+        return values.to_numpy(zero_copy_only=False)
+    if isinstance(values, range):
+        return np.arange(values.start, values.stop, values.step, dtype=np.int64)
+    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if arr.ndim != 1:
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        else:
+            raise ArrowIdxError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0 and arr.dtype.kind not in "iu":
+        return np.zeros(0, np.int64)
+    if arr.dtype.kind not in "iu":
+        raise UnsupportedTypeError(f"{what} must be integers, got dtype {arr.dtype}")
+    return arr
