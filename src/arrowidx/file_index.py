@@ -134,7 +134,9 @@ class FileIndex:
                     readers.append(EmptyIndexReader())
                     continue
                 arrow_type = self.schema.field(column).type
-                readers.append(index_type.reader(self.container.window(entry), paimon_type(arrow_type), arrow_type))
+                reader = index_type.reader(self.container.window(entry), paimon_type(arrow_type), arrow_type)
+                reader.index_type = entry.index_type
+                readers.append(reader)
             readers.sort(key=lambda r: r.cost)  # cheap answers first: a SKIP ends the AND
             self._readers[column] = readers
         return self._readers[column]
@@ -149,6 +151,17 @@ class FileIndex:
             return REMAIN
         node = bind(expr, self.schema)
         return evaluate(node, self.schema, self.readers).t
+
+    def deciding_index_types(self, expr) -> list[str]:
+        """The index types that on their own rule out every row for ``expr`` (for explain)."""
+        node = bind(expr, self.schema)
+        types = sorted({t for c in node.columns() for t in self.columns.get(c, [])})
+        out = []
+        for t in types:
+            only = lambda column, t=t: [r for r in self.readers(column) if getattr(r, "index_type", None) == t]  # noqa: E731
+            if not evaluate(node, self.schema, only).t.remain:
+                out.append(t)
+        return out
 
     def evaluate_top_n(
         self,

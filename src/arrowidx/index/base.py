@@ -43,6 +43,7 @@ class IndexReader:
 
     exact_ops: ClassVar[frozenset[str]] = frozenset()  # ops whose TRUE side is exact
     cost: ClassVar[int] = 1  # readers of one column are asked cheapest first (a SKIP ends it)
+    index_type: str = "?"  # the container's name for this index (set when opened)
 
     def answer(self, op: str, keys: tuple) -> Answer:
         return UNKNOWN

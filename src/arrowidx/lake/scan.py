@@ -129,12 +129,12 @@ class Explain:
 
     def __str__(self) -> str:
         lines = [f"filter: {self.filter}"]
-        lines.append(f"{'file':40} {'decision':10} {'by':24} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
+        lines.append(f"{'file':32} {'decision':10} {'by':26} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
         for p in self.files:
             selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
             groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
             by = ",".join(p.index_types) or p.note
-            lines.append(f"{p.path[-40:]:40} {p.status:10} {by[:24]:24} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
+            lines.append(f"{p.path[-32:]:32} {p.status:10} {by[:26]:26} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
         lines.append(
             f"total: {len(self.files)} files, {self.files_skipped} skipped; rows read {self.rows_read:,}"
             f" of {self.rows_total:,}"
@@ -347,7 +347,14 @@ class IndexedDataset:
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
-        return Explain(str(filter), self.plan(filter))
+        plans = self.plan(filter)
+        for plan in plans:  # name the index types that, alone, rule a skipped file out
+            entry = self.manifest.files.get(plan.path)
+            if plan.skipped and plan.index_types and entry is not None:
+                index = self.file_index(entry)
+                if index is not None:
+                    plan.index_types = index.deciding_index_types(filter) or plan.index_types
+        return Explain(" ".join(str(filter).split()), plans)
 
     # -- reading ---------------------------------------------------------------------------------
     def read_rows(
