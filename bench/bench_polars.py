@@ -18,12 +18,12 @@ plain scan would otherwise need an extra anti-filter, which would flatter arrowi
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from common import side_by_side
 
 from arrowidx.demo import demo_options, generate
 
@@ -36,19 +36,6 @@ def ensure_indexed(root: Path) -> tuple[dict[str, str], float]:
     start = time.perf_counter()
     report = arrowidx.build(root, options, progress=False)
     return options, (time.perf_counter() - start) if report.indexed else 0.0
-
-
-def side_by_side(ours, theirs, runs: int) -> tuple[float, float, object, object]:
-    """Median ms of ``runs`` warm runs of each, interleaved (ours, theirs, ours, ...) so that
-    both see the same machine load; one untimed warm-up each first."""
-    got, want = ours(), theirs()
-    t_ours, t_theirs = [], []
-    for _ in range(runs):
-        for fn, times in ((ours, t_ours), (theirs, t_theirs)):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(t_ours), statistics.median(t_theirs), got, want
 
 
 def main(argv: list[str] | None = None) -> int:

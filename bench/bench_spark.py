@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from common import side_by_side
 
 from arrowidx.demo import demo_options, generate
 
@@ -55,18 +55,6 @@ def timed(fn) -> tuple[float, object]:
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
-
-
-def side_by_side(ours, theirs, runs: int):
-    """Median ms of ``runs`` warm runs of each, interleaved; one untimed warm-up each first."""
-    got, want = ours(), theirs()
-    t_ours, t_theirs = [], []
-    for _ in range(runs):
-        for fn, times in ((ours, t_ours), (theirs, t_theirs)):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(t_ours), statistics.median(t_theirs), got, want
 
 
 def same_rows(a: pa.Table, b: pa.Table) -> bool:

@@ -27,3 +27,16 @@ def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) ->
         ref_txt = f"{ref:,.2f}" if ref is not None else "-"
         ratio = f"{ref / ours:.1f}x" if ref and ours else "-"
         print(f"{what:44} {ours:>10,.2f}ms {ref_txt:>10}ms  {ratio:>8}  ({ref_name})")
+
+
+def side_by_side(ours, theirs, runs: int) -> tuple[float, float, object, object]:
+    """Median ms of ``runs`` warm runs of each, interleaved (ours, theirs, ours, ...) so that
+    both see the same machine load; one untimed warm-up each first."""
+    got, want = ours(), theirs()
+    t_ours, t_theirs = [], []
+    for _ in range(runs):
+        for fn, times in ((ours, t_ours), (theirs, t_theirs)):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(t_ours), statistics.median(t_theirs), got, want
