@@ -30,7 +30,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, CorruptIndexError
+from .footer import Footer
 
 META_DIR = "_arrowidx"
 INDEX_DIR = f"{META_DIR}/index"
@@ -134,6 +136,7 @@ class FileEntry:
     rows: int
     index: IndexRef | None = None
     deletion: DeletionRef | None = None
+    fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed
 
     def matches(self, info: pafs.FileInfo) -> bool:
         """False when the file changed since it was indexed (its index must not be trusted)."""
@@ -176,7 +179,9 @@ class Manifest:
             for f in d["files"]:
                 index = IndexRef(**f["index"]) if f.get("index") else None
                 deletion = DeletionRef(**f["deletion"]) if f.get("deletion") else None
-                files[f["path"]] = FileEntry(f["path"], f["size"], f["mtime_ns"], f["rows"], index, deletion)
+                files[f["path"]] = FileEntry(
+                    f["path"], f["size"], f["mtime_ns"], f["rows"], index, deletion, f.get("fingerprint")
+                )
             return cls(d["version"], files, d.get("options", {}), d.get("created_ms", 0))
         except (ValueError, KeyError, TypeError) as e:
             raise CorruptIndexError(f"unreadable manifest: {e}", source=source) from None
@@ -270,3 +275,42 @@ def file_infos(fs: pafs.FileSystem, root: str, rel_paths: Iterable[str]) -> dict
 
 def schema_to_b64(schema: pa.Schema) -> str:
     return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+# --------------------------------------------------------------------------------------
+# What a reader trusts: the seam between the manifest (commits, integrity) and the scan.
+# The scan calls only these three; how freshness and integrity are decided lives here.
+# --------------------------------------------------------------------------------------
+
+
+def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None = None) -> bool:
+    """True when the data file is still the one ``entry`` describes (its index and deletion
+    vector apply); False when it changed (read it in full, ignore its index)."""
+    if footer is not None and entry.fingerprint is not None:
+        return footer.fingerprint == entry.fingerprint
+    return entry.matches(info)
+
+
+def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes | None:
+    """The container bytes of ``entry``'s index (None if it has none or they cannot be trusted)."""
+    ref = entry.index
+    if ref is None:
+        return None
+    if ref.embedded is not None:
+        return base64.b64decode(ref.embedded)
+    data = read_bytes(fs, join(root, ref.file))
+    return data if len(data) == ref.size else None
+
+
+def load_deletion_vector(fs: pafs.FileSystem, root: str, entry: FileEntry, blobs: dict[str, bytes]) -> DeletionVector | None:
+    """``entry``'s deletion vector (None if it has none). ``blobs`` caches whole deletion files
+    by path, since one file holds the vectors of many data files."""
+    ref = entry.deletion
+    if ref is None:
+        return None
+    path = join(root, ref.file)
+    data = blobs.get(path)
+    if data is None:
+        data = blobs[path] = read_bytes(fs, path)
+    vectors = read_deletion_vectors(data, ranges={entry.path: (ref.offset, ref.length)}, bitmap64=ref.bitmap64)
+    return vectors[entry.path]

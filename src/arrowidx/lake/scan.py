@@ -17,7 +17,6 @@ deleted rows, row for row.
 
 from __future__ import annotations
 
-import base64
 import posixpath
 import threading
 from collections.abc import Iterator
@@ -31,19 +30,22 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..deletion import DeletionVector, read_deletion_vectors
+from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..predicate import bind, is_exact
 from ..result import REMAIN, IndexResult
+from .footer import Footer, read_footer
 from .layout import (
     FileEntry,
     Manifest,
     discover,
+    entry_is_fresh,
     file_infos,
     join,
+    load_deletion_vector,
+    load_index_bytes,
     load_manifest,
-    read_bytes,
     resolve,
 )
 
@@ -194,18 +196,23 @@ class IndexedDataset:
         return self._infos[rel]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
-        return entry is not None and entry.matches(self._info(entry.path))
+        if entry is None:
+            return False
+        return entry_is_fresh(entry, self._info(entry.path), self.read_footer(entry.path))
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
         return (rel, info.size, info.mtime_ns)
 
-    def footer(self, rel: str) -> pq.FileMetaData:
+    def read_footer(self, rel: str) -> Footer:
+        """The data file's footer and fingerprint, read once per file identity."""
         key = self._key(rel)
         if key not in self._footers:
-            with self.fs.open_input_file(join(self.root, rel)) as f:
-                self._footers[key] = pq.ParquetFile(f).metadata
+            self._footers[key] = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
         return self._footers[key]
+
+    def footer(self, rel: str) -> pq.FileMetaData:
+        return self.read_footer(rel).metadata
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
@@ -233,13 +240,8 @@ class IndexedDataset:
             cached = self._indexes.get(key)
         if cached is not None:
             return cached
-        if ref.embedded is not None:
-            data, source = base64.b64decode(ref.embedded), f"{entry.path} (embedded index)"
-        else:
-            source = join(self.root, ref.file)
-            data = read_bytes(self.fs, source)
-            if len(data) != ref.size:  # rewritten by a build that did not commit: do not trust
-                return None
+        source = f"{entry.path} (embedded index)" if ref.embedded is not None else join(self.root, ref.file)
+        data = load_index_bytes(self.fs, self.root, entry)
         index = FileIndex(data, ref.arrow_schema(), name=source) if data else None
         with self._lock:
             self._indexes[key] = index
@@ -255,15 +257,7 @@ class IndexedDataset:
         with self._lock:
             cached = self._deletions.get(key)
         if cached is None:
-            path = join(self.root, ref.file)
-            with self._lock:
-                data = self._deletion_files.get(path)
-            if data is None:
-                data = read_bytes(self.fs, path)  # one file holds the vectors of many data files
-                with self._lock:
-                    self._deletion_files[path] = data
-            vectors = read_deletion_vectors(data, ranges={rel: (ref.offset, ref.length)}, bitmap64=ref.bitmap64)
-            cached = vectors[rel]
+            cached = load_deletion_vector(self.fs, self.root, entry, self._deletion_files)
             with self._lock:
                 self._deletions[key] = cached
         return cached

@@ -1,0 +1,74 @@
+"""A Parquet file's footer, read once, and the content fingerprint arrowidx identifies it by.
+
+The footer (Thrift ``FileMetaData``) lists every row group, column chunk and statistic with
+their byte offsets, so two files with the same size and the same footer bytes hold the same
+data for every practical purpose, whatever their modification times. Copying a lake
+(``cp -r``, ``aws s3 sync``) keeps the fingerprint; rewriting a file (even with the same size
+and mtime, as ``cp -p`` or ``rsync -t`` leave it) changes it.
+
+One read of the file's tail gets both the metadata and the fingerprint; a second read only
+when the footer is larger than that tail.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import xxhash
+
+from ..errors import CorruptIndexError
+
+MAGIC = b"PAR1"
+TAIL_BYTES = 64 * 1024  # what pyarrow itself reads first for a footer
+
+
+@dataclass(frozen=True)
+class Footer:
+    """A data file's parsed Parquet footer, its size and its content fingerprint."""
+
+    metadata: pq.FileMetaData
+    size: int
+    fingerprint: str
+
+    @property
+    def num_rows(self) -> int:
+        return self.metadata.num_rows
+
+
+def fingerprint(footer_bytes: bytes, size: int) -> str:
+    """``"<size>:<xxh64 of the footer bytes>"``: how a manifest names one data file's content."""
+    return f"{size}:{xxhash.xxh64_hexdigest(footer_bytes)}"
+
+
+def read_footer(fs: pafs.FileSystem, path: str, size: int | None = None) -> Footer:
+    """Read and parse the footer of the Parquet file at ``path``.
+
+    Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
+    Parquet file (too short, wrong magic, a footer length past the start of the file).
+    """
+    with fs.open_input_file(path) as f:
+        if size is None:
+            size = f.size()
+        if size < 12:
+            raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
+        start = max(0, size - TAIL_BYTES)
+        f.seek(start)
+        tail = f.read(size - start)
+        if tail[-4:] != MAGIC:
+            raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
+        (length,) = struct.unpack("<I", tail[-8:-4])
+        if length + 12 > size:
+            raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
+        if length + 8 > len(tail):
+            f.seek(size - length - 8)
+            tail = f.read(length + 8)
+    footer = tail[-(length + 8) :]
+    try:
+        metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))
+    except (OSError, pa.ArrowException) as e:
+        raise CorruptIndexError(f"unreadable Parquet footer: {e}", source=path) from None
+    return Footer(metadata, size, fingerprint(footer, size))
