@@ -62,10 +62,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .lake.layout import join
-from .lake.scan import Explain, FilePlan, IndexedDataset
-from .lake.scan import dataset as _open_dataset
-from .predicate import bind, cast_literal, cast_literal_array
+from ..lake.layout import join
+from ..lake.scan import Explain, FilePlan, IndexedDataset
+from ..lake.scan import dataset as _open_dataset
+from ..predicate import bind, cast_literal, cast_literal_array
 
 __all__ = ["ScanReport", "Translation", "explain", "scan", "to_arrow_expression", "translate"]
 

@@ -63,9 +63,9 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from .errors import ArrowIdxError
-from .lake.build import BuildReport, commit_build, index_one_file, plan_build
-from .lake.layout import (
+from ..errors import ArrowIdxError
+from ..lake.build import BuildReport, commit_build, index_one_file, plan_build
+from ..lake.layout import (
     META_DIR,
     CommitConflictError,
     DeletionRef,
@@ -82,8 +82,8 @@ from .lake.layout import (
     read_bytes,
     resolve,
 )
-from .lake.scan import IndexedDataset
-from .options import in_manifest_threshold, parse_index_options, parse_memory_size
+from ..lake.scan import IndexedDataset
+from ..options import in_manifest_threshold, parse_index_options, parse_memory_size
 
 __all__ = [
     "ArrowIdxDataSource",
