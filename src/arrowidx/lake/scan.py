@@ -1,18 +1,30 @@
-"""Reading an indexed Parquet dataset: prune files and row groups with the indexes, then
-apply row masks, deletion vectors and the full filter.
+"""The scan core: read an indexed Parquet dataset on pyarrow's own pruning, with the indexes
+on top, and late materialisation. Every adapter (pyarrow, Polars, Spark) reads through it.
 
-Per data file (in path order, like ``pyarrow.dataset``):
+Plan, per data file (in path order, like ``pyarrow.dataset``):
 
-1. A file whose size or modification time changed since it was indexed is *stale*: its
-   index and deletion vector are ignored and the file is read in full.
+1. A file whose content changed since it was indexed is *stale*: its index and deletion
+   vector are ignored and the file is read as ``pyarrow.dataset`` reads it.
 2. Otherwise its container answers the filter: SKIP means the file is never opened; a
-   bitmap means only the row groups holding selected rows are read (row-group row ranges
-   come from the Parquet footer), then the rows outside the bitmap are dropped.
-3. Deleted positions are dropped, and the complete filter is applied to what is left
-   (bloom filters are inexact and an index may not answer every part of a filter).
+   bitmap keeps only the row groups holding selected rows.
+3. The row groups left are intersected with those that survive Parquet row-group
+   statistics and the file's partition expression, evaluated by pyarrow itself
+   (``ParquetFileFragment.subset(filter=..., schema=...)``).
 
-So the result equals ``pyarrow.dataset.dataset(root).to_table(filter=, columns=)`` minus
-deleted rows, row for row.
+Read:
+
+* When the indexes prune nothing and nothing is deleted, the whole scan is handed to
+  ``pyarrow.dataset`` (one scanner over the planned fragments), so it costs what pyarrow
+  costs.
+* Otherwise each surviving file is read with *late materialisation*: the predicate columns
+  of the surviving row groups first; the exact row mask (index bitmap AND not deleted AND
+  the full filter, :func:`expression_mask`); then the other projected columns only of the
+  row groups that still hold rows, keeping only those rows.
+
+Reads go through ``pyarrow.dataset.Scanner.from_fragment`` with the dataset schema, so
+partition columns (Hive layouts), columns missing from a file (NULL) and type
+unification behave exactly as in ``pyarrow.dataset``. The result equals
+``pyarrow.dataset.dataset(...).to_table(filter=, columns=)`` minus deleted rows.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -37,6 +50,7 @@ from ..predicate import bind, is_exact
 from ..result import REMAIN, IndexResult
 from .footer import Footer, read_footer
 from .layout import (
+    LATEST,
     FileEntry,
     Manifest,
     discover,
@@ -49,9 +63,16 @@ from .layout import (
     resolve,
 )
 
+#: Footers and index files of a cold dataset are read on this many threads.
+IO_THREADS = 8
+
 
 def expression_mask(table: pa.Table, expr) -> np.ndarray:
-    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected)."""
+    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
+
+    The one re-filter of the scan core: every row the indexes keep passes through here,
+    evaluated with ``pyarrow.dataset`` filter semantics.
+    """
     if expr is None:
         return np.ones(table.num_rows, dtype=bool)
     column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
@@ -63,11 +84,11 @@ def expression_mask(table: pa.Table, expr) -> np.ndarray:
 
 @dataclass
 class FilePlan:
-    """What the indexes decided for one data file."""
+    """What the indexes and Parquet's own pruning decided for one data file."""
 
     path: str  # relative to the dataset root
     rows: int
-    status: str  # skipped | bitmap | remain | stale | no index | fallback
+    status: str  # skipped | bitmap | remain | stale | no index | fallback | pruned
     result: IndexResult = field(default_factory=lambda: REMAIN)
     index_types: list[str] = field(default_factory=list)
     row_groups: list[int] = field(default_factory=list)
@@ -77,10 +98,17 @@ class FilePlan:
     note: str = ""
     row_group_offsets: np.ndarray | None = None
     exact: bool = False  # the bitmap is exactly the matching rows: no need to filter again
+    pruned_by_statistics: int = 0  # row groups the index kept that statistics/partitions ruled out
 
     @property
     def skipped(self) -> bool:
+        """The indexes ruled the whole file out."""
         return self.status == "skipped"
+
+    @property
+    def read(self) -> bool:
+        """Some row group of the file is to be read."""
+        return bool(self.row_groups)
 
 
 @dataclass
@@ -92,7 +120,13 @@ class Explain:
 
     @property
     def files_skipped(self) -> int:
+        """Files the indexes ruled out."""
         return sum(p.skipped for p in self.files)
+
+    @property
+    def files_pruned(self) -> int:
+        """Files the indexes kept that row-group statistics or partitions ruled out."""
+        return sum(p.status == "pruned" for p in self.files)
 
     @property
     def rows_total(self) -> int:
@@ -103,10 +137,8 @@ class Explain:
         """Rows in the row groups that will be read."""
         total = 0
         for p in self.files:
-            if p.skipped:
-                continue
             if p.row_group_offsets is None:
-                total += p.rows
+                total += 0 if p.skipped else p.rows
             else:
                 offs = p.row_group_offsets
                 total += int(sum(offs[g + 1] - offs[g] for g in p.row_groups))
@@ -119,12 +151,14 @@ class Explain:
                 {
                     "path": p.path, "status": p.status, "index_types": p.index_types, "rows": p.rows,
                     "rows_selected": p.rows_selected, "row_groups_read": len(p.row_groups),
-                    "row_groups_total": p.row_groups_total, "deleted": p.deleted, "note": p.note,
+                    "row_groups_total": p.row_groups_total, "row_groups_pruned_by_statistics": p.pruned_by_statistics,
+                    "deleted": p.deleted, "note": p.note,
                 }  # fmt: skip
                 for p in self.files
             ],
             "files_total": len(self.files),
             "files_skipped": self.files_skipped,
+            "files_pruned": self.files_pruned,
             "rows_total": self.rows_total,
             "rows_read": self.rows_read,
         }
@@ -138,8 +172,8 @@ class Explain:
             by = ",".join(p.index_types) or p.note
             lines.append(f"{p.path[-32:]:32} {p.status:10} {by[:26]:26} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
         lines.append(
-            f"total: {len(self.files)} files, {self.files_skipped} skipped; rows read {self.rows_read:,}"
-            f" of {self.rows_total:,}"
+            f"total: {len(self.files)} files, {self.files_skipped} skipped by indexes, {self.files_pruned} by"
+            f" statistics/partitions; rows read {self.rows_read:,} of {self.rows_total:,}"
         )
         return "\n".join(lines)
 
@@ -150,25 +184,45 @@ class IndexedDataset:
     ``on_corrupt``: ``"raise"`` (default) raises the ``CorruptIndexError`` of a damaged
     index or deletion file; ``"fallback"`` reads that file in full instead (a damaged
     deletion file still raises: ignoring it would return deleted rows).
+
+    ``source``: the ``pyarrow.dataset.FileSystemDataset`` it was opened from, if any; its
+    files, schema, format and partitioning are used as they are (so partition columns of a
+    Hive layout are columns here too). Without one, the dataset is what
+    ``pyarrow.dataset.dataset(root, format="parquet")`` would find.
     """
 
-    def __init__(self, filesystem: pafs.FileSystem, root: str, *, on_corrupt: str = "raise", threads: int = 2):
+    def __init__(
+        self,
+        filesystem: pafs.FileSystem,
+        root: str,
+        *,
+        on_corrupt: str = "raise",
+        threads: int = 2,
+        source: ds.FileSystemDataset | None = None,
+    ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
         self.fs = filesystem
         self.root = root
         self.on_corrupt = on_corrupt
         self.threads = threads
+        self.source = source
+        self.format = source.format if source is not None else ds.ParquetFileFormat()
+        self._partitions: dict[str, pc.Expression] = {}
+        if source is not None:
+            for fragment in source.get_fragments():
+                self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
         self.manifest: Manifest = load_manifest(filesystem, root)
         self._files = self._discover()
         self._lock = threading.Lock()
         self._indexes: dict[tuple, FileIndex] = {}
-        self._footers: dict[tuple, pq.FileMetaData] = {}
+        self._footers: dict[tuple, Footer] = {}
+        self._fragments: dict[tuple, ds.ParquetFileFragment] = {}
         self._deletions: dict[tuple, DeletionVector] = {}
         self._deletion_files: dict[str, bytes] = {}
         self._infos: dict[str, pafs.FileInfo] = {}
-        self._schema: pa.Schema | None = None
-        self._warm = False
+        self._schema: pa.Schema | None = source.schema if source is not None else None
+        self._warm: set[tuple] = set()
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -177,10 +231,13 @@ class IndexedDataset:
 
         Like ``pyarrow.dataset.dataset(root)``: every Parquet file under the root, whether
         the manifest knows it or not (files added after the last build are read in full).
+        A dataset opened from a ``pyarrow.dataset.Dataset`` has that dataset's files.
         """
         return self._files
 
     def _discover(self) -> list[str]:
+        if self.source is not None:
+            return list(self._partitions)
         return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
@@ -188,17 +245,19 @@ class IndexedDataset:
         self.manifest = load_manifest(self.fs, self.root)
         self._files = self._discover()
         self._infos = {}
-        self._warm = False
 
     def _info(self, rel: str) -> pafs.FileInfo:
         if rel not in self._infos:
             self._infos.update(file_infos(self.fs, self.root, self.files))
+            if rel not in self._infos:
+                self._infos.update(file_infos(self.fs, self.root, [rel]))
         return self._infos[rel]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         if entry is None:
             return False
-        return entry_is_fresh(entry, self._info(entry.path), self.read_footer(entry.path))
+        footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
+        return entry_is_fresh(entry, self._info(entry.path), footer)
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -207,19 +266,66 @@ class IndexedDataset:
     def read_footer(self, rel: str) -> Footer:
         """The data file's footer and fingerprint, read once per file identity."""
         key = self._key(rel)
-        if key not in self._footers:
-            self._footers[key] = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
-        return self._footers[key]
+        footer = self._footers.get(key)
+        if footer is None:
+            footer = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
+            with self._lock:
+                self._footers[key] = footer
+        return footer
+
+    def fragment(self, rel: str) -> ds.ParquetFileFragment:
+        """pyarrow's fragment of one data file (its partition expression, footer loaded),
+        created once per file identity."""
+        key = self._key(rel)
+        fragment = self._fragments.get(key)
+        if fragment is None:
+            fragment = self.format.make_fragment(
+                join(self.root, rel), self.fs, partition_expression=self._partitions.get(rel, pc.scalar(True))
+            )
+            try:
+                fragment.ensure_complete_metadata()
+            except (OSError, pa.ArrowException) as e:
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
+            with self._lock:
+                self._fragments[key] = fragment
+        return fragment
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        return self.read_footer(rel).metadata
+        return self.fragment(rel).metadata
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
 
+    def _warm_up(self, files: list[str]) -> None:
+        """Load footers, fragments, indexes and deletion vectors of files not seen yet, in parallel."""
+        cold = [rel for rel in files if self._key(rel) not in self._warm]
+        if not cold:
+            return
+
+        def load(rel: str) -> None:
+            entry = self.manifest.files.get(rel)
+            self.fragment(rel)
+            if entry is not None and self._fresh(entry):
+                if entry.index is not None:
+                    try:
+                        self.file_index(entry)
+                    except ArrowIdxError:
+                        pass  # plan_file meets (and reports) it
+                if entry.deletion is not None:
+                    self.deletion_vector(rel)
+            with self._lock:
+                self._warm.add(self._key(rel))
+
+        if len(cold) == 1:
+            load(cold[0])
+            return
+        with ThreadPoolExecutor(max_workers=min(IO_THREADS, len(cold))) as pool:
+            list(pool.map(load, cold))
+
     @property
     def schema(self) -> pa.Schema:
-        """The dataset schema, as pyarrow.dataset infers it from the first file."""
+        """The dataset schema, as pyarrow.dataset infers it (from the first file, plus the
+        partition fields of a source dataset)."""
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
@@ -227,7 +333,13 @@ class IndexedDataset:
         return self._schema
 
     def bind_columns(self, expr) -> set[str]:
-        return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
+        """The dataset columns ``expr`` reads."""
+        if expr is None:
+            return set()
+        try:
+            return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
+        except Exception:  # noqa: BLE001 - an expression we cannot read: read every column
+            return set(self.schema.names)
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
@@ -263,11 +375,18 @@ class IndexedDataset:
         return cached
 
     # -- planning --------------------------------------------------------------------------------
-    def plan_file(self, rel: str, expr, bound: dict | None = None) -> FilePlan:
-        """Ask one file's index about ``expr``; decide which row groups to read.
+    def plan_file(self, rel: str, expr, bound: dict | None = None, *, statistics: bool | pc.Expression = True) -> FilePlan:
+        """Ask one file's index about ``expr``, then Parquet's own pruning (row-group
+        statistics, partition expression): which row groups to read.
+
+        ``statistics``: True prunes with ``expr`` itself, an Expression prunes with that one
+        (it must select, under pyarrow's semantics, every row the read will return: an
+        adapter whose ``expr`` is a superset only under the indexes' semantics passes its
+        exact filter here), False not at all.
 
         ``bound`` caches ``expr`` bound per index schema across the files of one plan, so
-        the Expression is parsed once per query rather than once per file.
+        the Expression is parsed once per query rather than once per file. ``expr`` may
+        also be an already bound predicate node (then only the indexes prune).
         """
         entry = self.manifest.files.get(rel)
         plan = FilePlan(rel, entry.rows if entry else 0, "remain")
@@ -306,38 +425,51 @@ class IndexedDataset:
         dv = self.deletion_vector(rel)
         plan.deleted = dv.cardinality if dv is not None else 0
         footer = self.footer(rel)
-        counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+        counts = np.array([footer.row_group(i).num_rows for i in range(footer.num_row_groups)], dtype=np.int64)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         plan.row_group_offsets = offsets
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
-            bitmap = plan.result.bitmap
             # rank(x) = number of selected rows <= x: a row group holds selected rows iff
             # the rank at its last row exceeds the rank just before its first row.
+            bitmap = plan.result.bitmap
             plan.row_groups = [
                 g for g in range(len(counts))
                 if counts[g] and bitmap.rank(int(offsets[g + 1]) - 1) > (bitmap.rank(int(offsets[g]) - 1) if offsets[g] else 0)
             ]  # fmt: skip  (per row group)
             if not plan.row_groups:
                 plan.status = "skipped"
+                return plan
         else:
             plan.row_groups = [g for g in range(len(counts)) if counts[g]]
+        by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
+        if isinstance(by, pc.Expression) and plan.row_groups:
+            before = len(plan.row_groups)
+            plan.row_groups = self._statistics_groups(rel, by, plan.row_groups)
+            plan.pruned_by_statistics = before - len(plan.row_groups)
+            if not plan.row_groups:
+                plan.status, plan.note = "pruned", "row-group statistics / partition"
         return plan
 
-    def plan(self, expr) -> list[FilePlan]:
+    def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
+        """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
+        try:
+            kept = self.fragment(rel).subset(filter=expr, schema=self.schema).row_groups
+        except (pa.ArrowException, TypeError, ValueError):
+            return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
+        ids = {rg.id for rg in kept}
+        return [g for g in groups if g in ids]
+
+    def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
 
-        The first plan loads index files on a thread pool; once they are cached, planning
-        runs inline (a pool costs more than evaluating warm indexes).
+        Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
+        first (once per file identity); planning itself then runs inline.
         """
         self._infos = {}
+        self._warm_up(self.files)
         bound: dict = {}
-        if self._warm:
-            return [self.plan_file(rel, expr, bound) for rel in self.files]
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            plans = list(pool.map(lambda rel: self.plan_file(rel, expr, bound), self.files))
-        self._warm = expr is not None
-        return plans
+        return [self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
@@ -351,73 +483,153 @@ class IndexedDataset:
         return Explain(" ".join(str(filter).split()), plans)
 
     # -- reading ---------------------------------------------------------------------------------
-    def read_rows(
-        self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
-    ) -> tuple[pa.Table, np.ndarray | None] | None:
-        """The rows of one file that its index kept (and deletions did not drop).
+    def _scan(self, rel: str, groups: list[int], columns: list[str], filter=None) -> pa.Table:
+        """``columns`` of row groups ``groups`` of one file, read by pyarrow with the dataset
+        schema (partition columns filled, missing columns NULL), optionally filtered."""
+        fragment = self.fragment(rel).subset(row_group_ids=groups)
+        scanner = ds.Scanner.from_fragment(fragment, schema=self.schema, columns=columns, filter=filter)
+        return scanner.to_table()
 
-        Returns ``(table, file row numbers or None)``, or None if nothing is left to read.
-        Dictionary-encoded string columns are read as dictionaries and decoded only for the
-        rows that survive the masks.
-        """
-        if plan.skipped or not plan.row_groups:
-            return None
-        footer = self.footer(plan.path)
-        schema = footer.schema.to_arrow_schema()
-        wanted = schema.names if columns is None else columns
-        as_dictionary = [c for c in wanted if _dictionary_strings(footer, schema, c, plan.row_groups)]
-        with self.fs.open_input_file(join(self.root, plan.path)) as f:
-            parquet = pq.ParquetFile(f, metadata=footer, read_dictionary=as_dictionary or None)
-            table = parquet.read_row_groups(plan.row_groups, columns=columns, use_threads=True)
+    def _position_mask(self, plan: FilePlan, groups: list[int], apply_deletions: bool = True) -> np.ndarray | None:
+        """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
         offsets = plan.row_group_offsets
-        ranges = [(int(offsets[g]), int(offsets[g + 1])) for g in plan.row_groups]
         keep = None
         if plan.result.kind == "bitmap":
             full = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-            keep = full[ranges[0][0] : ranges[0][1]] if len(ranges) == 1 else np.concatenate([full[a:b] for a, b in ranges])
-        if apply_deletions:
+            keep = _slices(full, offsets, groups)
+        if apply_deletions and plan.deleted:
             dv = self.deletion_vector(plan.path)
             if dv is not None and dv.cardinality:
-                alive = np.concatenate([dv.keep_mask(a, b - a).to_numpy(zero_copy_only=False) for a, b in ranges])
+                alive = np.concatenate(
+                    [dv.keep_mask(int(offsets[g]), int(offsets[g + 1] - offsets[g])).to_numpy(zero_copy_only=False) for g in groups]
+                )
                 keep = alive if keep is None else keep & alive
+        return keep
+
+    def read_rows(
+        self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
+    ) -> tuple[pa.Table, np.ndarray | None] | None:
+        """The rows of one file that its index kept (and deletions did not drop), without
+        applying the filter. Returns ``(table, file row numbers or None)``, or None."""
+        if not plan.row_groups:
+            return None
+        groups = plan.row_groups
+        table = self._scan(plan.path, groups, list(self.schema.names) if columns is None else list(columns))
+        keep = self._position_mask(plan, groups, apply_deletions)
         numbers = None
         if row_numbers:
-            numbers = np.concatenate([np.arange(a, b, dtype=np.uint64) for a, b in ranges])
+            offsets = plan.row_group_offsets
+            numbers = np.concatenate([np.arange(offsets[g], offsets[g + 1], dtype=np.uint64) for g in groups])
         if keep is not None and not keep.all():
             table = table.filter(pa.array(keep))
             numbers = numbers[keep] if numbers is not None else None
-        if as_dictionary:
-            table = table.cast(pa.schema([schema.field(n) for n in table.column_names]))
         return table, numbers
 
-    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
-        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
-        needed = None
-        if columns is not None:
-            needed = list(dict.fromkeys(list(columns) + sorted(self.bind_columns(expr)))) if expr is not None else list(columns)
-        read = self.read_rows(plan, needed)
-        if read is None:
+    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None, *, late: bool | None = None) -> pa.Table | None:
+        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None.
+
+        ``late``: read the predicate columns first and the other columns only of the row
+        groups that still hold rows (default: when the file's index took part, i.e. the
+        filter is likely selective here).
+        """
+        groups = plan.row_groups
+        if not groups:
             return None
-        table = read[0]
-        if expr is not None and not plan.exact:
-            table = table.filter(expr)
-        return table.select(columns) if columns is not None else table
+        out = list(self.schema.names) if columns is None else list(columns)
+        keep = self._position_mask(plan, groups)
+        if keep is not None and not keep.any():
+            return None
+        if expr is None or plan.exact:
+            if keep is not None:
+                groups, keep = _live_groups(plan.row_group_offsets, groups, keep)
+            table = self._scan(plan.path, groups, out)
+            return table if keep is None or keep.all() else table.filter(pa.array(keep))
+        if late is None:
+            late = bool(plan.index_types)
+        if keep is None and not late:
+            return self._scan(plan.path, groups, out, filter=expr)  # pyarrow filters, as pyarrow.dataset
+        names = sorted(self.bind_columns(expr))
+        first_names = names if late else list(dict.fromkeys(names + out))
+        first = self._scan(plan.path, groups, first_names)
+        mask = expression_mask(first, expr)
+        if keep is not None:
+            mask &= keep
+        rest = [c for c in out if c not in first_names]
+        if not rest:
+            table = first.filter(pa.array(mask)) if not mask.all() else first
+            return table.select(out) if table.num_rows else None
+        live, live_mask = _live_groups(plan.row_group_offsets, groups, mask)
+        if not live:
+            return None
+        head = first.filter(pa.array(mask))
+        tail = self._scan(plan.path, live, rest).filter(pa.array(live_mask))
+        arrays = {c: head.column(c) for c in head.column_names if c in out}
+        arrays.update({c: tail.column(c) for c in rest})
+        return pa.table([arrays[c] for c in out], schema=pa.schema([self.schema.field(c) for c in out]))
+
+    def _handover(self, plans: list[FilePlan]) -> bool:
+        """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
+        return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (minus deleted rows), file by file."""
-        plans = [p for p in self.plan(filter) if not p.skipped]
+        plans = self.plan(filter)
+        live = [p for p in plans if p.row_groups]
+        if not live:
+            return
+        if self._handover(plans):
+            fragments = [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in live]
+            data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
+            yield from data.scanner(filter=filter, columns=columns).to_batches()
+            return
+        if len(live) == 1:
+            tables: Iterator = iter([self.read_plan(live[0], filter, columns)])
+            yield from _batches_of(tables)
+            return
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            for table in pool.map(lambda p: self.read_plan(p, filter, columns), plans):
-                if table is not None:
-                    yield from table.to_batches()
+            yield from _batches_of(pool.map(lambda p: self.read_plan(p, filter, columns), live))
+
+    def _output_schema(self, columns: list[str] | None) -> pa.Schema:
+        return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+
+    def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
+        deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        schema = self._output_schema(columns)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for b in self.to_batches(filter, columns):
+                yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def fragments(self, filter=None) -> list[ds.ParquetFileFragment]:
+        """pyarrow fragments of the files that may hold rows matching ``filter``, each
+        restricted to the row groups the indexes and statistics keep.
+
+        The fragments hold a superset of the matching rows: scan them with the same filter
+        (``ds.FileSystemDataset(fragments, ...)`` or ``Scanner.from_fragment``). Fragments
+        cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
+        naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
+        """
+        plans = self.plan(filter)
+        deleted = [p.path for p in plans if p.row_groups and p.deleted]
+        if deleted:
+            raise ArrowIdxError(
+                f"{self.root}: {len(deleted)} file(s) have deleted rows, which pyarrow fragments cannot"
+                f" carry: {', '.join(deleted[:5])}{' ...' if len(deleted) > 5 else ''}; use scanner() or to_table()"
+            )
+        return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
-        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        schema = self._output_schema(columns)
         batches = [b for b in self.to_batches(filter, columns) if b.num_rows]
         if not batches:
             return schema.empty_table()
-        return pa.Table.from_batches(batches).cast(schema) if batches[0].schema != schema else pa.Table.from_batches(batches, schema)
+        if all(b.schema.equals(schema) for b in batches):
+            return pa.Table.from_batches(batches, schema)
+        return pa.Table.from_batches([pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches], schema)
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
@@ -433,15 +645,30 @@ class IndexedDataset:
         return sum(b.num_rows for b in self.to_batches(filter, columns))
 
 
-def _dictionary_strings(footer: pq.FileMetaData, schema: pa.Schema, column: str, row_groups: list[int]) -> bool:
-    """True for a string column stored dictionary-encoded in every row group to be read."""
-    index = schema.get_field_index(column)
-    if index < 0 or not pa.types.is_string(schema.field(index).type):
-        return False
-    # Parquet leaf columns line up with top-level fields when there is no nesting.
-    if footer.num_columns != len(schema):
-        return False
-    return all(footer.row_group(g).column(index).has_dictionary_page for g in row_groups)
+def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """``values`` over the rows of ``groups`` (row ranges from ``offsets``), concatenated."""
+    if len(groups) == 1:
+        g = groups[0]
+        return values[offsets[g] : offsets[g + 1]]
+    return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
+
+
+def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The groups where ``mask`` (over the rows of ``groups``) keeps a row, and the mask
+    over the rows of those groups only."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    counts = np.add.reduceat(mask.astype(np.int64), starts) if mask.size else np.zeros(len(groups), np.int64)
+    live = counts > 0
+    if live.all():
+        return groups, mask
+    return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
+
+
+def _batches_of(tables) -> Iterator[pa.RecordBatch]:
+    for table in tables:
+        if table is not None and table.num_rows:
+            yield from table.to_batches()
 
 
 def _expression_fields(expr, schema: pa.Schema) -> set[str]:
@@ -468,7 +695,26 @@ def _expression_fields(expr, schema: pa.Schema) -> set[str]:
     return out
 
 
+def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
+    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
+    the root of a Hive layout whose files all sit in one partition folder."""
+    probe = folder
+    while True:
+        if fs.get_file_info(join(probe, LATEST)).type == pafs.FileType.File:
+            return probe
+        parent = posixpath.dirname(probe)
+        if not parent or parent == probe:
+            return folder
+        probe = parent
+
+
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
-    """Open an indexed Parquet dataset (a directory, or a ``pyarrow.dataset.Dataset``)."""
-    fs, root, _ = resolve(source, filesystem)
+    """Open an indexed Parquet dataset: a directory, or a ``pyarrow.dataset.FileSystemDataset``
+    (whose files, schema and partitioning are kept: ``ds.dataset(root, partitioning="hive")``
+    exposes and prunes by its partition columns, as pyarrow does)."""
+    fs, root, files = resolve(source, filesystem)
+    if isinstance(source, ds.FileSystemDataset):
+        if files:
+            root = _manifest_root(fs, root)
+        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source)
     return IndexedDataset(fs, root, on_corrupt=on_corrupt)

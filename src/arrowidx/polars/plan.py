@@ -76,7 +76,7 @@ def _plan(data: IndexedDataset, predicate):
         expr = _prebind(data, translation.expression)
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
-        plans = [data.plan_file(rel, expr) for rel in data.files]
+        plans = [data.plan_file(rel, expr, statistics=False) for rel in data.files]
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
     return translation, plans, vectors
 

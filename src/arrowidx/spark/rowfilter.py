@@ -67,7 +67,7 @@ class DeletionAndIndexFilter:
         if rel not in data.manifest.files:
             return None  # not managed by arrowidx: nothing to apply
         _refresh(data, [rel])
-        plan = data.plan_file(rel, self.filter)
+        plan = data.plan_file(rel, self.filter, statistics=False)
         if plan.status == "stale":
             return None  # changed since indexed: its index and deletions no longer apply
         if plan.skipped:

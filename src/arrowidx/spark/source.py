@@ -89,8 +89,9 @@ class _Reader(DataSourceReader):
             files = [(rel, data.manifest.files[rel].size) for rel in data.files]
         else:
             files = []
-            for plan in data.plan(prune):
-                if plan.skipped:
+            exact = _and_all(self.exact)
+            for plan in data.plan(prune, statistics=False if exact is None else exact):
+                if not plan.row_groups:
                     continue
                 share = len(plan.row_groups) / plan.row_groups_total if plan.row_groups_total else 1.0
                 files.append((plan.path, int(data.manifest.files[plan.path].size * share)))
@@ -110,8 +111,8 @@ class _Reader(DataSourceReader):
         columns = None if names == data.schema.names else names
         target = to_arrow_schema(self.schema, timezone="UTC")
         for rel in partition.paths:
-            plan = data.plan_file(rel, prune)
-            if plan.skipped:
+            plan = data.plan_file(rel, prune, statistics=False if exact is None else exact)
+            if not plan.row_groups:
                 continue
             table = data.read_plan(plan, exact, columns)
             if table is None or table.num_rows == 0:
