@@ -43,11 +43,12 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..predicate import bind, is_exact
-from ..result import REMAIN, IndexResult
+from ..result import REMAIN, IndexResult, bitmap_to_mask
 from .footer import Footer, read_footer
 from .layout import (
     LATEST,
@@ -223,6 +224,8 @@ class IndexedDataset:
         self._infos: dict[str, pafs.FileInfo] = {}
         self._schema: pa.Schema | None = source.schema if source is not None else None
         self._warm: set[tuple] = set()
+        self._offsets: dict[tuple, np.ndarray] = {}
+        self._indexed: tuple[tuple, set[str]] = ((), set())
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -424,9 +427,8 @@ class IndexedDataset:
             plan.rows_selected = len(plan.result.bitmap)
         dv = self.deletion_vector(rel)
         plan.deleted = dv.cardinality if dv is not None else 0
-        footer = self.footer(rel)
-        counts = np.array([footer.row_group(i).num_rows for i in range(footer.num_row_groups)], dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        offsets = self.row_group_offsets(rel)
+        counts = np.diff(offsets)
         plan.row_group_offsets = offsets
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
@@ -443,13 +445,36 @@ class IndexedDataset:
         else:
             plan.row_groups = [g for g in range(len(counts)) if counts[g]]
         by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
-        if isinstance(by, pc.Expression) and plan.row_groups:
-            before = len(plan.row_groups)
-            plan.row_groups = self._statistics_groups(rel, by, plan.row_groups)
-            plan.pruned_by_statistics = before - len(plan.row_groups)
-            if not plan.row_groups:
-                plan.status, plan.note = "pruned", "row-group statistics / partition"
+        self.prune_with_statistics(plan, by)
         return plan
+
+    def prune_with_statistics(self, plan: FilePlan, expr) -> None:
+        """Drop from ``plan`` the row groups Parquet statistics and the partition rule out for ``expr``."""
+        if not isinstance(expr, pc.Expression) or not plan.row_groups:
+            return
+        before = len(plan.row_groups)
+        plan.row_groups = self._statistics_groups(plan.path, expr, plan.row_groups)
+        plan.pruned_by_statistics += before - len(plan.row_groups)
+        if not plan.row_groups:
+            plan.status, plan.note = "pruned", "row-group statistics / partition"
+
+    def row_group_offsets(self, rel: str) -> np.ndarray:
+        """First row of each row group, and the row count at the end (cached per file identity)."""
+        key = self._key(rel)
+        offsets = self._offsets.get(key)
+        if offsets is None:
+            footer = self.footer(rel)
+            counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+            offsets = self._offsets[key] = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return offsets
+
+    def indexed_columns(self) -> set[str]:
+        """Every column some file's index covers, in the current manifest."""
+        key = (self.manifest.version, len(self.manifest.files))
+        if self._indexed[0] != key:
+            schemas = {e.index.schema: e.index for e in self.manifest.files.values() if e.index is not None}
+            self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
+        return self._indexed[1]
 
     def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
         """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
@@ -495,8 +520,7 @@ class IndexedDataset:
         offsets = plan.row_group_offsets
         keep = None
         if plan.result.kind == "bitmap":
-            full = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-            keep = _slices(full, offsets, groups)
+            keep = _bitmap_mask(plan.result.bitmap, offsets, groups)
         if apply_deletions and plan.deleted:
             dv = self.deletion_vector(plan.path)
             if dv is not None and dv.cardinality:
@@ -525,69 +549,117 @@ class IndexedDataset:
             numbers = numbers[keep] if numbers is not None else None
         return table, numbers
 
-    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None, *, late: bool | None = None) -> pa.Table | None:
-        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None.
+    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
+        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
+        tables = [t for t in self.read_plans([plan], expr, columns) if t is not None]
+        return tables[0] if tables else None
 
-        ``late``: read the predicate columns first and the other columns only of the row
-        groups that still hold rows (default: when the file's index took part, i.e. the
-        filter is likely selective here).
+    def read_plans(self, plans: list[FilePlan], expr, columns: list[str] | None) -> Iterator[pa.Table | None]:
+        """Per planned file (in order), its rows matching ``expr`` minus deleted rows (or None).
+
+        Late materialisation: for files whose index answer is not already exact, the
+        predicate columns of the kept row groups are read first (one pyarrow scan over all
+        those files); the row mask is index bitmap AND not deleted AND ``expr``
+        (:func:`expression_mask`); then the other projected columns are read only for the
+        row groups still holding rows (a second scan), keeping only those rows.
         """
-        groups = plan.row_groups
-        if not groups:
-            return None
         out = list(self.schema.names) if columns is None else list(columns)
-        keep = self._position_mask(plan, groups)
-        if keep is not None and not keep.any():
-            return None
-        if expr is None or plan.exact:
+        plans = [p for p in plans if p.row_groups]
+        late = [p for p in plans if expr is not None and not p.exact]
+        is_late = {id(p) for p in late}
+        names = sorted(self.bind_columns(expr)) if late else []
+        rest = [c for c in out if c not in names]
+        heads: dict[str, pa.Table] = {}
+        live: dict[str, tuple[list[int], np.ndarray | None]] = {}
+        for p in plans:
+            if id(p) not in is_late:
+                keep = self._position_mask(p, p.row_groups)
+                live[p.path] = (p.row_groups, None) if keep is None else _live_groups(p.row_group_offsets, p.row_groups, keep)
+        for p, first in zip(late, self._scan_files([(p, p.row_groups) for p in late], names)):
+            mask = expression_mask(first, expr)
+            keep = self._position_mask(p, p.row_groups)
             if keep is not None:
-                groups, keep = _live_groups(plan.row_group_offsets, groups, keep)
-            table = self._scan(plan.path, groups, out)
-            return table if keep is None or keep.all() else table.filter(pa.array(keep))
-        if late is None:
-            late = bool(plan.index_types)
-        if keep is None and not late:
-            return self._scan(plan.path, groups, out, filter=expr)  # pyarrow filters, as pyarrow.dataset
-        names = sorted(self.bind_columns(expr))
-        first_names = names if late else list(dict.fromkeys(names + out))
-        first = self._scan(plan.path, groups, first_names)
-        mask = expression_mask(first, expr)
-        if keep is not None:
-            mask &= keep
-        rest = [c for c in out if c not in first_names]
-        if not rest:
-            table = first.filter(pa.array(mask)) if not mask.all() else first
-            return table.select(out) if table.num_rows else None
-        live, live_mask = _live_groups(plan.row_group_offsets, groups, mask)
-        if not live:
-            return None
-        head = first.filter(pa.array(mask))
-        tail = self._scan(plan.path, live, rest).filter(pa.array(live_mask))
-        arrays = {c: head.column(c) for c in head.column_names if c in out}
-        arrays.update({c: tail.column(c) for c in rest})
-        return pa.table([arrays[c] for c in out], schema=pa.schema([self.schema.field(c) for c in out]))
+                mask &= keep
+            live[p.path] = _live_groups(p.row_group_offsets, p.row_groups, mask)
+            heads[p.path] = first.filter(pa.array(mask)).select([c for c in names if c in out])
+        exact_reads = [(p, live[p.path][0]) for p in plans if id(p) not in is_late and live[p.path][0]]
+        late_reads = [(p, live[p.path][0]) for p in late if live[p.path][0] and rest]
+        tails: dict[str, pa.Table] = {}
+        for reads, cols in ((exact_reads, out), (late_reads, rest)):
+            for (p, _), table in zip(reads, self._scan_files(reads, cols)):
+                mask = live[p.path][1]
+                tails[p.path] = table if mask is None or mask.all() else table.filter(pa.array(mask))
+        schema = self._output_schema(columns)
+        for p in plans:
+            if not live[p.path][0]:
+                yield None
+            elif id(p) not in is_late:
+                yield tails[p.path]
+            elif not rest:
+                yield heads[p.path].select(out)
+            else:
+                head, tail = heads[p.path], tails[p.path]
+                arrays = {c: head.column(c) for c in head.column_names}
+                arrays.update({c: tail.column(c) for c in rest})
+                yield pa.table([arrays[c] for c in out], schema=schema)
+
+    def _scan_files(self, reads: list[tuple[FilePlan, list[int]]], columns: list[str]) -> list[pa.Table]:
+        """``columns`` of the given row groups of each file, one table per file in order, read
+        by one pyarrow scan (its own parallel read-ahead) with the dataset schema."""
+        if not reads:
+            return []
+        if len(reads) == 1:
+            return [self._scan(reads[0][0].path, reads[0][1], columns)]
+        fragments = [self.fragment(p.path).subset(row_group_ids=groups) for p, groups in reads]
+        data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
+        batches: dict[str, list[pa.RecordBatch]] = {f.path: [] for f in fragments}
+        for tagged in data.scanner(columns=columns).scan_batches():
+            batches[tagged.fragment.path].append(tagged.record_batch)
+        schema = pa.schema([self.schema.field(c) for c in columns])
+        return [pa.Table.from_batches(batches[f.path], schema=schema) for f in fragments]
 
     def _handover(self, plans: list[FilePlan]) -> bool:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
         return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
 
+    def _indexes_cannot_help(self, filter) -> bool:
+        """True when no index covers a column of ``filter`` and nothing is deleted."""
+        if any(e.deletion is not None for e in self.manifest.files.values()):
+            return False
+        return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
+
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Record batches of the rows matching ``filter`` (minus deleted rows), file by file."""
-        plans = self.plan(filter)
+        """Record batches of the rows matching ``filter`` (minus deleted rows), file by file.
+
+        When the indexes cannot prune (no index on a filter column, or none prunes anything)
+        and nothing is deleted, ``pyarrow.dataset`` scans the files itself, with its own
+        statistics pruning; otherwise the surviving row groups are read with late
+        materialisation (:meth:`read_plan`).
+        """
+        if not self.files:
+            return
+        if self._indexes_cannot_help(filter):
+            self._infos = {}
+            yield from self._pyarrow_scan(self.files, None, filter, columns)
+            return
+        plans = self.plan(filter, statistics=False)
+        if self._handover(plans):
+            yield from self._pyarrow_scan(self.files, None, filter, columns)
+            return
         live = [p for p in plans if p.row_groups]
+        for p in live:
+            self.prune_with_statistics(p, filter)
+        live = [p for p in live if p.row_groups]
         if not live:
             return
-        if self._handover(plans):
-            fragments = [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in live]
-            data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
-            yield from data.scanner(filter=filter, columns=columns).to_batches()
-            return
-        if len(live) == 1:
-            tables: Iterator = iter([self.read_plan(live[0], filter, columns)])
-            yield from _batches_of(tables)
-            return
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            yield from _batches_of(pool.map(lambda p: self.read_plan(p, filter, columns), live))
+        yield from _batches_of(self.read_plans(live, filter, columns))
+
+    def _pyarrow_scan(self, files: list[str], groups, filter, columns) -> Iterator[pa.RecordBatch]:
+        """pyarrow.dataset's own scan of ``files`` (fragments cached with their footers)."""
+        self._warm_up(files)
+        fragments = [self.fragment(rel) for rel in files]
+        data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
+        yield from data.scanner(filter=filter, columns=columns).to_batches()
 
     def _output_schema(self, columns: list[str] | None) -> pa.Schema:
         return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
@@ -651,6 +723,23 @@ def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.nd
         g = groups[0]
         return values[offsets[g] : offsets[g + 1]]
     return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
+
+
+def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """The bitmap's rows as a mask over the rows of ``groups`` (concatenated)."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    total = int(sizes.sum())
+    mask = np.zeros(total, dtype=bool)
+    if len(bitmap) <= total // 8:  # few rows: place them one by one (vectorised)
+        rows = positions_of(bitmap).astype(np.int64)
+        first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
+        which = np.searchsorted(first, rows, side="right") - 1
+        ok = (which >= 0) & (rows < first[np.maximum(which, 0)] + sizes[np.maximum(which, 0)])
+        mask[starts[which[ok]] + rows[ok] - first[which[ok]]] = True
+        return mask
+    full = bitmap_to_mask(bitmap, int(offsets[-1])).to_numpy(zero_copy_only=False)
+    return _slices(full, offsets, groups)
 
 
 def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
