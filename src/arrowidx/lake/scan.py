@@ -226,6 +226,7 @@ class IndexedDataset:
         self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
         self._indexed: tuple[tuple, set[str]] = ((), set())
+        self._handover_dataset: tuple[tuple, Any] = ((), None)
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -575,8 +576,9 @@ class IndexedDataset:
             if id(p) not in is_late:
                 keep = self._position_mask(p, p.row_groups)
                 live[p.path] = (p.row_groups, None) if keep is None else _live_groups(p.row_group_offsets, p.row_groups, keep)
-        for p, first in zip(late, self._scan_files([(p, p.row_groups) for p in late], names)):
-            mask = expression_mask(first, expr)
+        firsts = self._scan_files([(p, p.row_groups) for p in late], names)
+        masks = _split(expression_mask(pa.concat_tables(firsts), expr), [t.num_rows for t in firsts]) if late else []
+        for p, first, mask in zip(late, firsts, masks):
             keep = self._position_mask(p, p.row_groups)
             if keep is not None:
                 mask &= keep
@@ -628,38 +630,44 @@ class IndexedDataset:
             return False
         return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
 
-    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Record batches of the rows matching ``filter`` (minus deleted rows), file by file.
-
-        When the indexes cannot prune (no index on a filter column, or none prunes anything)
-        and nothing is deleted, ``pyarrow.dataset`` scans the files itself, with its own
-        statistics pruning; otherwise the surviving row groups are read with late
-        materialisation (:meth:`read_plan`).
-        """
+    def _route(self, filter) -> ds.FileSystemDataset | list[FilePlan]:
+        """How to read ``filter``: a pyarrow dataset to scan as it is (the indexes cannot
+        prune: no index on a filter column, or none prunes anything, and nothing is deleted),
+        or the planned files to read with late materialisation (statistics applied)."""
         if not self.files:
-            return
+            return []
         if self._indexes_cannot_help(filter):
             self._infos = {}
-            yield from self._pyarrow_scan(self.files, None, filter, columns)
-            return
+            return self._pyarrow_dataset()
         plans = self.plan(filter, statistics=False)
         if self._handover(plans):
-            yield from self._pyarrow_scan(self.files, None, filter, columns)
-            return
+            return self._pyarrow_dataset()
         live = [p for p in plans if p.row_groups]
         for p in live:
             self.prune_with_statistics(p, filter)
-        live = [p for p in live if p.row_groups]
-        if not live:
-            return
-        yield from _batches_of(self.read_plans(live, filter, columns))
+        return [p for p in live if p.row_groups]
 
-    def _pyarrow_scan(self, files: list[str], groups, filter, columns) -> Iterator[pa.RecordBatch]:
-        """pyarrow.dataset's own scan of ``files`` (fragments cached with their footers)."""
-        self._warm_up(files)
-        fragments = [self.fragment(rel) for rel in files]
-        data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
-        yield from data.scanner(filter=filter, columns=columns).to_batches()
+    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Record batches of the rows matching ``filter`` (minus deleted rows), in file order.
+
+        When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
+        files itself (its own statistics pruning, same cost); otherwise the surviving row
+        groups are read with late materialisation (:meth:`read_plans`).
+        """
+        route = self._route(filter)
+        if isinstance(route, ds.Dataset):
+            yield from route.scanner(filter=filter, columns=columns).to_batches()
+        elif route:
+            yield from _batches_of(self.read_plans(route, filter, columns))
+
+    def _pyarrow_dataset(self) -> ds.FileSystemDataset:
+        """The files as one pyarrow dataset (fragments cached with their footers)."""
+        self._warm_up(self.files)
+        keys = tuple(self._key(rel) for rel in self.files)
+        if self._handover_dataset[0] != keys:
+            fragments = [self.fragment(rel) for rel in self.files]
+            self._handover_dataset = (keys, ds.FileSystemDataset(fragments, self.schema, self.format, self.fs))
+        return self._handover_dataset[1]
 
     def _output_schema(self, columns: list[str] | None) -> pa.Schema:
         return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
@@ -696,7 +704,10 @@ class IndexedDataset:
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
         schema = self._output_schema(columns)
-        batches = [b for b in self.to_batches(filter, columns) if b.num_rows]
+        route = self._route(filter)
+        if isinstance(route, ds.Dataset):
+            return route.to_table(filter=filter, columns=columns)
+        batches = [b for b in _batches_of(self.read_plans(route, filter, columns)) if b.num_rows]
         if not batches:
             return schema.empty_table()
         if all(b.schema.equals(schema) for b in batches):
@@ -752,6 +763,10 @@ def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tu
     if live.all():
         return groups, mask
     return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
+
+
+def _split(values: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    return np.split(values, np.cumsum(lengths)[:-1]) if lengths else []
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:
