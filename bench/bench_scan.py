@@ -89,7 +89,8 @@ def lakes(scale: float, only: set[str] | None) -> dict[str, tuple[Path, dict]]:
         arrowidx.build(root, demo_options(), progress=False)
         out["demo"] = (root, demo_options())
     if want("clustered"):
-        opts = {"file-index.bloom-filter.columns": "user_id,id", "file-index.bitmap.columns": "status"}
+        opts = {"file-index.bloom-filter.columns": "user_id,id", "file-index.bloom-filter.user_id.fpp": "0.01",
+                "file-index.bloom-filter.id.fpp": "0.01", "file-index.bitmap.columns": "status"}  # fmt: skip
         out["clustered"] = (_lake("clustered", 8, int(500_000 * scale), int(50_000 * scale) or 1, opts), opts)
     if want("small-files"):
         opts = {"file-index.bitmap.columns": "status", "file-index.range-bitmap.columns": "id",

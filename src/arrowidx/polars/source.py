@@ -79,7 +79,7 @@ class _Read:
         return self.runs == [(0, self.plan.rows)] and not self.deleted.size
 
 
-_FEW_ROWS = 8  # bitmaps this small are read row by row rather than by row group
+_FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group (each row is one Polars scan)
 
 
 class _Source:
