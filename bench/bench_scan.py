@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default=None, help="comma-separated lake names")
     parser.add_argument("--no-polars", action="store_true")
+    parser.add_argument("--spark", action="store_true", help="also Spark (local[2]) on the clustered lake")
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     import duckdb
@@ -232,9 +233,38 @@ def main(argv: list[str] | None = None) -> int:
                 why = cause(data, expr)
                 print(f"{'':32}   cause: {why}")
                 misses.append(f"{name} / {label}: {', '.join(missed)} ({why})")
+    if args.spark:
+        misses += spark_part(args.scale, args.runs)
     print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{len(misses)} missed target(s)" + "".join(f"\n  {m}" for m in misses))
     return 0
+
+
+def spark_part(scale: float, runs: int) -> list[str]:
+    """The clustered lake through Spark: ``format("arrowidx")`` against ``spark.read.parquet``."""
+    import arrowidx.spark
+
+    root, _ = lakes(scale, {"clustered"})["clustered"]
+    spark = arrowidx.spark.local_session("local[2]", "arrowidx-bench-scan", spark_driver_memory="2g")
+    misses = []
+    print(f"\n== Spark {spark.version} (local[2]) on {root}; load {os.getloadavg()[0]:.2f}")
+    print(f"{'query':32} {'rows':>9} {'arrowidx':>10} {'parquet':>10} {'x':>6}")
+    for label, _expr, where, _targets in queries("clustered", root):
+        fns = {
+            "arrowidx": lambda w=where: spark.read.format("arrowidx").load(str(root)).filter(w).toArrow(),
+            "spark": lambda w=where: spark.read.parquet(str(root)).filter(w).toArrow(),
+        }
+        got = fns["arrowidx"]().num_rows
+        assert got == fns["spark"]().num_rows, label
+        t = timed(fns, runs)
+        x = t["spark"] / t["arrowidx"]
+        want = max(1 / 1.1, 3.0 if "bloom" in label else 0)
+        verdict = "ok" if x >= want else f"MISSED spark {x:.2f}x < {want:.2f}x"
+        print(f"{label:32} {got:>9,} {t['arrowidx']:>8.1f}ms {t['spark']:>8.1f}ms {x:>5.1f}x  {verdict}", flush=True)
+        if x < want:
+            misses.append(f"spark / clustered / {label}: {x:.2f}x < {want:.2f}x")
+    spark.stop()
+    return misses
 
 
 def _polars_expr(pl, expr: pc.Expression, where: str):
