@@ -588,9 +588,9 @@ class IndexedDataset:
         late_reads = [(p, live[p.path][0]) for p in late if live[p.path][0] and rest]
         tails: dict[str, pa.Table] = {}
         for reads, cols in ((exact_reads, out), (late_reads, rest)):
-            for (p, _), table in zip(reads, self._scan_files(reads, cols)):
-                mask = live[p.path][1]
-                tails[p.path] = table if mask is None or mask.all() else table.filter(pa.array(mask))
+            masks = [live[p.path][1] for p, _ in reads]
+            for (p, _), table in zip(reads, self._scan_files(reads, cols, masks)):
+                tails[p.path] = table
         schema = self._output_schema(columns)
         for p in plans:
             if not live[p.path][0]:
@@ -605,20 +605,33 @@ class IndexedDataset:
                 arrays.update({c: tail.column(c) for c in rest})
                 yield pa.table([arrays[c] for c in out], schema=schema)
 
-    def _scan_files(self, reads: list[tuple[FilePlan, list[int]]], columns: list[str]) -> list[pa.Table]:
+    def _scan_files(
+        self, reads: list[tuple[FilePlan, list[int]]], columns: list[str], masks: list[np.ndarray | None] | None = None
+    ) -> list[pa.Table]:
         """``columns`` of the given row groups of each file, one table per file in order, read
-        by one pyarrow scan (its own parallel read-ahead) with the dataset schema."""
+        by one pyarrow scan (its own parallel read-ahead) with the dataset schema. With
+        ``masks`` (one per file, over the rows read, or None), each batch is filtered as it
+        arrives, so only the kept rows are ever held."""
         if not reads:
             return []
-        if len(reads) == 1:
-            return [self._scan(reads[0][0].path, reads[0][1], columns)]
         fragments = [self.fragment(p.path).subset(row_group_ids=groups) for p, groups in reads]
         data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
-        batches: dict[str, list[pa.RecordBatch]] = {f.path: [] for f in fragments}
+        index = {f.path: i for i, f in enumerate(fragments)}
+        batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]
+        seen = [0] * len(fragments)
         for tagged in data.scanner(columns=columns).scan_batches():
-            batches[tagged.fragment.path].append(tagged.record_batch)
+            i, batch = index[tagged.fragment.path], tagged.record_batch
+            mask = None if masks is None else masks[i]
+            if mask is not None:
+                m = mask[seen[i] : seen[i] + batch.num_rows]
+                seen[i] += batch.num_rows
+                if not m.any():
+                    continue
+                if not m.all():
+                    batch = batch.filter(pa.array(m))
+            batches[i].append(batch)
         schema = pa.schema([self.schema.field(c) for c in columns])
-        return [pa.Table.from_batches(batches[f.path], schema=schema) for f in fragments]
+        return [pa.Table.from_batches(b, schema=schema) for b in batches]
 
     def _handover(self, plans: list[FilePlan]) -> bool:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
