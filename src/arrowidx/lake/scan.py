@@ -227,6 +227,7 @@ class IndexedDataset:
         self._offsets: dict[tuple, np.ndarray] = {}
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._handover_dataset: tuple[tuple, Any] = ((), None)
+        self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -277,13 +278,15 @@ class IndexedDataset:
                 self._footers[key] = footer
         return footer
 
-    def fragment(self, rel: str) -> ds.ParquetFileFragment:
+    def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
         """pyarrow's fragment of one data file (its partition expression, footer loaded),
-        created once per file identity."""
-        key = self._key(rel)
+        created once per file identity. ``dictionary``: one that reads the dataset's
+        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_columns`)."""
+        key = (*self._key(rel), dictionary)
         fragment = self._fragments.get(key)
         if fragment is None:
-            fragment = self.format.make_fragment(
+            fmt = self._dictionary_format()[0] if dictionary else self.format
+            fragment = fmt.make_fragment(
                 join(self.root, rel), self.fs, partition_expression=self._partitions.get(rel, pc.scalar(True))
             )
             try:
@@ -296,6 +299,27 @@ class IndexedDataset:
 
     def footer(self, rel: str) -> pq.FileMetaData:
         return self.fragment(rel).metadata
+
+    def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
+        """A format reading the string columns the first file stores dictionary-encoded as
+        dictionaries, and those columns. Rows a mask drops are then never decoded to
+        strings: only the kept rows are (a cast after the mask)."""
+        if self._dict_format is None:
+            names: set[str] = set()
+            if self.files:
+                footer = self.footer(self.files[0])
+                arrow = footer.schema.to_arrow_schema()
+                if footer.num_row_groups and footer.num_columns == len(arrow):
+                    group = footer.row_group(0)
+                    names = {
+                        f.name for i, f in enumerate(arrow)
+                        if pa.types.is_string(f.type) and group.column(i).has_dictionary_page
+                        and self.schema.get_field_index(f.name) >= 0 and pa.types.is_string(self.schema.field(f.name).type)
+                    }  # fmt: skip
+            options = ds.ParquetReadOptions(dictionary_columns=sorted(names)) if names else None
+            fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=self.format.default_fragment_scan_options) if names else self.format
+            self._dict_format = (fmt, names)
+        return self._dict_format
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
@@ -614,8 +638,14 @@ class IndexedDataset:
         arrives, so only the kept rows are ever held."""
         if not reads:
             return []
-        fragments = [self.fragment(p.path).subset(row_group_ids=groups) for p, groups in reads]
-        data = ds.FileSystemDataset(fragments, self.schema, self.format, self.fs)
+        schema = pa.schema([self.schema.field(c) for c in columns])
+        fmt, as_dictionary = self._dictionary_format()
+        dictionary = masks is not None and bool(as_dictionary & set(columns))
+        read_schema = self.schema
+        if dictionary:
+            read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in self.schema])
+        fragments = [self.fragment(p.path, dictionary=dictionary).subset(row_group_ids=groups) for p, groups in reads]
+        data = ds.FileSystemDataset(fragments, read_schema, fmt if dictionary else self.format, self.fs)
         index = {f.path: i for i, f in enumerate(fragments)}
         batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]
         seen = [0] * len(fragments)
@@ -630,8 +660,10 @@ class IndexedDataset:
                 if not m.all():
                     batch = batch.filter(pa.array(m))
             batches[i].append(batch)
-        schema = pa.schema([self.schema.field(c) for c in columns])
-        return [pa.Table.from_batches(b, schema=schema) for b in batches]
+        if not dictionary:
+            return [pa.Table.from_batches(b, schema=schema) for b in batches]
+        scanned = pa.schema([read_schema.field(c) for c in columns])
+        return [pa.Table.from_batches(b, schema=scanned).cast(schema) for b in batches]
 
     def _handover(self, plans: list[FilePlan]) -> bool:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
