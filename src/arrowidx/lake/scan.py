@@ -281,7 +281,7 @@ class IndexedDataset:
     def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
         """pyarrow's fragment of one data file (its partition expression, footer loaded),
         created once per file identity. ``dictionary``: one that reads the dataset's
-        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_columns`)."""
+        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_format`)."""
         key = (*self._key(rel), dictionary)
         fragment = self._fragments.get(key)
         if fragment is None:
