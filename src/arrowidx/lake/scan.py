@@ -503,8 +503,11 @@ class IndexedDataset:
 
     def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
         """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
+        fragment = self.fragment(rel)
         try:
-            kept = self.fragment(rel).subset(filter=expr, schema=self.schema).row_groups
+            if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
+                fragment = fragment.subset(row_group_ids=groups)
+            kept = fragment.subset(filter=expr, schema=self.schema).row_groups
         except (pa.ArrowException, TypeError, ValueError):
             return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
         ids = {rg.id for rg in kept}
