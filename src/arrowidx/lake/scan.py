@@ -438,7 +438,7 @@ class IndexedDataset:
                         node = bound[entry.index.schema] = bind(expr, index.schema)
                     plan.result = index.evaluate(node)
                     plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
-                    plan.exact = plan.result.kind == "bitmap" and is_exact(node, index.schema, index.readers)
+                    plan.exact = plan.result.kind == "bitmap" and plan.result.remain and is_exact(node, index.schema, index.readers)
             except ArrowIdxError:
                 if self.on_corrupt == "raise":
                     raise
