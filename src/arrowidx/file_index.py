@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._bytes import as_buffer
+from .arrow_input import record_batches
 from .errors import OptionError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
@@ -27,13 +28,7 @@ Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 
 
 def _batches(data: Data) -> tuple[pa.Schema | None, Iterable[pa.RecordBatch]]:
-    if isinstance(data, pa.Table):
-        return data.schema, data.to_batches()
-    if isinstance(data, pa.RecordBatch):
-        return data.schema, [data]
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, data
-    return None, data
+    return record_batches(data, "write_file_index")
 
 
 def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple[str, str], Any]:
@@ -55,8 +50,10 @@ def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple
 def write_file_index(data: Data, options: Mapping[str, object]) -> bytes:
     """Build the indexes ``options`` asks for over ``data`` and return the container bytes.
 
-    ``data`` is a ``pa.Table``, a ``pa.RecordBatch`` or an iterable of batches (streamed:
-    row numbers continue across batches). ``options`` uses Paimon's keys, e.g.
+    ``data`` is a ``pa.Table``, a ``pa.RecordBatch``, a ``pa.RecordBatchReader``, an iterable
+    of batches, or any object with ``__arrow_c_stream__``/``__arrow_c_array__`` (Polars,
+    pandas, DuckDB, ...; see :mod:`arrowidx.arrow_input`), streamed: row numbers continue
+    across batches. ``options`` uses Paimon's keys, e.g.
     ``{"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id",
     "file-index.bloom-filter.id.fpp": "0.01"}``.
     """

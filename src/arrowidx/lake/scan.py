@@ -180,7 +180,11 @@ class IndexedDataset:
         """
         return self._files
 
+    _only: list[str] | None = None  # set by dataset() for an explicit list of files
+
     def _discover(self) -> list[str]:
+        if self._only is not None:
+            return list(self._only)
         return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
@@ -470,5 +474,9 @@ def _expression_fields(expr, schema: pa.Schema) -> set[str]:
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
     """Open an indexed Parquet dataset (a directory, or a ``pyarrow.dataset.Dataset``)."""
-    fs, root, _ = resolve(source, filesystem)
-    return IndexedDataset(fs, root, on_corrupt=on_corrupt)
+    fs, root, explicit = resolve(source, filesystem)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt)
+    if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
+        data._only = sorted(posixpath.relpath(p, root) for p in explicit)
+        data.refresh()
+    return data
