@@ -185,6 +185,7 @@ def build(
     under the same path (or URI) from every executor. ``partitions`` is the number of tasks
     (default: two per core, never more than one per file).
     """
+    ensure_worker_python(spark)
     plan = plan_build(source, _normalise_options(options), filesystem=filesystem, incremental=incremental)
     built: list[FileEntry] = []
     if plan.todo:
@@ -324,6 +325,7 @@ def write(
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
         raise ValueError("row_group_size and max_rows_per_file must be positive")
+    ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
     fs, root, explicit = resolve(path, filesystem)
     if explicit is not None:
@@ -865,13 +867,55 @@ class ArrowIdxDataSource(DataSource):
         return _PushdownReader(self._path(), schema, self.options)
 
 
+def ensure_worker_python(spark) -> None:
+    """In local mode, make Python workers run an interpreter that has arrowidx.
+
+    With no ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` set, workers would start
+    ``python3`` from the PATH (often without arrowidx: ``ModuleNotFoundError`` in every
+    task); they get this interpreter (``sys.executable``) instead. An interpreter the user
+    set is checked once and, if it cannot import arrowidx, an error says what to do.
+    Clusters are left alone (install arrowidx on the executors).
+    """
+    import os
+    import subprocess
+    import sys
+
+    try:
+        sc = spark.sparkContext
+        master = str(sc.master)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return
+    if not master.startswith("local"):
+        return
+    chosen = os.environ.get("PYSPARK_PYTHON") or sc.getConf().get("spark.pyspark.python", None)
+    if not chosen:
+        sc.pythonExec = sys.executable  # read by every Python function registered from now on
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        return
+    if os.path.realpath(str(chosen)) == os.path.realpath(sys.executable) or getattr(sc, "_arrowidx_python_ok", False):
+        return
+    try:
+        ok = subprocess.run([str(chosen), "-c", "import arrowidx"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        raise ArrowIdxError(
+            f"Spark's Python workers run {chosen} (PYSPARK_PYTHON / spark.pyspark.python), which cannot"
+            f" import arrowidx: set PYSPARK_PYTHON={sys.executable} before creating the session, or"
+            " create it with arrowidx.spark.local_session()"
+        )
+    sc._arrowidx_python_ok = True
+
+
 def register(spark) -> None:
     """Register the ``arrowidx`` data source and turn on Python filter pushdown.
 
     Sets ``spark.sql.python.filterPushdown.enabled=true`` for the session (without it Spark
     refuses a reader that implements ``pushFilters``); where the session does not allow
-    setting it, a warning says so and ``.option("pushdown", "false")`` still reads.
+    setting it, a warning says so and ``.option("pushdown", "false")`` still reads. In local
+    mode the workers run this interpreter unless one was set (:func:`ensure_worker_python`).
     """
+    ensure_worker_python(spark)
     spark.dataSource.register(ArrowIdxDataSource)
     try:
         spark.conf.set(PUSHDOWN_CONF, "true")
