@@ -77,6 +77,7 @@ class FilePlan:
     note: str = ""
     row_group_offsets: np.ndarray | None = None
     exact: bool = False  # the bitmap is exactly the matching rows: no need to filter again
+    why: str = ""  # explain(): which index decided, and why a kept file was kept
 
     @property
     def skipped(self) -> bool:
@@ -112,6 +113,10 @@ class Explain:
                 total += int(sum(offs[g + 1] - offs[g] for g in p.row_groups))
         return total
 
+    @property
+    def rows_deleted(self) -> int:
+        return sum(p.deleted for p in self.files)
+
     def to_dict(self) -> dict:
         return {
             "filter": self.filter,
@@ -119,7 +124,7 @@ class Explain:
                 {
                     "path": p.path, "status": p.status, "index_types": p.index_types, "rows": p.rows,
                     "rows_selected": p.rows_selected, "row_groups_read": len(p.row_groups),
-                    "row_groups_total": p.row_groups_total, "deleted": p.deleted, "note": p.note,
+                    "row_groups_total": p.row_groups_total, "deleted": p.deleted, "note": p.note, "why": p.why,
                 }  # fmt: skip
                 for p in self.files
             ],
@@ -127,21 +132,62 @@ class Explain:
             "files_skipped": self.files_skipped,
             "rows_total": self.rows_total,
             "rows_read": self.rows_read,
+            "rows_deleted": self.rows_deleted,
         }
 
     def __str__(self) -> str:
         lines = [f"filter: {self.filter}"]
-        lines.append(f"{'file':32} {'decision':10} {'by':26} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
-        for p in self.files:
+        lines.append(f"{'file':32} {'decision':8} {'rows':>10} {'selected':>10} {'row groups':>10} {'deleted':>8}  why")
+        shown, similar = None, 0
+        for i, p in enumerate(self.files):
+            key = (p.status, p.why)
+            if key == shown and i < len(self.files) - 1:  # fold runs of files decided alike
+                similar += 1
+                continue
+            if similar:
+                lines.append(f"  ... {similar} more file(s) decided the same way")
+                similar = 0
+            shown = key
             selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
             groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
-            by = ",".join(p.index_types) or p.note
-            lines.append(f"{p.path[-32:]:32} {p.status:10} {by[:26]:26} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
+            why = p.why or ",".join(p.index_types) or p.note
+            lines.append(f"{p.path[-32:]:32} {p.status:8} {p.rows:>10,} {selected:>10} {groups:>10} {p.deleted:>8,}  {why}")
         lines.append(
-            f"total: {len(self.files)} files, {self.files_skipped} skipped; rows read {self.rows_read:,}"
-            f" of {self.rows_total:,}"
+            f"total: {len(self.files)} file(s), {self.files_skipped} skipped by the indexes; rows read"
+            f" {self.rows_read:,} of {self.rows_total:,}; {self.rows_deleted:,} deleted row(s) in these files"
         )
         return "\n".join(lines)
+
+
+def _why(plan: FilePlan, index: FileIndex | None, expr, schema: pa.Schema) -> str:
+    """Why one file was skipped or kept, in words (which index answered what)."""
+    if plan.status in ("stale", "no index", "fallback"):
+        return f"{plan.status}: {plan.note}" if plan.note else "no index: read in full"
+    if expr is None:
+        return "no filter"
+    if index is None:
+        return "no index"
+    try:
+        answers = index.answers_by_type(expr)
+    except ArrowIdxError:
+        return ",".join(plan.index_types)
+    parts = []
+    for t, answer in answers.items():
+        name = t.replace("-", " ")
+        if not answer.remain:
+            parts.append(f"{name}: no row can match")
+        elif answer.kind == "bitmap":
+            parts.append(f"{name}: {len(answer.bitmap):,} row(s) may match")
+        elif t == "bloom-filter":
+            parts.append(f"{name}: value may be present")
+        else:
+            parts.append(f"{name}: cannot answer this filter")
+    if plan.skipped and plan.index_types:
+        parts = [f"ruled out by {', '.join(plan.index_types)}"] + [p for p in parts if "no row" not in p]
+    unindexed = sorted(_expression_fields(expr, schema) - set(index.columns))
+    if unindexed:
+        parts.append(f"no index on {', '.join(unindexed)}")
+    return "; ".join(parts) or "no index on the filter's columns"
 
 
 class IndexedDataset:
@@ -348,11 +394,22 @@ class IndexedDataset:
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
-            if plan.skipped and plan.index_types and entry is not None:
-                index = self.file_index(entry)
-                if index is not None:
-                    plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            index = self.file_index(entry) if entry is not None and plan.status in ("skipped", "bitmap", "remain") else None
+            if plan.skipped and plan.index_types and index is not None:
+                plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            if plan.skipped:  # skipped files still report their deleted rows
+                dv = self.deletion_vector(plan.path)
+                plan.deleted = dv.cardinality if dv is not None else 0
+            plan.why = _why(plan, index, filter, self.schema)
         return Explain(" ".join(str(filter).split()), plans)
+
+    def __repr__(self) -> str:
+        indexed = sum(1 for rel in self.files if rel in self.manifest.files)
+        options = ", ".join(f"{k[len('file-index.'):-len('.columns')]}: {v}" for k, v in sorted(self.manifest.options.items()) if k.endswith(".columns"))
+        return (
+            f"IndexedDataset({self.root!r}, manifest v{self.manifest.version}, {len(self.files)} file(s),"
+            f" {indexed} in the manifest, indexes: {options or 'none'})"
+        )
 
     # -- reading ---------------------------------------------------------------------------------
     def read_rows(
