@@ -26,6 +26,7 @@ from .predicate import bind, evaluate, is_exact
 from .result import REMAIN, SKIP, IndexResult
 from .types import column_keys, paimon_type
 
+
 class UnknownColumnError(ArrowIdxError, ValueError):
     """A filter names a column that is not in the schema."""
 
