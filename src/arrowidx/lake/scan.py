@@ -159,6 +159,19 @@ class Explain:
         return "\n".join(lines)
 
 
+def describe_answer(index_type: str, answer: IndexResult, expr) -> str:
+    """One index type's answer in words, e.g. ``bloom filter: value may be present``."""
+    name = index_type.replace("-", " ")
+    if not answer.remain:
+        return f"{name}: no row can match"
+    if answer.kind == "bitmap":
+        return f"{name}: {len(answer.bitmap):,} row(s) may match"
+    if index_type == "bloom-filter":
+        text = str(expr)
+        return f"{name}: value may be present" if ("==" in text or "is_in" in text) else f"{name}: answers only = and IN"
+    return f"{name}: cannot answer this filter"
+
+
 def _why(plan: FilePlan, index: FileIndex | None, expr, schema: pa.Schema) -> str:
     """Why one file was skipped or kept, in words (which index answered what)."""
     if plan.status in ("stale", "no index", "fallback"):
@@ -171,17 +184,7 @@ def _why(plan: FilePlan, index: FileIndex | None, expr, schema: pa.Schema) -> st
         answers = index.answers_by_type(expr)
     except ArrowIdxError:
         return ",".join(plan.index_types)
-    parts = []
-    for t, answer in answers.items():
-        name = t.replace("-", " ")
-        if not answer.remain:
-            parts.append(f"{name}: no row can match")
-        elif answer.kind == "bitmap":
-            parts.append(f"{name}: {len(answer.bitmap):,} row(s) may match")
-        elif t == "bloom-filter":
-            parts.append(f"{name}: value may be present")
-        else:
-            parts.append(f"{name}: cannot answer this filter")
+    parts = [describe_answer(t, answer, expr) for t, answer in answers.items()]
     if plan.skipped and plan.index_types:
         parts = [f"ruled out by {', '.join(plan.index_types)}"] + [p for p in parts if "no row" not in p]
     unindexed = sorted(_expression_fields(expr, schema) - set(index.columns))
