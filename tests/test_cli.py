@@ -304,3 +304,13 @@ def test_where_error_is_an_arrowidx_error():
     with pytest.raises(WhereError, match="did you mean 'x'"):
         parse_where("xx = 1", schema)
     assert isinstance(WhereError("m"), arrowidx.ArrowIdxError)
+
+
+def test_the_installed_command_exits_2_without_a_traceback(lake):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-m", "arrowidx.cli", "query", lake, "--where", "ts > '2024-06-01'"],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "unknown column 'ts'" in done.stderr and "Traceback" not in done.stderr
