@@ -197,9 +197,12 @@ def cmd_query(args) -> int:
         _check_columns(columns, data.schema, "--columns")
     expr = _where(data, args.where)
     fmt = "json" if args.json else args.format
-    if args.explain:  # on stdout for a person, on stderr when stdout is data
-        print(data.explain(expr), file=sys.stdout if fmt == "table" else sys.stderr)
-        print(file=sys.stdout if fmt == "table" else sys.stderr)
+    if args.explain:  # on stdout for a person, on stderr (as JSON with --json) when stdout is data
+        plan = data.explain(expr)
+        if fmt == "table":
+            print(plan, end="\n\n")
+        else:
+            print(json.dumps(plan.to_dict()) if fmt == "json" else plan, file=sys.stderr)
     start = time.perf_counter()
     table = data.to_table(filter=expr, columns=columns)
     elapsed = time.perf_counter() - start
@@ -237,7 +240,7 @@ def cmd_delete(args) -> int:
 
     def confirm(report) -> bool:
         if not args.json:
-            print(f"rows matching {args.where!r} that are not deleted yet:")
+            print(f"rows matching {args.where!r} (as pyarrow: {' '.join(str(expr).split())}) not deleted yet:")
             for rel, count in sorted(report.rows_by_file.items()):
                 print(f"  {rel[-50:]:50} {count:>12,}")
             print(f"  {'total':50} {report.rows_deleted:>12,} in {len(report.rows_by_file)} file(s)"
