@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +19,15 @@ QUICK = {"bench_deletion.py": ["--quick"], "bench_core.py": ["--rows", "1000000"
 def main() -> int:
     quick = "--quick" in sys.argv[1:]
     failed = []
+    results = HERE.parent / "bench-data" / "results.json"
+    results.unlink(missing_ok=True)
+    env = dict(os.environ, ARROWIDX_BENCH_JSON=str(results))  # every print_table row lands here
     for script in SCRIPTS:
         print(f"\n===== {script} =====", flush=True)
         args = QUICK.get(script, []) if quick else []
-        if subprocess.call([sys.executable, str(HERE / script), *args], cwd=HERE.parent) != 0:
+        if subprocess.call([sys.executable, str(HERE / script), *args], cwd=HERE.parent, env=env) != 0:
             failed.append(script)
+    subprocess.call([sys.executable, str(HERE / "chart.py"), str(results), str(HERE.parent / "docs" / "benchmarks.png")])
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
     return 1 if failed else 0

@@ -6,15 +6,22 @@ bytes (default 500) are embedded in the manifest, larger ones go to
 ``_arrowidx/index/<data file>.index``. Files are indexed on a thread pool (pyarrow and
 numpy release the GIL), and the manifest is committed once at the end, so a crash leaves
 the previous version valid.
+
+Builds remember: the manifest stores the options, ``build(path)`` with no options rebuilds
+with them, new options are added to them, and an index is removed only on request
+(``drop=["column"]`` or ``"column:type"``, or ``replace=True``). A build that would change
+nothing commits nothing (the report says so and the version stays).
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import os
 import posixpath
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,8 +62,15 @@ class BuildReport:
     removed: list[str] = field(default_factory=list)
     index_bytes: int = 0
     seconds: float = 0.0
+    changed: bool = True  # False: nothing to do, no manifest version was written
+    options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
 
     def __str__(self) -> str:
+        if not self.changed:
+            return (
+                f"nothing changed: manifest v{self.version} at {self.root} already indexes all"
+                f" {len(self.unchanged)} file(s) with these options; nothing committed"
+            )
         return (
             f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
             f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
@@ -126,17 +140,29 @@ def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, st
 def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Mapping[str, str]) -> None:
     """A column to index must exist in at least one file (else it is surely a typo)."""
     wanted = {s.column for s in parse_index_options(options)}
+    seen: set[str] = set()
     for rel in rels:
         if not wanted:
             return
         with fs.open_input_file(join(root, rel)) as f:
-            wanted -= set(pq.read_schema(f).names)
+            names = set(pq.read_schema(f).names)
+        wanted -= names
+        seen |= names
     if wanted and rels:
-        raise OptionError(f"column(s) {', '.join(sorted(wanted))} to index are not a column of any data file")
+        hints = [f"{w!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(w, sorted(seen), n=1)) else repr(w) for w in sorted(wanted)]
+        raise OptionError(f"column(s) {', '.join(hints)} to index are not a column of any data file (columns: {', '.join(sorted(seen))})")
 
 
-def _progress(total: int, enabled: bool, what: str) -> Callable[[], None]:
-    if not enabled or total == 0:
+def show_progress(progress: bool | None) -> bool:
+    """``progress=None`` (the default everywhere): a bar only when stderr is a terminal."""
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        return bool(isatty and isatty())
+    return bool(progress)
+
+
+def _progress(total: int, enabled: bool | None, what: str) -> Callable[[], None]:
+    if not show_progress(enabled) or total == 0:
         return lambda: None
     try:
         from tqdm import tqdm
@@ -167,15 +193,62 @@ class BuildPlan:
     started: float
 
 
-def plan_build(source: Any, options: Mapping[str, object], *, filesystem: pafs.FileSystem | None = None,
-               incremental: bool = True) -> BuildPlan:  # fmt: skip
-    """Check the options and list the files to (re)index: new, changed, or all if the options changed."""
+def _columns_value(value: str) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *, replace: bool = False,
+                  drop: Iterable[str] = ()) -> dict[str, str]:  # fmt: skip
+    """The options a build uses: ``stored`` plus ``new`` (column lists are united, other keys
+    overridden), minus the ``drop`` entries (``"column"`` or ``"column:type"``); with
+    ``replace=True`` only ``new``."""
+    out = {} if replace else dict(stored)
+    for key, value in (new or {}).items():
+        key, value = str(key), str(value)
+        if key.endswith(".columns") and key in out:
+            value = ",".join(dict.fromkeys(_columns_value(out[key]) + _columns_value(value)))
+        out[key] = value
+    for item in drop:
+        column, _, index_type = str(item).partition(":")
+        column, index_type = column.strip(), index_type.strip()
+        found = False
+        for key in [k for k in out if k.endswith(".columns")]:
+            kind = key[len("file-index.") : -len(".columns")]
+            if index_type and kind != index_type:
+                continue
+            columns = _columns_value(out[key])
+            if column in columns:
+                found = True
+                columns.remove(column)
+                if columns:
+                    out[key] = ",".join(columns)
+                else:
+                    del out[key]
+                for k in [k for k in out if k.startswith(f"file-index.{kind}.{column}.")]:
+                    del out[k]
+        if not found:
+            indexed = sorted(f"{c}:{k[len('file-index.') : -len('.columns')]}" for k, v in out.items() if k.endswith(".columns") for c in _columns_value(v))
+            raise OptionError(f"drop {item!r}: no such index; indexed are {', '.join(indexed) or 'none'}")
+    return out
+
+
+def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
+               incremental: bool = True, replace: bool = False, drop: Iterable[str] = ()) -> BuildPlan:  # fmt: skip
+    """Check the options and list the files to (re)index: new, changed, or all if the options changed.
+
+    ``options`` are added to the ones stored in the manifest (see :func:`merge_options`).
+    """
     started = time.perf_counter()
-    options = {str(k): str(v) for k, v in options.items()}
-    parse_index_options(options)  # fail on bad options before touching anything
-    threshold = in_manifest_threshold(options)
     fs, root, explicit = resolve(source, filesystem)
     manifest = load_manifest(fs, root)
+    options = merge_options(manifest.options, options, replace=replace, drop=drop)
+    if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
+        raise OptionError(
+            "nothing to index: give index options, e.g. {'file-index.bitmap.columns': 'status'}"
+            " (CLI: --bitmap, --bloom-filter, --range-bitmap or --bsi COLUMNS)"
+        )
+    parse_index_options(options)  # fail on bad options before touching anything
+    threshold = in_manifest_threshold(options)
     paths = explicit if explicit is not None else discover(fs, root)
     rels = [posixpath.relpath(p, root) for p in paths]
     infos = file_infos(fs, root, rels)
@@ -192,7 +265,12 @@ def plan_build(source: Any, options: Mapping[str, object], *, filesystem: pafs.F
 def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit once."""
     manifest = plan.manifest
-    report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed)
+    report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
+                         options=dict(plan.options))  # fmt: skip
+    if not built and not plan.removed and manifest.options == plan.options and plan.base_version > 0:
+        report.changed = False
+        report.seconds = time.perf_counter() - plan.started
+        return report
     files = {rel: manifest.files[rel] for rel in plan.unchanged}
     for entry in built:
         old = manifest.files.get(entry.path)
@@ -212,21 +290,27 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
 
 def build(
     source: Any,
-    options: Mapping[str, object],
+    options: Mapping[str, object] | None = None,
     *,
     filesystem: pafs.FileSystem | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     incremental: bool = True,
     threads: int | None = None,
+    replace: bool = False,
+    drop: Iterable[str] = (),
 ) -> BuildReport:
-    """Index every data file of ``source`` (a directory, a list of files or a ``pyarrow.dataset``).
+    """Index every data file of ``source`` (a directory, a ``.parquet`` file, a list of files,
+    a URI or a ``pyarrow.dataset``).
 
     ``options`` are Paimon's keys (``file-index.<type>.columns``, per-column keys, and
-    ``file-index.in-manifest-threshold``). Incremental by default: a file whose size,
+    ``file-index.in-manifest-threshold``), added to the options the dataset was built with
+    before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
+    ``replace=True`` uses ``options`` alone. Incremental by default: a file whose size,
     modification time and options are unchanged keeps its index; files that disappeared
-    leave the manifest.
+    leave the manifest; a build that changes nothing commits nothing (``report.changed``).
+    ``progress``: a bar on stderr; ``None`` means only when stderr is a terminal.
     """
-    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental)
+    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop)
     tick = _progress(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 

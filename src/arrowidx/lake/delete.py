@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +45,15 @@ class DeleteReport:
     files_changed: list[str] = field(default_factory=list)
     files_skipped_by_index: int = 0
     seconds: float = 0.0
+    rows_by_file: dict[str, int] = field(default_factory=dict)  # newly deleted rows per changed file
+    dry_run: bool = False  # counted only, nothing committed (dry_run=True or confirm said no)
 
     def __str__(self) -> str:
+        if self.dry_run:
+            return (
+                f"would delete {self.rows_deleted:,} row(s) in {len(self.rows_by_file)} file(s) at {self.root}"
+                f" ({self.files_skipped_by_index} file(s) ruled out by indexes); nothing written"
+            )
         return (
             f"manifest v{self.version} at {self.root}: deleted {self.rows_deleted:,} row(s) in"
             f" {len(self.files_changed)} file(s) ({self.files_skipped_by_index} file(s) ruled out by"
@@ -60,9 +67,15 @@ def delete(
     *,
     filesystem: pafs.FileSystem | None = None,
     options: Mapping[str, object] | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
+    dry_run: bool = False,
+    confirm: Callable[[DeleteReport], bool] | None = None,
 ) -> DeleteReport:
     """Delete the rows matching the Expression ``where`` from every file of ``source``.
+
+    The report counts the newly deleted rows in total (``rows_deleted``) and per file
+    (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
+    before anything is written; returning False turns the call into a dry run.
 
     ``options["deletion-vectors.bitmap64"]`` (``"true"``/``"false"``) picks 64-bit vectors
     (Iceberg-compatible) or Paimon's default 32-bit ones for newly written vectors.
@@ -115,8 +128,13 @@ def delete(
         if vector.cardinality == before:
             continue
         report.rows_deleted += vector.cardinality - before
+        report.rows_by_file[rel] = vector.cardinality - before
         changed[rel] = vector
         del entry
+    if dry_run or (changed and confirm is not None and not confirm(report)):
+        report.dry_run = True
+        report.seconds = time.perf_counter() - start
+        return report
     if changed:
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():

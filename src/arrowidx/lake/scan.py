@@ -100,6 +100,7 @@ class FilePlan:
     row_group_offsets: np.ndarray | None = None
     exact: bool = False  # the bitmap is exactly the matching rows: no need to filter again
     pruned_by_statistics: int = 0  # row groups the index kept that statistics/partitions ruled out
+    why: str = ""  # explain(): which index decided, and why a kept file was kept
 
     @property
     def skipped(self) -> bool:
@@ -145,6 +146,10 @@ class Explain:
                 total += int(sum(offs[g + 1] - offs[g] for g in p.row_groups))
         return total
 
+    @property
+    def rows_deleted(self) -> int:
+        return sum(p.deleted for p in self.files)
+
     def to_dict(self) -> dict:
         return {
             "filter": self.filter,
@@ -153,7 +158,7 @@ class Explain:
                     "path": p.path, "status": p.status, "index_types": p.index_types, "rows": p.rows,
                     "rows_selected": p.rows_selected, "row_groups_read": len(p.row_groups),
                     "row_groups_total": p.row_groups_total, "row_groups_pruned_by_statistics": p.pruned_by_statistics,
-                    "deleted": p.deleted, "note": p.note,
+                    "deleted": p.deleted, "note": p.note, "why": p.why,
                 }  # fmt: skip
                 for p in self.files
             ],
@@ -162,21 +167,68 @@ class Explain:
             "files_pruned": self.files_pruned,
             "rows_total": self.rows_total,
             "rows_read": self.rows_read,
+            "rows_deleted": self.rows_deleted,
         }
 
     def __str__(self) -> str:
         lines = [f"filter: {self.filter}"]
-        lines.append(f"{'file':32} {'decision':10} {'by':26} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
-        for p in self.files:
+        lines.append(f"{'file':32} {'decision':8} {'rows':>10} {'selected':>10} {'row groups':>10} {'deleted':>8}  why")
+        shown, similar = None, 0
+        for i, p in enumerate(self.files):
+            key = (p.status, p.why)
+            if key == shown and i < len(self.files) - 1:  # fold runs of files decided alike
+                similar += 1
+                continue
+            if similar:
+                lines.append(f"  ... {similar} more file(s) decided the same way")
+                similar = 0
+            shown = key
             selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
             groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
-            by = ",".join(p.index_types) or p.note
-            lines.append(f"{p.path[-32:]:32} {p.status:10} {by[:26]:26} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
+            why = p.why or ",".join(p.index_types) or p.note
+            lines.append(f"{p.path[-32:]:32} {p.status:8} {p.rows:>10,} {selected:>10} {groups:>10} {p.deleted:>8,}  {why}")
         lines.append(
-            f"total: {len(self.files)} files, {self.files_skipped} skipped by indexes, {self.files_pruned} by"
-            f" statistics/partitions; rows read {self.rows_read:,} of {self.rows_total:,}"
+            f"total: {len(self.files)} file(s), {self.files_skipped} skipped by the indexes, {self.files_pruned} by"
+            f" statistics/partitions; rows read {self.rows_read:,} of {self.rows_total:,};"
+            f" {self.rows_deleted:,} deleted row(s) in these files"
         )
         return "\n".join(lines)
+
+
+def describe_answer(index_type: str, answer: IndexResult, expr) -> str:
+    """One index type's answer in words, e.g. ``bloom filter: value may be present``."""
+    name = index_type.replace("-", " ")
+    if not answer.remain:
+        return f"{name}: no row can match"
+    if answer.kind == "bitmap":
+        return f"{name}: {len(answer.bitmap):,} row(s) may match"
+    if index_type == "bloom-filter":
+        text = str(expr)
+        return f"{name}: value may be present" if ("==" in text or "is_in" in text) else f"{name}: answers only = and IN"
+    return f"{name}: cannot answer this filter"
+
+
+def _why(plan: FilePlan, index: FileIndex | None, expr, schema: pa.Schema) -> str:
+    """Why one file was skipped or kept, in words (which index answered what)."""
+    if plan.status in ("stale", "no index", "fallback"):
+        return f"{plan.status}: {plan.note}" if plan.note else "no index: read in full"
+    if expr is None:
+        return "no filter"
+    if index is None:
+        return "no index"
+    try:
+        answers = index.answers_by_type(expr)
+    except ArrowIdxError:
+        return ",".join(plan.index_types)
+    parts = [describe_answer(t, answer, expr) for t, answer in answers.items()]
+    if plan.skipped and plan.index_types:
+        parts = [f"ruled out by {', '.join(plan.index_types)}"] + [p for p in parts if "no row" not in p]
+    unindexed = sorted(_expression_fields(expr, schema) - set(index.columns))
+    if unindexed:
+        parts.append(f"no index on {', '.join(unindexed)}")
+    if plan.pruned_by_statistics:
+        parts.append(f"{plan.pruned_by_statistics} row group(s) ruled out by Parquet statistics/partition")
+    return "; ".join(parts) or "no index on the filter's columns"
 
 
 class IndexedDataset:
@@ -240,9 +292,13 @@ class IndexedDataset:
         """
         return self._files
 
+    _only: list[str] | None = None  # set by dataset() for an explicit list of files
+
     def _discover(self) -> list[str]:
         if self.source is not None:
             return list(self._partitions)
+        if self._only is not None:
+            return list(self._only)
         return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
@@ -529,11 +585,22 @@ class IndexedDataset:
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
-            if plan.skipped and plan.index_types and entry is not None:
-                index = self.file_index(entry)
-                if index is not None:
-                    plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            index = self.file_index(entry) if entry is not None and plan.status in ("skipped", "bitmap", "remain", "pruned") else None
+            if plan.skipped and plan.index_types and index is not None:
+                plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            if plan.skipped:  # skipped files still report their deleted rows
+                dv = self.deletion_vector(plan.path)
+                plan.deleted = dv.cardinality if dv is not None else 0
+            plan.why = _why(plan, index, filter, self.schema)
         return Explain(" ".join(str(filter).split()), plans)
+
+    def __repr__(self) -> str:
+        indexed = sum(1 for rel in self.files if rel in self.manifest.files)
+        options = ", ".join(f"{k[len('file-index.'):-len('.columns')]}: {v}" for k, v in sorted(self.manifest.options.items()) if k.endswith(".columns"))
+        return (
+            f"IndexedDataset({self.root!r}, manifest v{self.manifest.version}, {len(self.files)} file(s),"
+            f" {indexed} in the manifest, indexes: {options or 'none'})"
+        )
 
     # -- reading ---------------------------------------------------------------------------------
     def _scan(self, rel: str, groups: list[int], columns: list[str], filter=None) -> pa.Table:
@@ -861,12 +928,17 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
-    """Open an indexed Parquet dataset: a directory, or a ``pyarrow.dataset.FileSystemDataset``
-    (whose files, schema and partitioning are kept: ``ds.dataset(root, partitioning="hive")``
-    exposes and prunes by its partition columns, as pyarrow does)."""
-    fs, root, files = resolve(source, filesystem)
+    """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
+    a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
+    ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
+    pyarrow does)."""
+    fs, root, explicit = resolve(source, filesystem)
     if isinstance(source, ds.FileSystemDataset):
-        if files:
+        if explicit:
             root = _manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source)
-    return IndexedDataset(fs, root, on_corrupt=on_corrupt)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt)
+    if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
+        data._only = sorted(posixpath.relpath(p, root) for p in explicit)
+        data.refresh()
+    return data

@@ -26,6 +26,7 @@ See ``docs/spark.md`` for usage, the settings needed and which filters are accep
 
 from .build import FORMAT_NAME, PUSHDOWN_CONF, STAGING_DIR, WriteReport, build, write
 from .rowfilter import DeletionAndIndexFilter, apply_deletions_and_index, with_deletions_and_index
+from .session import ensure_worker_python
 from .source import ArrowIdxDataSource, FilePartition, local_session, register
 from .translate import Translated, arrow_to_spark_schema, translate_filter
 
@@ -36,6 +37,7 @@ __all__ = [
     "apply_deletions_and_index",
     "arrow_to_spark_schema",
     "build",
+    "ensure_worker_python",
     "register",
     "translate_filter",
     "with_deletions_and_index",

@@ -31,6 +31,7 @@ from ..lake.layout import (
     resolve,
 )
 from ..options import in_manifest_threshold, parse_index_options
+from .session import ensure_worker_python
 
 FORMAT_NAME = "arrowidx"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -120,6 +121,7 @@ def build(
     under the same path (or URI) from every executor. ``partitions`` is the number of tasks
     (default: two per core, never more than one per file).
     """
+    ensure_worker_python(spark)
     plan = plan_build(source, _normalise_options(options), filesystem=filesystem, incremental=incremental)
     built: list[FileEntry] = []
     if plan.todo:
@@ -259,6 +261,7 @@ def write(
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
         raise ValueError("row_group_size and max_rows_per_file must be positive")
+    ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
     fs, root, explicit = resolve(path, filesystem)
     if explicit is not None:

@@ -21,6 +21,7 @@ from ..lake.scan import IndexedDataset
 from ..options import parse_memory_size
 from .build import FORMAT_NAME, PUSHDOWN_CONF
 from .datasets import _dataset_at, _refresh
+from .session import ensure_worker_python
 from .translate import _and_all, _to_spark_arrow, arrow_to_spark_schema, translate_filter
 
 
@@ -172,8 +173,10 @@ def register(spark) -> None:
 
     Sets ``spark.sql.python.filterPushdown.enabled=true`` for the session (without it Spark
     refuses a reader that implements ``pushFilters``); where the session does not allow
-    setting it, a warning says so and ``.option("pushdown", "false")`` still reads.
+    setting it, a warning says so and ``.option("pushdown", "false")`` still reads. In local
+    mode the workers run this interpreter unless one was set (:func:`ensure_worker_python`).
     """
+    ensure_worker_python(spark)
     spark.dataSource.register(ArrowIdxDataSource)
     try:
         spark.conf.set(PUSHDOWN_CONF, "true")
