@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from common import record
 
 import arrowidx
 from arrowidx.demo import demo_options, generate
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
               f" load {os.getloadavg()[0]:.2f}")  # fmt: skip
         print(f"{'query':32} {'rows':>9} {'arrowidx':>10} {'pyarrow':>10} {'x':>6} {'duckdb':>10} {'x':>6}"
               f" {'apl.scan':>10} {'scan_pq':>10} {'x':>6}")  # fmt: skip
+        table_rows: list[tuple[str, float, float | None, str]] = []
         for label, expr, where, targets in queries(name, root):
             sql = f"SELECT * FROM read_parquet('{glob}') WHERE {where}"
             fns = {
@@ -229,10 +231,15 @@ def main(argv: list[str] | None = None) -> int:
             got_x = {"pyarrow": x_pa, "duckdb": x_duck, "polars": x_pl}
             missed = [f"{k} {got_x[k]:.2f}x < {v:.2f}x" for k, v in checks.items() if v and got_x[k] is not None and got_x[k] < v]
             print(line + ("  " + "; ".join(f"MISSED {m}" for m in missed) if missed else "  ok"), flush=True)
+            table_rows += [(f"{name}: {label}", t["arrowidx"], t["pyarrow"], "pyarrow.dataset"),
+                           (f"{name}: {label}", t["arrowidx"], t["duckdb"], "DuckDB")]  # fmt: skip
+            if pl is not None:
+                table_rows.append((f"{name}: {label} (Polars)", t["apl"], t["polars"], "pl.scan_parquet"))
             if missed:
                 why = cause(data, expr)
                 print(f"{'':32}   cause: {why}")
                 misses.append(f"{name} / {label}: {', '.join(missed)} ({why})")
+        record(f"scan core, {name} lake", table_rows)
     if args.spark:
         misses += spark_part(args.scale, args.runs)
     print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
