@@ -354,7 +354,9 @@ class IndexedDataset:
         return fragment
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        return self.fragment(rel).metadata
+        """The data file's parsed footer (:meth:`read_footer`; pyarrow's own fragment, which
+        reads it again for its statistics, is created only for files that are read)."""
+        return self.read_footer(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -388,7 +390,7 @@ class IndexedDataset:
 
         def load(rel: str) -> None:
             entry = self.manifest.files.get(rel)
-            self.fragment(rel)
+            self.read_footer(rel)
             if entry is not None and self._fresh(entry):
                 if entry.index is not None:
                     try:
