@@ -58,6 +58,7 @@ from .layout import (
     entry_is_fresh,
     file_infos,
     join,
+    latest_version,
     load_deletion_vector,
     load_index_bytes,
     load_manifest,
@@ -277,6 +278,8 @@ class IndexedDataset:
         self._schema: pa.Schema | None = source.schema if source is not None else None
         self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
+        self._counts: dict[tuple, list[int]] = {}
+        self._nonempty: dict[tuple, list[int]] = {}
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._handover_dataset: tuple[tuple, Any] = ((), None)
         self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
@@ -299,11 +302,14 @@ class IndexedDataset:
             return list(self._partitions)
         if self._only is not None:
             return list(self._only)
-        return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
+        prefix = self.root.rstrip("/") + "/"
+        return sorted(p[len(prefix) :] if p.startswith(prefix) else posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
-        """Re-read the committed manifest, the file list and the files' sizes and times."""
-        self.manifest = load_manifest(self.fs, self.root)
+        """Re-read the committed manifest (when its version changed), the file list and the
+        files' sizes and times."""
+        if self.manifest.version == 0 or latest_version(self.fs, self.root) != self.manifest.version:
+            self.manifest = load_manifest(self.fs, self.root)
         self._files = self._discover()
         self._infos = {}
 
@@ -511,8 +517,8 @@ class IndexedDataset:
         dv = self.deletion_vector(rel)
         plan.deleted = dv.cardinality if dv is not None else 0
         offsets = self.row_group_offsets(rel)
-        counts = np.diff(offsets)
         plan.row_group_offsets = offsets
+        counts = self._counts[self._key(rel)]
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
             # rank(x) = number of selected rows <= x: a row group holds selected rows iff
@@ -526,7 +532,7 @@ class IndexedDataset:
                 plan.status = "skipped"
                 return plan
         else:
-            plan.row_groups = [g for g in range(len(counts)) if counts[g]]
+            plan.row_groups = list(self._nonempty[self._key(rel)])
         by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
         self.prune_with_statistics(plan, by)
         return plan
@@ -548,7 +554,11 @@ class IndexedDataset:
         if offsets is None:
             footer = self.footer(rel)
             counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
-            offsets = self._offsets[key] = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            with self._lock:
+                self._counts[key] = counts
+                self._nonempty[key] = [g for g, n in enumerate(counts) if n]
+                self._offsets[key] = offsets
         return offsets
 
     def indexed_columns(self) -> set[str]:
@@ -741,7 +751,7 @@ class IndexedDataset:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
         return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
 
-    def _indexes_cannot_help(self, filter) -> bool:
+    def indexes_cannot_help(self, filter) -> bool:
         """True when no index covers a column of ``filter`` and nothing is deleted."""
         if any(e.deletion is not None for e in self.manifest.files.values()):
             return False
@@ -753,7 +763,7 @@ class IndexedDataset:
         or the planned files to read with late materialisation (statistics applied)."""
         if not self.files:
             return []
-        if self._indexes_cannot_help(filter):
+        if self.indexes_cannot_help(filter):
             self._infos = {}
             return self._pyarrow_dataset()
         plans = self.plan(filter, statistics=False)
