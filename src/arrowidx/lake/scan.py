@@ -514,11 +514,12 @@ class IndexedDataset:
         if plan.result.kind == "bitmap":
             plan.status = "bitmap"
             plan.rows_selected = len(plan.result.bitmap)
-        dv = self.deletion_vector(rel)
+        dv = self.deletion_vector(rel) if entry is not None and entry.deletion is not None else None
         plan.deleted = dv.cardinality if dv is not None else 0
         offsets = self.row_group_offsets(rel)
+        key = self._key(rel)
         plan.row_group_offsets = offsets
-        counts = self._counts[self._key(rel)]
+        counts = self._counts[key]
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
             # rank(x) = number of selected rows <= x: a row group holds selected rows iff
@@ -532,7 +533,7 @@ class IndexedDataset:
                 plan.status = "skipped"
                 return plan
         else:
-            plan.row_groups = list(self._nonempty[self._key(rel)])
+            plan.row_groups = list(self._nonempty[key])
         by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
         self.prune_with_statistics(plan, by)
         return plan
