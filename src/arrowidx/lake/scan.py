@@ -3,8 +3,8 @@ apply row masks, deletion vectors and the full filter.
 
 Per data file (in path order, like ``pyarrow.dataset``):
 
-1. A file whose size or modification time changed since it was indexed is *stale*: its
-   index and deletion vector are ignored and the file is read in full.
+1. A file whose content changed since it was indexed is *stale*: its index is ignored and
+   the file is read in full (if rows were deleted from it: ``StaleDeletionError``).
 2. Otherwise its container answers the filter: SKIP means the file is never opened; a
    bitmap means only the row groups holding selected rows are read (row-group row ranges
    come from the Parquet footer), then the rows outside the bitmap are dropped.
@@ -39,6 +39,7 @@ from .footer import Footer, read_footer
 from .layout import (
     FileEntry,
     Manifest,
+    check_stale_option,
     discover,
     entry_is_fresh,
     file_infos,
@@ -150,11 +151,17 @@ class IndexedDataset:
     ``on_corrupt``: ``"raise"`` (default) raises the ``CorruptIndexError`` of a damaged
     index or deletion file; ``"fallback"`` reads that file in full instead (a damaged
     deletion file still raises: ignoring it would return deleted rows).
+
+    ``on_stale_deletions``: ``"raise"`` (default) raises ``StaleDeletionError`` for a data
+    file whose content changed after rows were deleted from it; ``"read-full"`` reads it in
+    full as it is now (its deleted rows come back).
     """
 
-    def __init__(self, filesystem: pafs.FileSystem, root: str, *, on_corrupt: str = "raise", threads: int = 2):
+    def __init__(self, filesystem: pafs.FileSystem, root: str, *, on_corrupt: str = "raise", threads: int = 2,
+                 on_stale_deletions: str = "raise"):  # fmt: skip
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
+        self.on_stale_deletions = check_stale_option(on_stale_deletions)
         self.fs = filesystem
         self.root = root
         self.on_corrupt = on_corrupt
@@ -198,7 +205,8 @@ class IndexedDataset:
     def _fresh(self, entry: FileEntry | None) -> bool:
         if entry is None:
             return False
-        return entry_is_fresh(entry, self._info(entry.path), self.read_footer(entry.path))
+        return entry_is_fresh(entry, self._info(entry.path), self.read_footer(entry.path),
+                              on_stale_deletions=self.on_stale_deletions)  # fmt: skip
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -468,7 +476,8 @@ def _expression_fields(expr, schema: pa.Schema) -> set[str]:
     return out
 
 
-def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
+def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
+            on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset (a directory, or a ``pyarrow.dataset.Dataset``)."""
     fs, root, _ = resolve(source, filesystem)
-    return IndexedDataset(fs, root, on_corrupt=on_corrupt)
+    return IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
