@@ -212,6 +212,23 @@ def cmd_delete(args) -> int:
     return 0
 
 
+def _duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``12h`` or ``7d``."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        return float(number) * units[unit]
+    except ValueError:
+        raise UsageError(f"--older-than {text!r}: expected a duration such as 3600, 30m, 12h or 7d") from None
+
+
+def cmd_vacuum(args) -> int:
+    from .lake import vacuum
+
+    print(vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -248,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bitmap64", action="store_true", help="write 64-bit (Iceberg-compatible) vectors")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("vacuum", help="remove manifests, index and deletion files no retained version references")
+    p.add_argument("path")
+    p.add_argument("--older-than", default="7d", help="retention: 3600, 30m, 12h, 7d (default 7d)")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p.set_defaults(func=cmd_vacuum)
     return parser
 
 
