@@ -517,7 +517,8 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
                 raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
                                            field=f"{w}cardinality")  # fmt: skip
             deletion = DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
-        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint)
+        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint)
+        entry._listed = (source, f"files[{i}]")  # type: ignore[attr-defined]  # for errors found when loading
     return Manifest(version, files, options, created_ms, source)
 
 
@@ -743,6 +744,12 @@ def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None 
     return fresh
 
 
+def _listed(entry: FileEntry) -> str:
+    """`` (listed in <manifest> as files[i])`` for errors about what an entry references."""
+    where = getattr(entry, "_listed", None)
+    return f" (listed in {where[0]} as {where[1]})" if where else ""
+
+
 def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes | None:
     """The verified container bytes of ``entry``'s index (None if it has none).
 
@@ -763,11 +770,11 @@ def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes 
         ensure_inside(fs, root, source, "index file")
         data = read_bytes(fs, source, "index file")
     if len(data) != ref.size:
-        raise CorruptIndexError(f"index holds {len(data)} bytes, the manifest says {ref.size}; rebuild with arrowidx build",
-                                source=source)  # fmt: skip
+        raise CorruptIndexError(f"index holds {len(data)} bytes, the manifest says {ref.size}{_listed(entry)};"
+                                " rebuild with arrowidx build", source=source)  # fmt: skip
     if ref.xxh64 is not None and checksum(data) != ref.xxh64:
-        raise CorruptIndexError("index bytes do not match their checksum in the manifest (damaged); rebuild with arrowidx build",
-                                source=source)  # fmt: skip
+        raise CorruptIndexError(f"index bytes do not match their checksum in the manifest{_listed(entry)} (damaged);"
+                                " rebuild with arrowidx build", source=source)  # fmt: skip
     return data
 
 
@@ -788,14 +795,16 @@ def load_deletion_vector(fs: pafs.FileSystem, root: str, entry: FileEntry, blobs
         data = blobs[path] = read_bytes(fs, path, "deletion-vectors file")
     end = ref.offset + ref.length
     if end > len(data):
-        raise CorruptIndexError(
-            f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) is past the end of the file ({len(data)} bytes)",
-            source=path,
-        )
+        where = getattr(entry, "_listed", None)
+        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) is past the end of {path} ({len(data)} bytes)"
+        if where:
+            raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
+        raise CorruptIndexError(message, source=path)
     if ref.xxh64 is not None and checksum(data[ref.offset : end]) != ref.xxh64:
         raise CorruptIndexError(
-            f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the manifest"
-            " (damaged, or the manifest points at another vector); restore the file from a backup",
+            f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
+            f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
+            " restore them from a backup",
             source=path, offset=ref.offset,
         )  # fmt: skip
     try:
