@@ -17,7 +17,6 @@ printed (``pytest -s``) and recorded in docs/reliability.md.
 
 from __future__ import annotations
 
-import base64
 import glob
 import json
 import os
@@ -198,7 +197,7 @@ def test_no_lost_delete_in_races(tmp_path):
         for me in (0, 1)
     ]
     results = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, results):
+    for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err.decode()[-2000:]
     conflicts = sum(json.loads(out.decode().strip().splitlines()[-1])["conflicts"] for out, _ in results)
     ids = [10_000 * (r % 4) + 2 * r for r in range(rounds)] + [10_000 * (r % 4) + 2 * r + 1 for r in range(rounds) if r % 2 == 0]
@@ -383,4 +382,3 @@ def test_embedded_base64_garbage_in_a_manifest(template, tmp_path):
         arrowidx.dataset(root).to_table(filter=QUERIES[0])
     got = arrowidx.dataset(root, on_corrupt="fallback").to_table(filter=QUERIES[0])
     assert tables_equal(got, expected(root, FIRST, QUERIES[0]))
-    assert base64  # (imported for readers of the helpers above)
