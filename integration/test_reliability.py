@@ -29,12 +29,14 @@ import time
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-from tests.conftest import tables_equal
-from tests.test_lake import OPTIONS, alive, write_lake
 
 import arrowidx
 from arrowidx import ArrowIdxError
 from arrowidx.lake import layout
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
+from tests.conftest import tables_equal  # noqa: E402
+from tests.test_lake import OPTIONS, alive, write_lake  # noqa: E402
 
 FIRST = pc.field("status") == "paid"
 SECOND = pc.field("status") == "lost"
