@@ -92,7 +92,9 @@ def cmd_inspect(args) -> int:
 
 
 def _inspect_dataset(path: str, as_json: bool) -> int:
+    from .errors import StaleDeletionError
     from .lake import dataset
+    from .lake.layout import entry_is_fresh
 
     data = dataset(path)
     manifest = data.manifest
@@ -103,8 +105,13 @@ def _inspect_dataset(path: str, as_json: bool) -> int:
         row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok"}
         if entry is None:
             row["state"] = "not indexed"
-        elif not entry.matches(info):
-            row["state"] = "stale"
+        else:
+            try:
+                fresh = entry_is_fresh(entry, info, data.read_footer(rel))  # by content, not mtime
+            except StaleDeletionError:
+                fresh, row["state"] = False, "STALE DELETIONS"
+            if not fresh and row["state"] == "ok":
+                row["state"] = "stale"
         if entry and entry.index:
             row["index"] = f"{entry.index.size:,} B " + ("embedded" if entry.index.embedded else "file")
             index = data.file_index(entry) if row["state"] == "ok" else None
