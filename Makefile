@@ -7,12 +7,15 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
+	@echo "make: creating $(VENV) and installing arrowidx with its extras (pyarrow, pyroaring, polars, pyspark, pandas, tqdm, test tools)"
+	@echo "make: the first time this downloads a few hundred MB and takes a few minutes; pip shows what it fetches"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[all]"
+	$(PY) -m pip install -e ".[all]"
 	touch $(STAMP)
 
 demo: $(STAMP)
+	@echo "make: running the demo; the first run generates a 10,000,000-row Parquet lake under demo-data/ (cached; make clean removes it)"
 	$(PY) -m arrowidx.demo
 
 test: $(STAMP)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from common import median_ms
+from common import median_ms, record
 
 import arrowidx
 from arrowidx.demo import demo_options, generate, queries
@@ -63,6 +63,7 @@ def main() -> None:
     plain = ds.dataset(root, format="parquet")
     glob = str(root / "*.parquet")
     print(f"\n{'query':30} {'rows':>9} {'pyarrow':>10} {'duckdb':>10} {'arrowidx':>10} {'vs pyarrow':>10} {'vs duckdb':>10}")
+    chart_rows = []
     for name, expr in queries(root):
         sql = f"SELECT * FROM read_parquet('{glob}') WHERE " + SQL[name].format(**literals)
         t_plain = median_ms(lambda expr=expr: plain.to_table(filter=expr), args.runs, warmup=1)
@@ -71,6 +72,8 @@ def main() -> None:
         rows = indexed.to_table(filter=expr).num_rows
         assert rows == plain.to_table(filter=expr).num_rows
         print(f"{name:30} {rows:>9,} {t_plain:>8.1f}ms {t_duck:>8.1f}ms {t_ours:>8.1f}ms {t_plain / t_ours:>9.1f}x {t_duck / t_ours:>9.1f}x")
+        chart_rows += [(name, t_ours, t_plain, "pyarrow.dataset"), (name, t_ours, t_duck, "DuckDB")]
+    record(f"dataset queries ({args.rows:,} rows)", chart_rows)  # for bench/chart.py
 
 
 if __name__ == "__main__":

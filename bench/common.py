@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def median_ms(fn: Callable[[], object], runs: int, warmup: int = 0) -> float:
@@ -19,8 +23,25 @@ def median_ms(fn: Callable[[], object], runs: int, warmup: int = 0) -> float:
     return statistics.median(times)
 
 
+def record(title: str, rows: list[tuple[str, float, float | None, str]]) -> None:
+    """Append the rows to the JSON file named by ``$ARROWIDX_BENCH_JSON`` (if set), which
+    ``bench/chart.py`` draws; ``bench/run_all.py`` sets it."""
+    path = os.environ.get("ARROWIDX_BENCH_JSON")
+    if not path:
+        return
+    results = json.loads(Path(path).read_text()) if Path(path).exists() else []
+    results.append({
+        "bench": Path(sys.argv[0]).stem, "title": title,
+        "rows": [{"measure": w, "arrowidx_ms": o, "reference_ms": r, "reference": n} for w, o, r, n in rows],
+    })  # fmt: skip
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(results, indent=1))
+
+
 def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) -> None:
-    """Rows of (what, ours ms, reference ms or None, reference name) with the speed-up ratio."""
+    """Rows of (what, ours ms, reference ms or None, reference name) with the speed-up ratio
+    (also recorded for the chart, see :func:`record`)."""
+    record(title, rows)
     print(f"\n{title}")
     print(f"{'measure':44} {'arrowidx':>12} {'reference':>12}  {'speed-up':>8}")
     for what, ours, ref, ref_name in rows:

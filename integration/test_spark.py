@@ -197,7 +197,7 @@ def test_spark_build_equals_local_build(spark, tmp_path):
         assert (local / rel).read_bytes() == (distributed / rel).read_bytes(), rel
 
     again = spark_mod.build(spark, str(distributed), options)  # incremental: nothing to do
-    assert again.indexed == [] and len(again.unchanged) == 5 and again.version == 2
+    assert again.indexed == [] and len(again.unchanged) == 5 and again.version == 1 and not again.changed  # no-op: no commit
 
 
 # ------------------------------------------------------------------------------------------

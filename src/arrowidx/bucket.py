@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._bytes import as_buffer, atomic_write
+from .arrow_input import arrow_table
 from .errors import ArrowIdxError, CorruptIndexError, OptionError, UnsupportedTypeError
 from .types import integer_array
 
@@ -433,6 +434,7 @@ def _row_chunks(cols: list, n: int):
 
 def paimon_binary_rows(table: pa.Table | pa.RecordBatch, key_columns: Any) -> pa.LargeBinaryArray:
     """The bytes of each row's key as Paimon's ``BinaryRowWriter`` lays them out."""
+    table = arrow_table(table, "paimon_binary_rows")
     cols, names = _key_columns(table, key_columns)
     n = table.num_rows
     out = []
@@ -459,6 +461,7 @@ def paimon_key_hash(table: pa.Table | pa.RecordBatch, key_columns: Any) -> pa.In
     large_string, string_view and the binary types; dictionary arrays are decoded. Anything
     else raises :class:`~arrowidx.UnsupportedTypeError`.
     """
+    table = arrow_table(table, "paimon_key_hash")
     cols, names = _key_columns(table, key_columns)
     n = table.num_rows
     parts = [_murmur_rows(*_encode(chunk, names)) for chunk in _row_chunks(cols, n)]

@@ -1,63 +1,61 @@
-"""The ``arrowidx`` command line: build, inspect, query and delete.
+"""The ``arrowidx`` command line: build, inspect, explain, query and delete.
 
     arrowidx build PATH --bitmap status,region --bloom-filter id --range-bitmap amount
-    arrowidx inspect PATH                 # a dataset: files, indexes, staleness, deletions
+    arrowidx build PATH                   # rebuild with the stored options (new/changed files)
+    arrowidx build PATH --drop amount:range-bitmap
+    arrowidx inspect PATH [--json]        # a dataset: files, indexes, staleness, deletions, totals
     arrowidx inspect FILE.index --data FILE.parquet
-    arrowidx query PATH --where "status = 'PENDING' AND amount > 100" --columns id,amount --explain
-    arrowidx delete PATH --where "status = 'CANCELLED'"
+    arrowidx explain PATH --where "id = 42" [--json]
+    arrowidx query PATH --where "status = 'PENDING' AND amount > 100" --columns id,amount
+    arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
 
-``--where`` is a SQL boolean expression, parsed by Polars (``polars.sql_expr``) and
-translated to a ``pyarrow.compute.Expression``. Exit codes: 0 success, 1 an arrowidx error
-(corrupt file, ...), 2 a usage error (bad option, unknown column, unsupported SQL).
+``--where`` is a SQL boolean expression, translated exactly into a
+``pyarrow.compute.Expression`` by :mod:`arrowidx.sql` (SQL's meaning, or a message saying
+what to write instead). Exit codes: 0 success, 2 a usage error (bad option, unknown column,
+a condition that cannot be translated, a refused delete), 1 anything else (a corrupt file,
+a commit conflict, an internal error: one line; ``--debug`` prints the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import json
 import os
 import re
 import sys
 import time
+import traceback
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import ArrowIdxError, OptionError, UnsupportedTypeError
+from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
+from .sql import WhereError, parse_where
 
 INDEX_FLAGS = {"bitmap": "bitmap", "bloom_filter": "bloom-filter", "range_bitmap": "range-bitmap", "bsi": "bsi"}
+
+__all__ = ["UsageError", "build_parser", "main", "parse_where"]
 
 
 class UsageError(Exception):
     """A command line the user should fix (exit code 2)."""
 
 
-def parse_where(text: str, schema: pa.Schema, *, exact: bool = True):
-    """SQL ``WHERE`` text -> ``(pyarrow Expression or None, polars Expr, exact?)``.
+USER_ERRORS = (UsageError, WhereError, OptionError, UnsupportedTypeError, UnsupportedValueError)
 
-    Parsed by Polars (``polars.sql_expr``), translated by :mod:`arrowidx.polars`. With
-    ``exact=True`` a clause that does not translate exactly is a usage error; otherwise the
-    translation may be a superset (used for pruning) and the Polars expression finishes it.
-    """
-    try:
-        import polars as pl
 
-        from .polars import translate
-    except ImportError as e:
-        raise UsageError(f"--where needs Polars (pip install 'arrowidx[cli]'): {e}") from None
-    try:
-        expr = pl.sql_expr(text)
-        names = expr.meta.root_names()
-    except Exception as e:  # polars raises several exception types for bad SQL
-        raise UsageError(f"cannot parse --where {text!r}: {e}") from None
-    unknown = [n for n in names if schema.get_field_index(n) < 0]
-    if unknown:
-        raise UsageError(f"--where names unknown column(s) {', '.join(unknown)}; columns are {', '.join(schema.names)}")
-    translated = translate(expr, schema)
-    if exact and (translated.expression is None or not translated.exact):
-        parts = "; ".join(translated.dropped) or text
-        raise UsageError(f"--where {text!r}: arrowidx cannot evaluate this exactly yet ({parts})")
-    return translated.expression, expr, translated.exact
+def _dump(obj) -> None:
+    print(json.dumps(obj, indent=1, default=str))
+
+
+def _check_columns(names: list[str], schema: pa.Schema, what: str) -> None:
+    for name in names:
+        if schema.get_field_index(name) < 0:
+            close = difflib.get_close_matches(name, schema.names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(f"{what} names unknown column {name!r}; {hint}(columns: {', '.join(schema.names)})")
 
 
 def _options(args) -> dict[str, str]:
@@ -71,22 +69,26 @@ def _options(args) -> dict[str, str]:
         if not sep:
             raise UsageError(f"--option {item!r}: expected KEY=VALUE, e.g. file-index.bloom-filter.id.fpp=0.01")
         options[key.strip()] = value.strip()
-    if not any(k.endswith(".columns") for k in options):
-        raise UsageError("nothing to index: give --bitmap, --bloom-filter, --range-bitmap or --bsi columns")
     return options
 
 
 def cmd_build(args) -> int:
     from .lake import build
 
-    report = build(args.path, _options(args), progress=not args.quiet, incremental=not args.full)
-    print(report)
+    report = build(args.path, _options(args), progress=False if args.quiet else None, incremental=not args.full,
+                   replace=args.replace, drop=args.drop or ())  # fmt: skip
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+        if report.changed:
+            print("indexes: " + "; ".join(f"{k} = {v}" for k, v in sorted(report.options.items())))
     return 0
 
 
 def cmd_inspect(args) -> int:
     path = args.path
-    if os.path.isdir(path):
+    if os.path.isdir(path) or path.endswith(".parquet") or "://" in path:
         return _inspect_dataset(path, args.json)
     return _inspect_container(path, args.data, args.json)
 
@@ -102,7 +104,8 @@ def _inspect_dataset(path: str, as_json: bool) -> int:
     for rel in data.files:
         entry = manifest.files.get(rel)
         info = data._info(rel)
-        row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok"}
+        row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok",
+               "index_bytes": 0, "index_embedded": None, "columns": {}, "deleted": 0}  # fmt: skip
         if entry is None:
             row["state"] = "not indexed"
         else:
@@ -113,21 +116,36 @@ def _inspect_dataset(path: str, as_json: bool) -> int:
             if not fresh and row["state"] == "ok":
                 row["state"] = "stale"
         if entry and entry.index:
-            row["index"] = f"{entry.index.size:,} B " + ("embedded" if entry.index.embedded else "file")
+            row["index_bytes"] = entry.index.size
+            row["index_embedded"] = entry.index.embedded is not None
             index = data.file_index(entry) if row["state"] == "ok" else None
             row["columns"] = index.columns if index else {}
-        if entry and entry.deletion:
+        if entry and entry.deletion and row["state"] == "ok":
             row["deleted"] = entry.deletion.cardinality
         rows.append(row)
+    totals = {
+        "files": len(rows),
+        "files_indexed": sum(r["state"] == "ok" for r in rows),
+        "files_stale": sum(r["state"] == "stale" for r in rows),
+        "files_not_indexed": sum(r["state"] == "not indexed" for r in rows),
+        "rows": sum(r["rows"] for r in rows),
+        "rows_deleted": sum(r["deleted"] for r in rows),
+        "index_bytes": sum(r["index_bytes"] for r in rows),
+    }
     if as_json:
-        print(json.dumps({"version": manifest.version, "options": manifest.options, "files": rows}, indent=1))
+        _dump({"version": manifest.version, "options": manifest.options, "files": rows, "totals": totals})
         return 0
     print(f"{path}: manifest v{manifest.version}, {len(rows)} data file(s)")
     for key, value in sorted(manifest.options.items()):
         print(f"  {key} = {value}")
+    print(f"  {'file':40} {'rows':>12} {'state':11} {'index bytes':>12} {'where':9} {'deleted':>9}  indexes")
     for row in rows:
-        cols = "; ".join(f"{c}: {'+'.join(t)}" for c, t in row.get("columns", {}).items())
-        print(f"  {row['file']:40} {row['rows']:>10,} rows  {row['state']:11} {row.get('index', '-'):>22}  deleted {row.get('deleted', 0):>8,}  {cols}")
+        cols = "; ".join(f"{c}: {'+'.join(t)}" for c, t in row["columns"].items())
+        where = "-" if row["index_embedded"] is None else ("manifest" if row["index_embedded"] else "file")
+        print(f"  {row['file'][-40:]:40} {row['rows']:>12,} {row['state']:11} {row['index_bytes']:>12,} {where:9} {row['deleted']:>9,}  {cols}")
+    t = totals
+    print(f"  {'total':40} {t['rows']:>12,} {t['files_indexed']} indexed, {t['files_stale']} stale, {t['files_not_indexed']} not indexed;"
+          f" {t['index_bytes']:,} index bytes; {t['rows_deleted']:,} rows deleted; {t['rows'] - t['rows_deleted']:,} live rows")  # fmt: skip
     return 0
 
 
@@ -138,9 +156,9 @@ def _inspect_container(path: str, data_file: str | None, as_json: bool) -> int:
     index = FileIndex(path, schema)
     rows = index.describe()
     if as_json:
-        print(json.dumps(rows, indent=1, default=str))
+        _dump(rows)
         return 0
-    print(f"{path}: {len(rows)} index(es)")
+    print(f"{path}: {len(rows)} index(es), {sum(r['bytes'] for r in rows):,} bytes")
     for row in rows:
         extra = ", ".join(f"{k} {v}" for k, v in row.items() if k not in ("column", "index", "bytes", "empty"))
         print(f"  {row['column']:20} {row['index']:14} {row['bytes']:>12,} bytes  {'empty ' if row['empty'] else ''}{extra}")
@@ -162,36 +180,48 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
     return pq.read_schema(data_file)
 
 
+def _where(data, text: str | None):
+    return parse_where(text, data.schema) if text is not None else None
+
+
+def cmd_explain(args) -> int:
+    from .lake import dataset
+
+    data = dataset(args.path)
+    plan = data.explain(_where(data, args.where))
+    if args.json:
+        _dump(plan.to_dict())
+    else:
+        print(plan)
+    return 0
+
+
 def cmd_query(args) -> int:
     from .lake import dataset
 
     data = dataset(args.path)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
-        unknown = [c for c in columns if data.schema.get_field_index(c) < 0]
-        if unknown:
-            raise UsageError(f"unknown column(s) {', '.join(unknown)}; columns are {', '.join(data.schema.names)}")
-    expr, polars_expr, exact = parse_where(args.where, data.schema, exact=False) if args.where else (None, None, True)
-    if args.explain:
-        print(data.explain(expr))
-        print()
+        _check_columns(columns, data.schema, "--columns")
+    expr = _where(data, args.where)
+    fmt = "json" if args.json else args.format
+    if args.explain:  # on stdout for a person, on stderr (as JSON with --json) when stdout is data
+        plan = data.explain(expr)
+        if fmt == "table":
+            print(plan, end="\n\n")
+        else:
+            print(json.dumps(plan.to_dict()) if fmt == "json" else plan, file=sys.stderr)
     start = time.perf_counter()
-    if exact:
-        table = data.to_table(filter=expr, columns=columns)
-    else:  # prune with the translatable part, let Polars apply the rest exactly
-        import polars as pl
-
-        needed = None if columns is None else list(dict.fromkeys(columns + polars_expr.meta.root_names()))
-        frame = pl.from_arrow(data.to_table(filter=expr, columns=needed)).filter(polars_expr)
-        table = (frame.select(columns) if columns else frame).to_arrow()
+    table = data.to_table(filter=expr, columns=columns)
     elapsed = time.perf_counter() - start
     shown = table.slice(0, args.limit) if args.limit is not None else table
-    if args.format == "json":
+    if fmt == "json":
         for row in shown.to_pylist():
             print(json.dumps(row, default=str))
-    elif args.format == "csv":
+    elif fmt == "csv":
         import pyarrow.csv as pacsv
 
+        sys.stdout.flush()
         pacsv.write_csv(shown, sys.stdout.buffer)
     else:
         _print_table(shown)
@@ -213,9 +243,34 @@ def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
     data = dataset(args.path)
-    expr, _, _ = parse_where(args.where, data.schema)
+    expr = parse_where(args.where, data.schema)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
-    print(delete(args.path, expr, options=options, progress=not args.quiet))
+
+    def confirm(report) -> bool:
+        if not args.json:
+            print(f"rows matching {args.where!r} (as pyarrow: {' '.join(str(expr).split())}) not deleted yet:")
+            for rel, count in sorted(report.rows_by_file.items()):
+                print(f"  {rel[-50:]:50} {count:>12,}")
+            print(f"  {'total':50} {report.rows_deleted:>12,} in {len(report.rows_by_file)} file(s)"
+                  f" ({report.files_skipped_by_index} file(s) ruled out by indexes)")  # fmt: skip
+        if args.dry_run:
+            return False
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError("not deleting: stdin is not a terminal, so nobody can confirm; pass --yes to delete"
+                             " without asking, or --dry-run to only count")  # fmt: skip
+        answer = input(f"delete {report.rows_deleted:,} row(s)? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    report = delete(args.path, expr, options=options, progress=False if args.quiet else None,
+                    confirm=confirm)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    elif report.rows_deleted == 0:
+        print(f"nothing to delete: no live row matches {args.where!r}")
+    else:
+        print(report)
     return 0
 
 
@@ -237,18 +292,24 @@ def cmd_vacuum(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.")
+    parser = argparse.ArgumentParser(
+        prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.",
+        epilog="--debug (anywhere) prints the traceback of an internal error.",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("build", help="index every Parquet file of a dataset (incremental)")
-    p.add_argument("path")
+    p = sub.add_parser("build", help="index every Parquet file of a dataset (incremental; remembers its options)")
+    p.add_argument("path", help="a dataset directory, a .parquet file or a URI")
     p.add_argument("--bitmap", metavar="COLS", help="comma-separated columns for a bitmap index")
     p.add_argument("--bloom-filter", metavar="COLS", dest="bloom_filter")
     p.add_argument("--range-bitmap", metavar="COLS", dest="range_bitmap")
     p.add_argument("--bsi", metavar="COLS")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="any Paimon file-index option, repeatable")
+    p.add_argument("--drop", action="append", metavar="COLUMN[:TYPE]", help="remove an index kept from earlier builds, repeatable")
+    p.add_argument("--replace", action="store_true", help="use only the given index options, forget the stored ones")
     p.add_argument("--full", action="store_true", help="re-index every file, not only new or changed ones")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("inspect", help="show a dataset's manifest or one index container")
@@ -257,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inspect)
 
+    p = sub.add_parser("explain", help="what the indexes decide for each file for a SQL WHERE clause")
+    p.add_argument("path")
+    p.add_argument("--where", help="SQL boolean expression")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explain)
+
     p = sub.add_parser("query", help="read the rows matching a SQL WHERE clause, pruned by the indexes")
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression, e.g. \"status = 'PENDING' AND amount > 100\"")
@@ -264,13 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="print what each file's index decided")
     p.add_argument("--limit", type=int, help="print at most N rows")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--json", action="store_true", help="same as --format json (one JSON object per row)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("delete", help="delete rows matching a SQL WHERE clause (deletion vectors)")
     p.add_argument("path")
     p.add_argument("--where", required=True)
+    p.add_argument("--dry-run", action="store_true", help="only count the rows per file, delete nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--bitmap64", action="store_true", help="write 64-bit (Iceberg-compatible) vectors")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report (with per-file counts) as JSON")
     p.set_defaults(func=cmd_delete)
 
     p = sub.add_parser("vacuum", help="remove manifests, index and deletion files no retained version references")
@@ -282,21 +353,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "path", None) and "://" not in args.path and not os.path.exists(args.path):
-        print(f"arrowidx: {args.path}: no such file or directory", file=sys.stderr)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
+        return int(e.code or 0)
+    path = getattr(args, "path", None)
+    if path and "://" not in path and not os.path.exists(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        close = difflib.get_close_matches(os.path.basename(path), os.listdir(parent), n=1) if os.path.isdir(parent) else []
+        hint = f"; did you mean {os.path.join(os.path.dirname(path), close[0])!r}?" if close else ""
+        print(f"arrowidx: {path}: no such file or directory{hint}", file=sys.stderr)
         return 2
     try:
         return args.func(args)
-    except (UsageError, OptionError, UnsupportedTypeError) as e:
+    except USER_ERRORS as e:
         print(f"arrowidx: {e}", file=sys.stderr)
         return 2
-    except ArrowIdxError as e:
+    except KeyboardInterrupt:
+        print("arrowidx: interrupted", file=sys.stderr)
+        return 130
+    except (ArrowIdxError, OSError) as e:
+        if debug:
+            traceback.print_exc()
         print(f"arrowidx: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
-        print(f"arrowidx: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - the CLI shows one line, not a traceback
+        if debug:
+            traceback.print_exc()
+        print(f"arrowidx: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback;"
+              " please report it)", file=sys.stderr)  # fmt: skip
         return 1
 
 

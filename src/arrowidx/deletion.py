@@ -788,10 +788,9 @@ def apply_deletion_vector(
     batches. One batch comes out per batch in (zero rows if all were deleted); a batch with
     no deletions is passed through untouched. ``dv=None`` passes everything through.
     """
-    if isinstance(batches, pa.Table):
-        batches = batches.to_batches()
-    elif isinstance(batches, pa.RecordBatch):
-        batches = [batches]
+    from .arrow_input import record_batches
+
+    _, batches = record_batches(batches, "apply_deletion_vector")
     pos = int(start)
     window_start, window = 0, None  # keep mask of a run of positions, sliced per batch
     for batch in batches:

@@ -58,6 +58,8 @@ def generate(path: str | os.PathLike, rows: int = 10_000_000, files: int = 20, s
     marker = path.parent / f"{path.name}.json"
     if marker.exists() and json.loads(marker.read_text()) == stamp:
         return path
+    print(f"generating the demo lake: {rows:,} rows in {files} Parquet files under {path} (fixed seed; once,"
+          " then cached)...", flush=True)  # fmt: skip
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
@@ -101,15 +103,30 @@ def queries(root: str | os.PathLike) -> list[tuple[str, pc.Expression]]:
     ]
 
 
-def timed(fn: Callable[[], object], runs: int = 3) -> tuple[float, object]:
-    """Median milliseconds of ``runs`` calls after one warm-up, and the last result."""
+def timed_runs(fn: Callable[[], object], runs: int = 5) -> tuple[float, float, float, object]:
+    """``(median, fastest, slowest)`` milliseconds of ``runs`` calls after one warm-up, and the
+    last result."""
     result = fn()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         result = fn()
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), result
+    return statistics.median(times), min(times), max(times), result
+
+
+def timed(fn: Callable[[], object], runs: int = 3) -> tuple[float, object]:
+    """Median milliseconds of ``runs`` calls after one warm-up, and the last result."""
+    median, _, _, result = timed_runs(fn, runs)
+    return median, result
+
+
+def _ms(median: float, lo: float, hi: float) -> str:
+    """``12.3 ms (11.9-13.0)``: the median and the range of the runs."""
+    def f(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
+
+    return f"{f(median)} ({f(lo)}-{f(hi)})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="demo-data")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark part")
     parser.add_argument("--no-polars", action="store_true", help="skip the Polars part")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per query (the median is shown)")
     args = parser.parse_args(argv)
 
     _single_file_part()
@@ -129,25 +147,30 @@ def main(argv: list[str] | None = None) -> int:
     write_ms, _ = timed(lambda: pq.write_table(pq.read_table(root / "part-00000.parquet"), root.parent / "_write_probe.parquet", row_group_size=100_000), runs=1)
     options = demo_options()
     shutil.rmtree(root / "_arrowidx", ignore_errors=True)
-    report = arrowidx.build(root, options, progress=sys.stderr.isatty())
+    print("building indexes: " + "; ".join(f"{k} = {v}" for k, v in options.items()))
+    report = arrowidx.build(root, options)  # a progress bar only when stderr is a terminal
     print(f"build: {report}  (writing one data file takes {write_ms:.0f} ms; {args.files} files ~ {write_ms * args.files / 1000:.1f}s)")
     deleted = arrowidx.delete(root, (pc.field("status") == "CANCELLED") & (pc.field("amount") > 150.0), progress=False)
-    print(f"delete: {deleted}")
+    print(f"delete (deletion vectors; data files untouched) where status = 'CANCELLED' AND amount > 150: {deleted}")
     where_deleted = (pc.field("status") == "CANCELLED") & (pc.field("amount") > 150.0)
     alive = ~where_deleted | where_deleted.is_null()
 
     indexed = arrowidx.dataset(root)
     plain = ds.dataset(root, format="parquet")
-    print(f"\n{'query':30} {'files skipped':>13} {'rows read':>12} {'result':>9} {'pyarrow':>9} {'arrowidx':>9} {'speed-up':>8}  same")
+    runs = args.runs
+    print(f"\nqueries: milliseconds, median of {runs} warm runs (fastest-slowest); speed-up = pyarrow median / arrowidx median")
+    print(f"{'query':28} {'files skipped':>13} {'rows read':>11} {'result':>9} {'pyarrow ms':>18} {'arrowidx ms':>18} {'speed-up':>8}  same")
     ok = True
     for name, expr in queries(root):
-        ms_plain, expected = timed(lambda expr=expr: plain.to_table(filter=expr & alive))
-        ms_ours, got = timed(lambda expr=expr: indexed.to_table(filter=expr))
+        plain_ms = timed_runs(lambda expr=expr: plain.to_table(filter=expr & alive), runs)
+        ours_ms = timed_runs(lambda expr=expr: indexed.to_table(filter=expr), runs)
+        expected, got = plain_ms[3], ours_ms[3]
         plan = indexed.explain(expr)
         same = got.equals(expected)
         ok &= same
-        print(f"{name:30} {plan.files_skipped:>6}/{len(plan.files):<6} {plan.rows_read:>12,} {got.num_rows:>9,} {ms_plain:>7.0f}ms {ms_ours:>7.1f}ms {ms_plain / ms_ours:>7.1f}x  {'yes' if same else 'NO'}")
-    print("\nexplain for the needle query:")
+        print(f"{name:28} {plan.files_skipped:>6}/{len(plan.files):<6} {plan.rows_read:>11,} {got.num_rows:>9,}"
+              f" {_ms(*plain_ms[:3]):>18} {_ms(*ours_ms[:3]):>18} {plain_ms[0] / ours_ms[0]:>7.1f}x  {'yes' if same else 'NO'}")  # fmt: skip
+    print("\nexplain for the needle query (why each file was skipped or read):")
     print(indexed.explain(queries(root)[0][1]))
     if not args.no_polars:
         ok &= _polars_part(root, alive)
@@ -180,8 +203,16 @@ def _single_file_part() -> None:
         mask = result.to_mask(n)
         kept = pc.sum(mask).as_py() or 0
         text = " ".join(str(expr).split())
-        print(f"  {text[:60]:60} -> {result.kind:6} keeps {kept:>9,} rows ({kept / n:7.3%})")
+        print(f"  {text}\n      -> {result.kind:6} keeps {kept:>9,} rows ({kept / n:7.3%}): {_reason(index, expr)}")
     print()
+
+
+def _reason(index, expr) -> str:
+    """What each index on the filter's columns answered, in words."""
+    from arrowidx.lake.scan import describe_answer
+
+    parts = [describe_answer(t, answer, expr) for t, answer in index.answers_by_type(expr).items()]
+    return "; ".join(parts) or "no index on these columns"
 
 
 def _polars_part(root: Path, alive) -> bool:
@@ -192,7 +223,8 @@ def _polars_part(root: Path, alive) -> bool:
     except ImportError as e:
         print(f"\n(Polars part skipped: {e})")
         return True
-    print(f"\nPolars {pl.__version__}: arrowidx.polars.scan vs pl.scan_parquet")
+    print(f"\nPolars {pl.__version__}: arrowidx.polars.scan vs pl.scan_parquet('lake/*.parquet') (ms: median (fastest-slowest))")
+    print(f"{'query':30} {'pl.scan_parquet':>18} {'arrowidx':>18} {'speed-up':>8}")
     deleted = (pl.col("status") == "CANCELLED") & (pl.col("amount") > 150.0)
     keep = ~deleted.fill_null(False)
     tests = [
@@ -203,11 +235,12 @@ def _polars_part(root: Path, alive) -> bool:
     ]
     ok = True
     for name, expr in tests:
-        ms_plain, expected = timed(lambda expr=expr: pl.scan_parquet(str(root / "*.parquet")).filter(keep).filter(expr).collect())
-        ms_ours, got = timed(lambda expr=expr: apl.scan(str(root)).filter(expr).collect())
+        plain_ms = timed_runs(lambda expr=expr: pl.scan_parquet(str(root / "*.parquet")).filter(keep).filter(expr).collect())
+        ours_ms = timed_runs(lambda expr=expr: apl.scan(str(root)).filter(expr).collect())
+        (ms_plain, expected), (ms_ours, got) = (plain_ms[0], plain_ms[3]), (ours_ms[0], ours_ms[3])
         same = got.equals(expected)
         ok &= same
-        print(f"{name:30} {ms_plain:>7.0f}ms {ms_ours:>7.1f}ms {ms_plain / ms_ours:>7.1f}x  {'same' if same else 'DIFFERENT'}")
+        print(f"{name:30} {_ms(*plain_ms[:3]):>18} {_ms(*ours_ms[:3]):>18} {ms_plain / ms_ours:>7.1f}x  {'same' if same else 'DIFFERENT'}")
     return ok
 
 

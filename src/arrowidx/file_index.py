@@ -9,13 +9,16 @@ one reader per column when a predicate needs it) and answers Expressions with an
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._bytes import as_buffer
-from .errors import OptionError
+from .arrow_input import record_batches
+from .errors import ArrowIdxError, OptionError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
 from .options import ColumnIndexSpec, parse_index_options
@@ -23,17 +26,16 @@ from .predicate import bind, evaluate, is_exact
 from .result import REMAIN, SKIP, IndexResult
 from .types import column_keys, paimon_type
 
+
+class UnknownColumnError(ArrowIdxError, ValueError):
+    """A filter names a column that is not in the schema."""
+
+
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 
 
 def _batches(data: Data) -> tuple[pa.Schema | None, Iterable[pa.RecordBatch]]:
-    if isinstance(data, pa.Table):
-        return data.schema, data.to_batches()
-    if isinstance(data, pa.RecordBatch):
-        return data.schema, [data]
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, data
-    return None, data
+    return record_batches(data, "write_file_index")
 
 
 def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple[str, str], Any]:
@@ -55,8 +57,10 @@ def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple
 def write_file_index(data: Data, options: Mapping[str, object]) -> bytes:
     """Build the indexes ``options`` asks for over ``data`` and return the container bytes.
 
-    ``data`` is a ``pa.Table``, a ``pa.RecordBatch`` or an iterable of batches (streamed:
-    row numbers continue across batches). ``options`` uses Paimon's keys, e.g.
+    ``data`` is a ``pa.Table``, a ``pa.RecordBatch``, a ``pa.RecordBatchReader``, an iterable
+    of batches, or any object with ``__arrow_c_stream__``/``__arrow_c_array__`` (Polars,
+    pandas, DuckDB, ...; see :mod:`arrowidx.arrow_input`), streamed: row numbers continue
+    across batches. ``options`` uses Paimon's keys, e.g.
     ``{"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id",
     "file-index.bloom-filter.id.fpp": "0.01"}``.
     """
@@ -141,16 +145,63 @@ class FileIndex:
             self._readers[column] = readers
         return self._readers[column]
 
+    def __repr__(self) -> str:
+        columns = "; ".join(f"{c}: {'+'.join(t)}" for c, t in self.columns.items())
+        return f"FileIndex({self.source!r}, {sum(len(t) for t in self.columns.values())} index(es): {columns or 'none'})"
+
+    def _check_fields(self, expr) -> None:
+        """A ``pc.Expression`` naming a column the schema lacks is an error (pyarrow would
+        raise on the data too); a column that merely has no index answers REMAIN."""
+        if not isinstance(expr, pc.Expression):
+            return
+        from .predicate import _Call, _Field, parse
+
+        names: set[str] = set()
+
+        def walk(t) -> None:
+            if isinstance(t, _Field):
+                names.add(t.name)
+            elif isinstance(t, _Call):
+                for a in t.args:
+                    walk(a)
+
+        try:
+            walk(parse(expr))
+        except Exception:  # an Expression the parser does not know: binding decides (REMAIN)
+            return
+        for name in sorted(names):
+            if self.schema.get_field_index(name) < 0:
+                close = difflib.get_close_matches(name, self.schema.names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise UnknownColumnError(
+                    f"{self.source or 'FileIndex'}: the filter names column {name!r}, which is not in the"
+                    f" schema (columns: {', '.join(self.schema.names)}){hint}"
+                )
+
     def evaluate(self, expr) -> IndexResult:
         """REMAIN, SKIP or the bitmap of rows that may satisfy ``expr``.
 
         Every row ``pyarrow`` would select for ``expr`` is kept; parts of ``expr`` no index
-        can answer count as REMAIN.
+        can answer (a column without an index, an index type arrowidx does not know) count
+        as REMAIN. A column that is not in ``schema`` at all raises
+        :class:`UnknownColumnError`, as pyarrow does when filtering the data.
         """
         if expr is None:
             return REMAIN
+        self._check_fields(expr)
         node = bind(expr, self.schema)
         return evaluate(node, self.schema, self.readers).t
+
+    def answers_by_type(self, expr) -> dict[str, IndexResult]:
+        """``{index type: its answer alone}`` for the index types on the columns of ``expr``
+        (for explain: which index kept a file, and how)."""
+        node = bind(expr, self.schema)
+        types = sorted({t for c in node.columns() for t in self.columns.get(c, [])})
+        out = {}
+        for t in types:
+            only = lambda column, t=t: [r for r in self.readers(column) if getattr(r, "index_type", None) == t]  # noqa: E731
+            out[t] = evaluate(node, self.schema, only).t
+        return out
 
     def deciding_index_types(self, expr) -> list[str]:
         """The index types that on their own rule out every row for ``expr`` (for explain)."""

@@ -9,15 +9,22 @@ and the manifest is committed once at the end with one exclusive create, so a cr
 the previous version valid; when another writer commits first the build plans again against
 the new version. An incremental build re-indexes files whose content changed (fingerprint)
 and indexes that fail their checksum.
+
+Builds remember: the manifest stores the options, ``build(path)`` with no options rebuilds
+with them, new options are added to them, and an index is removed only on request
+(``drop=["column"]`` or ``"column:type"``, or ``replace=True``). A build that would change
+nothing commits nothing (the report says so and the version stays).
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import os
 import posixpath
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,8 +72,15 @@ class BuildReport:
     removed: list[str] = field(default_factory=list)
     index_bytes: int = 0
     seconds: float = 0.0
+    changed: bool = True  # False: nothing to do, no manifest version was written
+    options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
 
     def __str__(self) -> str:
+        if not self.changed:
+            return (
+                f"nothing changed: manifest v{self.version} at {self.root} already indexes all"
+                f" {len(self.unchanged)} file(s) with these options; nothing committed"
+            )
         return (
             f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
             f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
@@ -139,17 +153,29 @@ def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, st
 def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Mapping[str, str]) -> None:
     """A column to index must exist in at least one file (else it is surely a typo)."""
     wanted = {s.column for s in parse_index_options(options)}
+    seen: set[str] = set()
     for rel in rels:
         if not wanted:
             return
         with fs.open_input_file(join(root, rel)) as f:
-            wanted -= set(pq.read_schema(f).names)
+            names = set(pq.read_schema(f).names)
+        wanted -= names
+        seen |= names
     if wanted and rels:
-        raise OptionError(f"column(s) {', '.join(sorted(wanted))} to index are not a column of any data file")
+        hints = [f"{w!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(w, sorted(seen), n=1)) else repr(w) for w in sorted(wanted)]
+        raise OptionError(f"column(s) {', '.join(hints)} to index are not a column of any data file (columns: {', '.join(sorted(seen))})")
 
 
-def _progress(total: int, enabled: bool, what: str) -> Callable[[], None]:
-    if not enabled or total == 0:
+def show_progress(progress: bool | None) -> bool:
+    """``progress=None`` (the default everywhere): a bar only when stderr is a terminal."""
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        return bool(isatty and isatty())
+    return bool(progress)
+
+
+def _progress(total: int, enabled: bool | None, what: str) -> Callable[[], None]:
+    if not show_progress(enabled) or total == 0:
         return lambda: None
     try:
         from tqdm import tqdm
@@ -182,21 +208,67 @@ class BuildPlan:
     repaired: list[str] = field(default_factory=list)  # unchanged files whose index failed its checksum
 
 
-def plan_build(source: Any, options: Mapping[str, object], *, filesystem: pafs.FileSystem | None = None,
-               incremental: bool = True, on_stale_deletions: str = "raise") -> BuildPlan:  # fmt: skip
+def _columns_value(value: str) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *, replace: bool = False,
+                  drop: Iterable[str] = ()) -> dict[str, str]:  # fmt: skip
+    """The options a build uses: ``stored`` plus ``new`` (column lists are united, other keys
+    overridden), minus the ``drop`` entries (``"column"`` or ``"column:type"``); with
+    ``replace=True`` only ``new``."""
+    out = {} if replace else dict(stored)
+    for key, value in (new or {}).items():
+        key, value = str(key), str(value)
+        if key.endswith(".columns") and key in out:
+            value = ",".join(dict.fromkeys(_columns_value(out[key]) + _columns_value(value)))
+        out[key] = value
+    for item in drop:
+        column, _, index_type = str(item).partition(":")
+        column, index_type = column.strip(), index_type.strip()
+        found = False
+        for key in [k for k in out if k.endswith(".columns")]:
+            kind = key[len("file-index.") : -len(".columns")]
+            if index_type and kind != index_type:
+                continue
+            columns = _columns_value(out[key])
+            if column in columns:
+                found = True
+                columns.remove(column)
+                if columns:
+                    out[key] = ",".join(columns)
+                else:
+                    del out[key]
+                for k in [k for k in out if k.startswith(f"file-index.{kind}.{column}.")]:
+                    del out[k]
+        if not found:
+            indexed = sorted(f"{c}:{k[len('file-index.') : -len('.columns')]}" for k, v in out.items() if k.endswith(".columns") for c in _columns_value(v))
+            raise OptionError(f"drop {item!r}: no such index; indexed are {', '.join(indexed) or 'none'}")
+    return out
+
+
+def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
+               incremental: bool = True, replace: bool = False, drop: Iterable[str] = (),
+               on_stale_deletions: str = "raise") -> BuildPlan:  # fmt: skip
     """Check the options and list the files to (re)index: new, changed (by content), with an
     index failing its checksum, or all if the options changed.
 
+    ``options`` are added to the ones stored in the manifest (see :func:`merge_options`).
     A changed file with deletions raises :class:`StaleDeletionError` unless
     ``on_stale_deletions="read-full"`` (then it is re-indexed and its deletions forgotten).
     """
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
-    options = {str(k): str(v) for k, v in options.items()}
-    parse_index_options(options)  # fail on bad options before touching anything
-    threshold = in_manifest_threshold(options)
     fs, root, explicit = resolve(source, filesystem)
     manifest = load_manifest(fs, root)
+    options = merge_options(manifest.options, options, replace=replace, drop=drop)
+    if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
+        raise OptionError(
+            "nothing to index: give index options, e.g. {'file-index.bitmap.columns': 'status'}"
+            " (CLI: --bitmap, --bloom-filter, --range-bitmap or --bsi COLUMNS)"
+        )
+    parse_index_options(options)  # fail on bad options before touching anything
+    threshold = in_manifest_threshold(options)
     paths = explicit if explicit is not None else discover(fs, root)
     rels = [posixpath.relpath(p, root) for p in paths]
     infos = file_infos(fs, root, rels)
@@ -232,7 +304,12 @@ def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
 def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit once."""
     manifest = plan.manifest
-    report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed)
+    report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
+                         options=dict(plan.options))  # fmt: skip
+    if not built and not plan.removed and manifest.options == plan.options and plan.base_version > 0:
+        report.changed = False
+        report.seconds = time.perf_counter() - plan.started
+        return report
     files = {rel: manifest.files[rel] for rel in plan.unchanged}
     for entry in built:
         old = manifest.files.get(entry.path)
@@ -257,28 +334,39 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
 
 def build(
     source: Any,
-    options: Mapping[str, object],
+    options: Mapping[str, object] | None = None,
     *,
     filesystem: pafs.FileSystem | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     incremental: bool = True,
     threads: int | None = None,
+    replace: bool = False,
+    drop: Iterable[str] = (),
     on_stale_deletions: str = "raise",
 ) -> BuildReport:
-    """Index every data file of ``source`` (a directory, a list of files or a ``pyarrow.dataset``).
+    """Index every data file of ``source`` (a directory, a ``.parquet`` file, a list of files,
+    a URI or a ``pyarrow.dataset``).
 
     ``options`` are Paimon's keys (``file-index.<type>.columns``, per-column keys, and
-    ``file-index.in-manifest-threshold``). Incremental by default: a file whose size,
-    modification time and options are unchanged keeps its index; files that disappeared
-    leave the manifest.
+    ``file-index.in-manifest-threshold``), added to the options the dataset was built with
+    before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
+    ``replace=True`` uses ``options`` alone. Incremental by default: a file whose content
+    (fingerprint) and options are unchanged keeps its index, unless the index fails its
+    checksum; files that disappeared leave the manifest; a build that changes nothing
+    commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
+    when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
+    after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
+    When another writer commits first, the build plans again on top of it (bounded retries).
     """
+    drop = tuple(drop)  # read again on every retry
     return with_commit_retries(lambda: _build_once(source, options, filesystem, progress, incremental, threads,
-                                                   on_stale_deletions))  # fmt: skip
+                                                   replace, drop, on_stale_deletions))  # fmt: skip
 
 
-def _build_once(source, options, filesystem, progress, incremental, threads, on_stale_deletions) -> BuildReport:
+def _build_once(source, options, filesystem, progress, incremental, threads, replace, drop, on_stale_deletions) -> BuildReport:
     """One plan, index, commit round (repeated by :func:`build` when another writer commits first)."""
-    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, on_stale_deletions=on_stale_deletions)
+    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
+                      on_stale_deletions=on_stale_deletions)  # fmt: skip
     tick = _progress(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,8 +57,15 @@ class DeleteReport:
     files_changed: list[str] = field(default_factory=list)
     files_skipped_by_index: int = 0
     seconds: float = 0.0
+    rows_by_file: dict[str, int] = field(default_factory=dict)  # newly deleted rows per changed file
+    dry_run: bool = False  # counted only, nothing committed (dry_run=True or confirm said no)
 
     def __str__(self) -> str:
+        if self.dry_run:
+            return (
+                f"would delete {self.rows_deleted:,} row(s) in {len(self.rows_by_file)} file(s) at {self.root}"
+                f" ({self.files_skipped_by_index} file(s) ruled out by indexes); nothing written"
+            )
         return (
             f"manifest v{self.version} at {self.root}: deleted {self.rows_deleted:,} row(s) in"
             f" {len(self.files_changed)} file(s) ({self.files_skipped_by_index} file(s) ruled out by"
@@ -72,19 +79,36 @@ def delete(
     *,
     filesystem: pafs.FileSystem | None = None,
     options: Mapping[str, object] | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
+    dry_run: bool = False,
+    confirm: Callable[[DeleteReport], bool] | None = None,
     on_stale_deletions: str = "raise",
 ) -> DeleteReport:
     """Delete the rows matching the Expression ``where`` from every file of ``source``.
+
+    The report counts the newly deleted rows in total (``rows_deleted``) and per file
+    (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
+    before anything is written; returning False turns the call into a dry run.
 
     ``options["deletion-vectors.bitmap64"]`` (``"true"``/``"false"``) picks 64-bit vectors
     (Iceberg-compatible) or Paimon's default 32-bit ones for newly written vectors.
     """
     check_stale_option(on_stale_deletions)
-    return with_commit_retries(lambda: _delete_once(source, where, filesystem, options, progress, on_stale_deletions))
+    if confirm is not None:  # asked once: a retry after another writer committed does not ask again
+        asked = confirm
+        answers: list[bool] = []
+
+        def confirm(report: DeleteReport) -> bool:
+            if not answers:
+                answers.append(bool(asked(report)))
+            return answers[0]
+
+    return with_commit_retries(
+        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions)
+    )
 
 
-def _delete_once(source, where, filesystem, options, progress, on_stale_deletions) -> DeleteReport:
+def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions) -> DeleteReport:
     """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
     options = {str(k): str(v) for k, v in (options or {}).items()}
@@ -136,8 +160,13 @@ def _delete_once(source, where, filesystem, options, progress, on_stale_deletion
         if vector.cardinality == before:
             continue
         report.rows_deleted += vector.cardinality - before
+        report.rows_by_file[rel] = vector.cardinality - before
         changed[rel] = vector
         del entry
+    if dry_run or (changed and confirm is not None and not confirm(report)):
+        report.dry_run = True
+        report.seconds = time.perf_counter() - start
+        return report
     if changed:
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():

@@ -78,11 +78,15 @@ T = TypeVar("T")
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:
-    """``(filesystem, root, explicit files or None)`` for a path, a list of paths or a Dataset.
+    """``(filesystem, root, explicit files or None)`` for a path, a ``.parquet`` file, a list
+    of paths or a Dataset (``filesystem``: pyarrow or fsspec).
 
     For a ``pyarrow.dataset.FileSystemDataset`` the root is the common directory of its
     files; for a list, the common directory of the paths.
     """
+    from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
+
+    filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
         filesystem = filesystem or source.filesystem
@@ -102,6 +106,8 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[paf
     path = os.fspath(source)
     if filesystem is None:
         filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
+    if path.endswith(".parquet") and filesystem.get_file_info(path).type == pafs.FileType.File:
+        return filesystem, posixpath.dirname(path), [path]  # one data file: its folder, that file only
     return filesystem, path.rstrip("/") or "/", None
 
 

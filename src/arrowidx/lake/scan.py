@@ -1,18 +1,31 @@
-"""Reading an indexed Parquet dataset: prune files and row groups with the indexes, then
-apply row masks, deletion vectors and the full filter.
+"""The scan core: read an indexed Parquet dataset on pyarrow's own pruning, with the indexes
+on top, and late materialisation. Every adapter (pyarrow, Polars, Spark) reads through it.
 
-Per data file (in path order, like ``pyarrow.dataset``):
+Plan, per data file (in path order, like ``pyarrow.dataset``):
 
 1. A file whose content changed since it was indexed is *stale*: its index is ignored and
-   the file is read in full (if rows were deleted from it: ``StaleDeletionError``).
+   the file is read as ``pyarrow.dataset`` reads it (if rows were deleted from it,
+   ``StaleDeletionError``, unless ``on_stale_deletions="read-full"``).
 2. Otherwise its container answers the filter: SKIP means the file is never opened; a
-   bitmap means only the row groups holding selected rows are read (row-group row ranges
-   come from the Parquet footer), then the rows outside the bitmap are dropped.
-3. Deleted positions are dropped, and the complete filter is applied to what is left
-   (bloom filters are inexact and an index may not answer every part of a filter).
+   bitmap keeps only the row groups holding selected rows.
+3. The row groups left are intersected with those that survive Parquet row-group
+   statistics and the file's partition expression, evaluated by pyarrow itself
+   (``ParquetFileFragment.subset(filter=..., schema=...)``).
 
-So the result equals ``pyarrow.dataset.dataset(root).to_table(filter=, columns=)`` minus
-deleted rows, row for row.
+Read:
+
+* When the indexes prune nothing and nothing is deleted, the whole scan is handed to
+  ``pyarrow.dataset`` (one scanner over the planned fragments), so it costs what pyarrow
+  costs.
+* Otherwise each surviving file is read with *late materialisation*: the predicate columns
+  of the surviving row groups first; the exact row mask (index bitmap AND not deleted AND
+  the full filter, :func:`expression_mask`); then the other projected columns only of the
+  row groups that still hold rows, keeping only those rows.
+
+Reads go through ``pyarrow.dataset.Scanner.from_fragment`` with the dataset schema, so
+partition columns (Hive layouts), columns missing from a file (NULL) and type
+unification behave exactly as in ``pyarrow.dataset``. The result equals
+``pyarrow.dataset.dataset(...).to_table(filter=, columns=)`` minus deleted rows.
 """
 
 from __future__ import annotations
@@ -26,17 +39,20 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..predicate import bind, is_exact
-from ..result import REMAIN, IndexResult
+from ..result import REMAIN, IndexResult, bitmap_to_mask
 from .footer import Footer, read_footer
 from .layout import (
+    META_DIR,
     FileEntry,
     Manifest,
     check_stale_option,
@@ -50,9 +66,16 @@ from .layout import (
     resolve,
 )
 
+#: Footers and index files of a cold dataset are read on this many threads.
+IO_THREADS = 8
+
 
 def expression_mask(table: pa.Table, expr) -> np.ndarray:
-    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected)."""
+    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
+
+    The one re-filter of the scan core: every row the indexes keep passes through here,
+    evaluated with ``pyarrow.dataset`` filter semantics.
+    """
     if expr is None:
         return np.ones(table.num_rows, dtype=bool)
     column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
@@ -64,11 +87,11 @@ def expression_mask(table: pa.Table, expr) -> np.ndarray:
 
 @dataclass
 class FilePlan:
-    """What the indexes decided for one data file."""
+    """What the indexes and Parquet's own pruning decided for one data file."""
 
     path: str  # relative to the dataset root
     rows: int
-    status: str  # skipped | bitmap | remain | stale | no index | fallback
+    status: str  # skipped | bitmap | remain | stale | no index | fallback | pruned
     result: IndexResult = field(default_factory=lambda: REMAIN)
     index_types: list[str] = field(default_factory=list)
     row_groups: list[int] = field(default_factory=list)
@@ -78,10 +101,18 @@ class FilePlan:
     note: str = ""
     row_group_offsets: np.ndarray | None = None
     exact: bool = False  # the bitmap is exactly the matching rows: no need to filter again
+    pruned_by_statistics: int = 0  # row groups the index kept that statistics/partitions ruled out
+    why: str = ""  # explain(): which index decided, and why a kept file was kept
 
     @property
     def skipped(self) -> bool:
+        """The indexes ruled the whole file out."""
         return self.status == "skipped"
+
+    @property
+    def read(self) -> bool:
+        """Some row group of the file is to be read."""
+        return bool(self.row_groups)
 
 
 @dataclass
@@ -93,7 +124,13 @@ class Explain:
 
     @property
     def files_skipped(self) -> int:
+        """Files the indexes ruled out."""
         return sum(p.skipped for p in self.files)
+
+    @property
+    def files_pruned(self) -> int:
+        """Files the indexes kept that row-group statistics or partitions ruled out."""
+        return sum(p.status == "pruned" for p in self.files)
 
     @property
     def rows_total(self) -> int:
@@ -104,14 +141,16 @@ class Explain:
         """Rows in the row groups that will be read."""
         total = 0
         for p in self.files:
-            if p.skipped:
-                continue
             if p.row_group_offsets is None:
-                total += p.rows
+                total += 0 if p.skipped else p.rows
             else:
                 offs = p.row_group_offsets
                 total += int(sum(offs[g + 1] - offs[g] for g in p.row_groups))
         return total
+
+    @property
+    def rows_deleted(self) -> int:
+        return sum(p.deleted for p in self.files)
 
     def to_dict(self) -> dict:
         return {
@@ -120,29 +159,78 @@ class Explain:
                 {
                     "path": p.path, "status": p.status, "index_types": p.index_types, "rows": p.rows,
                     "rows_selected": p.rows_selected, "row_groups_read": len(p.row_groups),
-                    "row_groups_total": p.row_groups_total, "deleted": p.deleted, "note": p.note,
+                    "row_groups_total": p.row_groups_total, "row_groups_pruned_by_statistics": p.pruned_by_statistics,
+                    "deleted": p.deleted, "note": p.note, "why": p.why,
                 }  # fmt: skip
                 for p in self.files
             ],
             "files_total": len(self.files),
             "files_skipped": self.files_skipped,
+            "files_pruned": self.files_pruned,
             "rows_total": self.rows_total,
             "rows_read": self.rows_read,
+            "rows_deleted": self.rows_deleted,
         }
 
     def __str__(self) -> str:
         lines = [f"filter: {self.filter}"]
-        lines.append(f"{'file':32} {'decision':10} {'by':26} {'rows':>10} {'selected':>10} {'row groups':>11} {'deleted':>8}")
-        for p in self.files:
+        lines.append(f"{'file':32} {'decision':8} {'rows':>10} {'selected':>10} {'row groups':>10} {'deleted':>8}  why")
+        shown, similar = None, 0
+        for i, p in enumerate(self.files):
+            key = (p.status, p.why)
+            if key == shown and i < len(self.files) - 1:  # fold runs of files decided alike
+                similar += 1
+                continue
+            if similar:
+                lines.append(f"  ... {similar} more file(s) decided the same way")
+                similar = 0
+            shown = key
             selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
             groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
-            by = ",".join(p.index_types) or p.note
-            lines.append(f"{p.path[-32:]:32} {p.status:10} {by[:26]:26} {p.rows:>10,} {selected:>10} {groups:>11} {p.deleted:>8,}")
+            why = p.why or ",".join(p.index_types) or p.note
+            lines.append(f"{p.path[-32:]:32} {p.status:8} {p.rows:>10,} {selected:>10} {groups:>10} {p.deleted:>8,}  {why}")
         lines.append(
-            f"total: {len(self.files)} files, {self.files_skipped} skipped; rows read {self.rows_read:,}"
-            f" of {self.rows_total:,}"
+            f"total: {len(self.files)} file(s), {self.files_skipped} skipped by the indexes, {self.files_pruned} by"
+            f" statistics/partitions; rows read {self.rows_read:,} of {self.rows_total:,};"
+            f" {self.rows_deleted:,} deleted row(s) in these files"
         )
         return "\n".join(lines)
+
+
+def describe_answer(index_type: str, answer: IndexResult, expr) -> str:
+    """One index type's answer in words, e.g. ``bloom filter: value may be present``."""
+    name = index_type.replace("-", " ")
+    if not answer.remain:
+        return f"{name}: no row can match"
+    if answer.kind == "bitmap":
+        return f"{name}: {len(answer.bitmap):,} row(s) may match"
+    if index_type == "bloom-filter":
+        text = str(expr)
+        return f"{name}: value may be present" if ("==" in text or "is_in" in text) else f"{name}: answers only = and IN"
+    return f"{name}: cannot answer this filter"
+
+
+def _why(plan: FilePlan, index: FileIndex | None, expr, schema: pa.Schema) -> str:
+    """Why one file was skipped or kept, in words (which index answered what)."""
+    if plan.status in ("stale", "no index", "fallback"):
+        return f"{plan.status}: {plan.note}" if plan.note else "no index: read in full"
+    if expr is None:
+        return "no filter"
+    if index is None:
+        return "no index"
+    try:
+        answers = index.answers_by_type(expr)
+    except ArrowIdxError:
+        return ",".join(plan.index_types)
+    parts = [describe_answer(t, answer, expr) for t, answer in answers.items()]
+    if plan.skipped and plan.index_types:
+        parts = [f"ruled out by {', '.join(plan.index_types)}"] + [p for p in parts if "no row" not in p]
+    unindexed = sorted(_expression_fields(expr, schema) - set(index.columns))
+    if unindexed:
+        parts.append(f"no index on {', '.join(unindexed)}")
+    if plan.pruned_by_statistics:
+        parts.append(f"{plan.pruned_by_statistics} row group(s) ruled out by Parquet statistics/partition")
+    return "; ".join(parts) or "no index on the filter's columns"
 
 
 class IndexedDataset:
@@ -155,10 +243,23 @@ class IndexedDataset:
     ``on_stale_deletions``: ``"raise"`` (default) raises ``StaleDeletionError`` for a data
     file whose content changed after rows were deleted from it; ``"read-full"`` reads it in
     full as it is now (its deleted rows come back).
+
+    ``source``: the ``pyarrow.dataset.FileSystemDataset`` it was opened from, if any; its
+    files, schema, format and partitioning are used as they are (so partition columns of a
+    Hive layout are columns here too). Without one, the dataset is what
+    ``pyarrow.dataset.dataset(root, format="parquet")`` would find.
     """
 
-    def __init__(self, filesystem: pafs.FileSystem, root: str, *, on_corrupt: str = "raise", threads: int = 2,
-                 on_stale_deletions: str = "raise"):  # fmt: skip
+    def __init__(
+        self,
+        filesystem: pafs.FileSystem,
+        root: str,
+        *,
+        on_corrupt: str = "raise",
+        threads: int = 2,
+        source: ds.FileSystemDataset | None = None,
+        on_stale_deletions: str = "raise",
+    ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
@@ -166,16 +267,27 @@ class IndexedDataset:
         self.root = root
         self.on_corrupt = on_corrupt
         self.threads = threads
+        self.source = source
+        self.format = source.format if source is not None else ds.ParquetFileFormat()
+        self._partitions: dict[str, pc.Expression] = {}
+        if source is not None:
+            for fragment in source.get_fragments():
+                self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
         self.manifest: Manifest = load_manifest(filesystem, root)
         self._files = self._discover()
         self._lock = threading.Lock()
         self._indexes: dict[tuple, FileIndex] = {}
-        self._footers: dict[tuple, pq.FileMetaData] = {}
+        self._footers: dict[tuple, Footer] = {}
+        self._fragments: dict[tuple, ds.ParquetFileFragment] = {}
         self._deletions: dict[tuple, DeletionVector] = {}
         self._deletion_files: dict[str, bytes] = {}
         self._infos: dict[str, pafs.FileInfo] = {}
-        self._schema: pa.Schema | None = None
-        self._warm = False
+        self._schema: pa.Schema | None = source.schema if source is not None else None
+        self._warm: set[tuple] = set()
+        self._offsets: dict[tuple, np.ndarray] = {}
+        self._indexed: tuple[tuple, set[str]] = ((), set())
+        self._handover_dataset: tuple[tuple, Any] = ((), None)
+        self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -184,10 +296,17 @@ class IndexedDataset:
 
         Like ``pyarrow.dataset.dataset(root)``: every Parquet file under the root, whether
         the manifest knows it or not (files added after the last build are read in full).
+        A dataset opened from a ``pyarrow.dataset.Dataset`` has that dataset's files.
         """
         return self._files
 
+    _only: list[str] | None = None  # set by dataset() for an explicit list of files
+
     def _discover(self) -> list[str]:
+        if self.source is not None:
+            return list(self._partitions)
+        if self._only is not None:
+            return list(self._only)
         return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
@@ -195,18 +314,19 @@ class IndexedDataset:
         self.manifest = load_manifest(self.fs, self.root)
         self._files = self._discover()
         self._infos = {}
-        self._warm = False
 
     def _info(self, rel: str) -> pafs.FileInfo:
         if rel not in self._infos:
             self._infos.update(file_infos(self.fs, self.root, self.files))
+            if rel not in self._infos:
+                self._infos.update(file_infos(self.fs, self.root, [rel]))
         return self._infos[rel]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         if entry is None:
             return False
-        return entry_is_fresh(entry, self._info(entry.path), self.read_footer(entry.path),
-                              on_stale_deletions=self.on_stale_deletions)  # fmt: skip
+        footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
+        return entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -215,19 +335,89 @@ class IndexedDataset:
     def read_footer(self, rel: str) -> Footer:
         """The data file's footer and fingerprint, read once per file identity."""
         key = self._key(rel)
-        if key not in self._footers:
-            self._footers[key] = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
-        return self._footers[key]
+        footer = self._footers.get(key)
+        if footer is None:
+            footer = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
+            with self._lock:
+                self._footers[key] = footer
+        return footer
+
+    def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
+        """pyarrow's fragment of one data file (its partition expression, footer loaded),
+        created once per file identity. ``dictionary``: one that reads the dataset's
+        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_format`)."""
+        key = (*self._key(rel), dictionary)
+        fragment = self._fragments.get(key)
+        if fragment is None:
+            fmt = self._dictionary_format()[0] if dictionary else self.format
+            fragment = fmt.make_fragment(
+                join(self.root, rel), self.fs, partition_expression=self._partitions.get(rel, pc.scalar(True))
+            )
+            try:
+                fragment.ensure_complete_metadata()
+            except (OSError, pa.ArrowException) as e:
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
+            with self._lock:
+                self._fragments[key] = fragment
+        return fragment
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        return self.read_footer(rel).metadata
+        return self.fragment(rel).metadata
+
+    def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
+        """A format reading the string columns the first file stores dictionary-encoded as
+        dictionaries, and those columns. Rows a mask drops are then never decoded to
+        strings: only the kept rows are (a cast after the mask)."""
+        if self._dict_format is None:
+            names: set[str] = set()
+            if self.files:
+                footer = self.footer(self.files[0])
+                arrow = footer.schema.to_arrow_schema()
+                if footer.num_row_groups and footer.num_columns == len(arrow):
+                    group = footer.row_group(0)
+                    names = {
+                        f.name for i, f in enumerate(arrow)
+                        if pa.types.is_string(f.type) and group.column(i).has_dictionary_page
+                        and self.schema.get_field_index(f.name) >= 0 and pa.types.is_string(self.schema.field(f.name).type)
+                    }  # fmt: skip
+            options = ds.ParquetReadOptions(dictionary_columns=sorted(names)) if names else None
+            fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=self.format.default_fragment_scan_options) if names else self.format
+            self._dict_format = (fmt, names)
+        return self._dict_format
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
 
+    def _warm_up(self, files: list[str]) -> None:
+        """Load footers, fragments, indexes and deletion vectors of files not seen yet, in parallel."""
+        cold = [rel for rel in files if self._key(rel) not in self._warm]
+        if not cold:
+            return
+
+        def load(rel: str) -> None:
+            entry = self.manifest.files.get(rel)
+            self.fragment(rel)
+            if entry is not None and self._fresh(entry):
+                if entry.index is not None:
+                    try:
+                        self.file_index(entry)
+                    except ArrowIdxError:
+                        pass  # plan_file meets (and reports) it
+                if entry.deletion is not None:
+                    self.deletion_vector(rel)
+            with self._lock:
+                self._warm.add(self._key(rel))
+
+        if len(cold) == 1:
+            load(cold[0])
+            return
+        with ThreadPoolExecutor(max_workers=min(IO_THREADS, len(cold))) as pool:
+            list(pool.map(load, cold))
+
     @property
     def schema(self) -> pa.Schema:
-        """The dataset schema, as pyarrow.dataset infers it from the first file."""
+        """The dataset schema, as pyarrow.dataset infers it (from the first file, plus the
+        partition fields of a source dataset)."""
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
@@ -235,7 +425,13 @@ class IndexedDataset:
         return self._schema
 
     def bind_columns(self, expr) -> set[str]:
-        return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
+        """The dataset columns ``expr`` reads."""
+        if expr is None:
+            return set()
+        try:
+            return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
+        except Exception:  # noqa: BLE001 - an expression we cannot read: read every column
+            return set(self.schema.names)
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
@@ -271,11 +467,18 @@ class IndexedDataset:
         return cached
 
     # -- planning --------------------------------------------------------------------------------
-    def plan_file(self, rel: str, expr, bound: dict | None = None) -> FilePlan:
-        """Ask one file's index about ``expr``; decide which row groups to read.
+    def plan_file(self, rel: str, expr, bound: dict | None = None, *, statistics: bool | pc.Expression = True) -> FilePlan:
+        """Ask one file's index about ``expr``, then Parquet's own pruning (row-group
+        statistics, partition expression): which row groups to read.
+
+        ``statistics``: True prunes with ``expr`` itself, an Expression prunes with that one
+        (it must select, under pyarrow's semantics, every row the read will return: an
+        adapter whose ``expr`` is a superset only under the indexes' semantics passes its
+        exact filter here), False not at all.
 
         ``bound`` caches ``expr`` bound per index schema across the files of one plan, so
-        the Expression is parsed once per query rather than once per file.
+        the Expression is parsed once per query rather than once per file. ``expr`` may
+        also be an already bound predicate node (then only the indexes prune).
         """
         entry = self.manifest.files.get(rel)
         plan = FilePlan(rel, entry.rows if entry else 0, "remain")
@@ -299,7 +502,7 @@ class IndexedDataset:
                         node = bound[entry.index.schema] = bind(expr, index.schema)
                     plan.result = index.evaluate(node)
                     plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
-                    plan.exact = plan.result.kind == "bitmap" and is_exact(node, index.schema, index.readers)
+                    plan.exact = plan.result.kind == "bitmap" and plan.result.remain and is_exact(node, index.schema, index.readers)
             except ArrowIdxError:
                 if self.on_corrupt == "raise":
                     raise
@@ -313,119 +516,326 @@ class IndexedDataset:
             plan.rows_selected = len(plan.result.bitmap)
         dv = self.deletion_vector(rel)
         plan.deleted = dv.cardinality if dv is not None else 0
-        footer = self.footer(rel)
-        counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        offsets = self.row_group_offsets(rel)
+        counts = np.diff(offsets)
         plan.row_group_offsets = offsets
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
-            bitmap = plan.result.bitmap
             # rank(x) = number of selected rows <= x: a row group holds selected rows iff
             # the rank at its last row exceeds the rank just before its first row.
+            bitmap = plan.result.bitmap
             plan.row_groups = [
                 g for g in range(len(counts))
                 if counts[g] and bitmap.rank(int(offsets[g + 1]) - 1) > (bitmap.rank(int(offsets[g]) - 1) if offsets[g] else 0)
             ]  # fmt: skip  (per row group)
             if not plan.row_groups:
                 plan.status = "skipped"
+                return plan
         else:
             plan.row_groups = [g for g in range(len(counts)) if counts[g]]
+        by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
+        self.prune_with_statistics(plan, by)
         return plan
 
-    def plan(self, expr) -> list[FilePlan]:
+    def prune_with_statistics(self, plan: FilePlan, expr) -> None:
+        """Drop from ``plan`` the row groups Parquet statistics and the partition rule out for ``expr``."""
+        if not isinstance(expr, pc.Expression) or not plan.row_groups:
+            return
+        before = len(plan.row_groups)
+        plan.row_groups = self._statistics_groups(plan.path, expr, plan.row_groups)
+        plan.pruned_by_statistics += before - len(plan.row_groups)
+        if not plan.row_groups:
+            plan.status, plan.note = "pruned", "row-group statistics / partition"
+
+    def row_group_offsets(self, rel: str) -> np.ndarray:
+        """First row of each row group, and the row count at the end (cached per file identity)."""
+        key = self._key(rel)
+        offsets = self._offsets.get(key)
+        if offsets is None:
+            footer = self.footer(rel)
+            counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+            offsets = self._offsets[key] = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return offsets
+
+    def indexed_columns(self) -> set[str]:
+        """Every column some file's index covers, in the current manifest."""
+        key = (self.manifest.version, len(self.manifest.files))
+        if self._indexed[0] != key:
+            schemas = {e.index.schema: e.index for e in self.manifest.files.values() if e.index is not None}
+            self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
+        return self._indexed[1]
+
+    def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
+        """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
+        fragment = self.fragment(rel)
+        try:
+            if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
+                fragment = fragment.subset(row_group_ids=groups)
+            kept = fragment.subset(filter=expr, schema=self.schema).row_groups
+        except (pa.ArrowException, TypeError, ValueError):
+            return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
+        ids = {rg.id for rg in kept}
+        return [g for g in groups if g in ids]
+
+    def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
 
-        The first plan loads index files on a thread pool; once they are cached, planning
-        runs inline (a pool costs more than evaluating warm indexes).
+        Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
+        first (once per file identity); planning itself then runs inline.
         """
         self._infos = {}
+        self._warm_up(self.files)
         bound: dict = {}
-        if self._warm:
-            return [self.plan_file(rel, expr, bound) for rel in self.files]
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            plans = list(pool.map(lambda rel: self.plan_file(rel, expr, bound), self.files))
-        self._warm = expr is not None
-        return plans
+        return [self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
-            if plan.skipped and plan.index_types and entry is not None:
-                index = self.file_index(entry)
-                if index is not None:
-                    plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            index = self.file_index(entry) if entry is not None and plan.status in ("skipped", "bitmap", "remain", "pruned") else None
+            if plan.skipped and plan.index_types and index is not None:
+                plan.index_types = index.deciding_index_types(filter) or plan.index_types
+            if plan.skipped:  # skipped files still report their deleted rows
+                dv = self.deletion_vector(plan.path)
+                plan.deleted = dv.cardinality if dv is not None else 0
+            plan.why = _why(plan, index, filter, self.schema)
         return Explain(" ".join(str(filter).split()), plans)
 
+    def __repr__(self) -> str:
+        indexed = sum(1 for rel in self.files if rel in self.manifest.files)
+        options = ", ".join(f"{k[len('file-index.'):-len('.columns')]}: {v}" for k, v in sorted(self.manifest.options.items()) if k.endswith(".columns"))
+        return (
+            f"IndexedDataset({self.root!r}, manifest v{self.manifest.version}, {len(self.files)} file(s),"
+            f" {indexed} in the manifest, indexes: {options or 'none'})"
+        )
+
     # -- reading ---------------------------------------------------------------------------------
+    def _scan(self, rel: str, groups: list[int], columns: list[str], filter=None) -> pa.Table:
+        """``columns`` of row groups ``groups`` of one file, read by pyarrow with the dataset
+        schema (partition columns filled, missing columns NULL), optionally filtered."""
+        fragment = self.fragment(rel).subset(row_group_ids=groups)
+        scanner = ds.Scanner.from_fragment(fragment, schema=self.schema, columns=columns, filter=filter)
+        return scanner.to_table()
+
+    def _position_mask(self, plan: FilePlan, groups: list[int], apply_deletions: bool = True) -> np.ndarray | None:
+        """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
+        offsets = plan.row_group_offsets
+        keep = None
+        if plan.result.kind == "bitmap":
+            keep = _bitmap_mask(plan.result.bitmap, offsets, groups)
+        if apply_deletions and plan.deleted:
+            dv = self.deletion_vector(plan.path)
+            if dv is not None and dv.cardinality:
+                alive = np.concatenate(
+                    [dv.keep_mask(int(offsets[g]), int(offsets[g + 1] - offsets[g])).to_numpy(zero_copy_only=False) for g in groups]
+                )
+                keep = alive if keep is None else keep & alive
+        return keep
+
     def read_rows(
         self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
     ) -> tuple[pa.Table, np.ndarray | None] | None:
-        """The rows of one file that its index kept (and deletions did not drop).
-
-        Returns ``(table, file row numbers or None)``, or None if nothing is left to read.
-        Dictionary-encoded string columns are read as dictionaries and decoded only for the
-        rows that survive the masks.
-        """
-        if plan.skipped or not plan.row_groups:
+        """The rows of one file that its index kept (and deletions did not drop), without
+        applying the filter. Returns ``(table, file row numbers or None)``, or None."""
+        if not plan.row_groups:
             return None
-        footer = self.footer(plan.path)
-        schema = footer.schema.to_arrow_schema()
-        wanted = schema.names if columns is None else columns
-        as_dictionary = [c for c in wanted if _dictionary_strings(footer, schema, c, plan.row_groups)]
-        with self.fs.open_input_file(join(self.root, plan.path)) as f:
-            parquet = pq.ParquetFile(f, metadata=footer, read_dictionary=as_dictionary or None)
-            table = parquet.read_row_groups(plan.row_groups, columns=columns, use_threads=True)
-        offsets = plan.row_group_offsets
-        ranges = [(int(offsets[g]), int(offsets[g + 1])) for g in plan.row_groups]
-        keep = None
-        if plan.result.kind == "bitmap":
-            full = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-            keep = full[ranges[0][0] : ranges[0][1]] if len(ranges) == 1 else np.concatenate([full[a:b] for a, b in ranges])
-        if apply_deletions:
-            dv = self.deletion_vector(plan.path)
-            if dv is not None and dv.cardinality:
-                alive = np.concatenate([dv.keep_mask(a, b - a).to_numpy(zero_copy_only=False) for a, b in ranges])
-                keep = alive if keep is None else keep & alive
+        groups = plan.row_groups
+        table = self._scan(plan.path, groups, list(self.schema.names) if columns is None else list(columns))
+        keep = self._position_mask(plan, groups, apply_deletions)
         numbers = None
         if row_numbers:
-            numbers = np.concatenate([np.arange(a, b, dtype=np.uint64) for a, b in ranges])
+            offsets = plan.row_group_offsets
+            numbers = np.concatenate([np.arange(offsets[g], offsets[g + 1], dtype=np.uint64) for g in groups])
         if keep is not None and not keep.all():
             table = table.filter(pa.array(keep))
             numbers = numbers[keep] if numbers is not None else None
-        if as_dictionary:
-            table = table.cast(pa.schema([schema.field(n) for n in table.column_names]))
         return table, numbers
 
     def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
         """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
-        needed = None
-        if columns is not None:
-            needed = list(dict.fromkeys(list(columns) + sorted(self.bind_columns(expr)))) if expr is not None else list(columns)
-        read = self.read_rows(plan, needed)
-        if read is None:
-            return None
-        table = read[0]
-        if expr is not None and not plan.exact:
-            table = table.filter(expr)
-        return table.select(columns) if columns is not None else table
+        tables = [t for t in self.read_plans([plan], expr, columns) if t is not None]
+        return tables[0] if tables else None
+
+    def read_plans(self, plans: list[FilePlan], expr, columns: list[str] | None) -> Iterator[pa.Table | None]:
+        """Per planned file (in order), its rows matching ``expr`` minus deleted rows (or None).
+
+        Late materialisation: for files whose index answer is not already exact, the
+        predicate columns of the kept row groups are read first (one pyarrow scan over all
+        those files); the row mask is index bitmap AND not deleted AND ``expr``
+        (:func:`expression_mask`); then the other projected columns are read only for the
+        row groups still holding rows (a second scan), keeping only those rows.
+        """
+        out = list(self.schema.names) if columns is None else list(columns)
+        plans = [p for p in plans if p.row_groups]
+        late = [p for p in plans if expr is not None and not p.exact]
+        is_late = {id(p) for p in late}
+        names = sorted(self.bind_columns(expr)) if late else []
+        rest = [c for c in out if c not in names]
+        heads: dict[str, pa.Table] = {}
+        live: dict[str, tuple[list[int], np.ndarray | None]] = {}
+        for p in plans:
+            if id(p) not in is_late:
+                keep = self._position_mask(p, p.row_groups)
+                live[p.path] = (p.row_groups, None) if keep is None else _live_groups(p.row_group_offsets, p.row_groups, keep)
+        firsts = self._scan_files([(p, p.row_groups) for p in late], names)
+        masks = _split(expression_mask(pa.concat_tables(firsts), expr), [t.num_rows for t in firsts]) if late else []
+        for p, first, mask in zip(late, firsts, masks):
+            keep = self._position_mask(p, p.row_groups)
+            if keep is not None:
+                mask &= keep
+            live[p.path] = _live_groups(p.row_group_offsets, p.row_groups, mask)
+            heads[p.path] = first.filter(pa.array(mask)).select([c for c in names if c in out])
+        exact_reads = [(p, live[p.path][0]) for p in plans if id(p) not in is_late and live[p.path][0]]
+        late_reads = [(p, live[p.path][0]) for p in late if live[p.path][0] and rest]
+        tails: dict[str, pa.Table] = {}
+        for reads, cols in ((exact_reads, out), (late_reads, rest)):
+            masks = [live[p.path][1] for p, _ in reads]
+            for (p, _), table in zip(reads, self._scan_files(reads, cols, masks)):
+                tails[p.path] = table
+        schema = self._output_schema(columns)
+        for p in plans:
+            if not live[p.path][0]:
+                yield None
+            elif id(p) not in is_late:
+                yield tails[p.path]
+            elif not rest:
+                yield heads[p.path].select(out)
+            else:
+                head, tail = heads[p.path], tails[p.path]
+                arrays = {c: head.column(c) for c in head.column_names}
+                arrays.update({c: tail.column(c) for c in rest})
+                yield pa.table([arrays[c] for c in out], schema=schema)
+
+    def _scan_files(
+        self, reads: list[tuple[FilePlan, list[int]]], columns: list[str], masks: list[np.ndarray | None] | None = None
+    ) -> list[pa.Table]:
+        """``columns`` of the given row groups of each file, one table per file in order, read
+        by one pyarrow scan (its own parallel read-ahead) with the dataset schema. With
+        ``masks`` (one per file, over the rows read, or None), each batch is filtered as it
+        arrives, so only the kept rows are ever held."""
+        if not reads:
+            return []
+        schema = pa.schema([self.schema.field(c) for c in columns])
+        fmt, as_dictionary = self._dictionary_format()
+        dictionary = masks is not None and bool(as_dictionary & set(columns))
+        read_schema = self.schema
+        if dictionary:
+            read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in self.schema])
+        fragments = [self.fragment(p.path, dictionary=dictionary).subset(row_group_ids=groups) for p, groups in reads]
+        data = ds.FileSystemDataset(fragments, read_schema, fmt if dictionary else self.format, self.fs)
+        index = {f.path: i for i, f in enumerate(fragments)}
+        batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]
+        seen = [0] * len(fragments)
+        for tagged in data.scanner(columns=columns).scan_batches():
+            i, batch = index[tagged.fragment.path], tagged.record_batch
+            mask = None if masks is None else masks[i]
+            if mask is not None:
+                m = mask[seen[i] : seen[i] + batch.num_rows]
+                seen[i] += batch.num_rows
+                if not m.any():
+                    continue
+                if not m.all():
+                    batch = batch.filter(pa.array(m))
+            batches[i].append(batch)
+        if not dictionary:
+            return [pa.Table.from_batches(b, schema=schema) for b in batches]
+        scanned = pa.schema([read_schema.field(c) for c in columns])
+        return [pa.Table.from_batches(b, schema=scanned).cast(schema) for b in batches]
+
+    def _handover(self, plans: list[FilePlan]) -> bool:
+        """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
+        return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
+
+    def _indexes_cannot_help(self, filter) -> bool:
+        """True when no index covers a column of ``filter`` and nothing is deleted."""
+        if any(e.deletion is not None for e in self.manifest.files.values()):
+            return False
+        return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
+
+    def _route(self, filter) -> ds.FileSystemDataset | list[FilePlan]:
+        """How to read ``filter``: a pyarrow dataset to scan as it is (the indexes cannot
+        prune: no index on a filter column, or none prunes anything, and nothing is deleted),
+        or the planned files to read with late materialisation (statistics applied)."""
+        if not self.files:
+            return []
+        if self._indexes_cannot_help(filter):
+            self._infos = {}
+            return self._pyarrow_dataset()
+        plans = self.plan(filter, statistics=False)
+        if self._handover(plans):
+            return self._pyarrow_dataset()
+        live = [p for p in plans if p.row_groups]
+        for p in live:
+            self.prune_with_statistics(p, filter)
+        return [p for p in live if p.row_groups]
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Record batches of the rows matching ``filter`` (minus deleted rows), file by file."""
-        plans = [p for p in self.plan(filter) if not p.skipped]
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            for table in pool.map(lambda p: self.read_plan(p, filter, columns), plans):
-                if table is not None:
-                    yield from table.to_batches()
+        """Record batches of the rows matching ``filter`` (minus deleted rows), in file order.
+
+        When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
+        files itself (its own statistics pruning, same cost); otherwise the surviving row
+        groups are read with late materialisation (:meth:`read_plans`).
+        """
+        route = self._route(filter)
+        if isinstance(route, ds.Dataset):
+            yield from route.scanner(filter=filter, columns=columns).to_batches()
+        elif route:
+            yield from _batches_of(self.read_plans(route, filter, columns))
+
+    def _pyarrow_dataset(self) -> ds.FileSystemDataset:
+        """The files as one pyarrow dataset (fragments cached with their footers)."""
+        self._warm_up(self.files)
+        keys = tuple(self._key(rel) for rel in self.files)
+        if self._handover_dataset[0] != keys:
+            fragments = [self.fragment(rel) for rel in self.files]
+            self._handover_dataset = (keys, ds.FileSystemDataset(fragments, self.schema, self.format, self.fs))
+        return self._handover_dataset[1]
+
+    def _output_schema(self, columns: list[str] | None) -> pa.Schema:
+        return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+
+    def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
+        deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        schema = self._output_schema(columns)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for b in self.to_batches(filter, columns):
+                yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def fragments(self, filter=None) -> list[ds.ParquetFileFragment]:
+        """pyarrow fragments of the files that may hold rows matching ``filter``, each
+        restricted to the row groups the indexes and statistics keep.
+
+        The fragments hold a superset of the matching rows: scan them with the same filter
+        (``ds.FileSystemDataset(fragments, ...)`` or ``Scanner.from_fragment``). Fragments
+        cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
+        naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
+        """
+        plans = self.plan(filter)
+        deleted = [p.path for p in plans if p.row_groups and p.deleted]
+        if deleted:
+            raise ArrowIdxError(
+                f"{self.root}: {len(deleted)} file(s) have deleted rows, which pyarrow fragments cannot"
+                f" carry: {', '.join(deleted[:5])}{' ...' if len(deleted) > 5 else ''}; use scanner() or to_table()"
+            )
+        return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
-        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
-        batches = [b for b in self.to_batches(filter, columns) if b.num_rows]
+        schema = self._output_schema(columns)
+        route = self._route(filter)
+        if isinstance(route, ds.Dataset):
+            return route.to_table(filter=filter, columns=columns)
+        batches = [b for b in _batches_of(self.read_plans(route, filter, columns)) if b.num_rows]
         if not batches:
             return schema.empty_table()
-        return pa.Table.from_batches(batches).cast(schema) if batches[0].schema != schema else pa.Table.from_batches(batches, schema)
+        if all(b.schema.equals(schema) for b in batches):
+            return pa.Table.from_batches(batches, schema)
+        return pa.Table.from_batches([pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches], schema)
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
@@ -441,15 +851,51 @@ class IndexedDataset:
         return sum(b.num_rows for b in self.to_batches(filter, columns))
 
 
-def _dictionary_strings(footer: pq.FileMetaData, schema: pa.Schema, column: str, row_groups: list[int]) -> bool:
-    """True for a string column stored dictionary-encoded in every row group to be read."""
-    index = schema.get_field_index(column)
-    if index < 0 or not pa.types.is_string(schema.field(index).type):
-        return False
-    # Parquet leaf columns line up with top-level fields when there is no nesting.
-    if footer.num_columns != len(schema):
-        return False
-    return all(footer.row_group(g).column(index).has_dictionary_page for g in row_groups)
+def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """``values`` over the rows of ``groups`` (row ranges from ``offsets``), concatenated."""
+    if len(groups) == 1:
+        g = groups[0]
+        return values[offsets[g] : offsets[g + 1]]
+    return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
+
+
+def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """The bitmap's rows as a mask over the rows of ``groups`` (concatenated)."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    total = int(sizes.sum())
+    mask = np.zeros(total, dtype=bool)
+    if len(bitmap) <= total // 8:  # few rows: place them one by one (vectorised)
+        rows = positions_of(bitmap).astype(np.int64)
+        first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
+        which = np.searchsorted(first, rows, side="right") - 1
+        ok = (which >= 0) & (rows < first[np.maximum(which, 0)] + sizes[np.maximum(which, 0)])
+        mask[starts[which[ok]] + rows[ok] - first[which[ok]]] = True
+        return mask
+    full = bitmap_to_mask(bitmap, int(offsets[-1])).to_numpy(zero_copy_only=False)
+    return _slices(full, offsets, groups)
+
+
+def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The groups where ``mask`` (over the rows of ``groups``) keeps a row, and the mask
+    over the rows of those groups only."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    counts = np.add.reduceat(mask.astype(np.int64), starts) if mask.size else np.zeros(len(groups), np.int64)
+    live = counts > 0
+    if live.all():
+        return groups, mask
+    return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
+
+
+def _split(values: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    return np.split(values, np.cumsum(lengths)[:-1]) if lengths else []
+
+
+def _batches_of(tables) -> Iterator[pa.RecordBatch]:
+    for table in tables:
+        if table is not None and table.num_rows:
+            yield from table.to_batches()
 
 
 def _expression_fields(expr, schema: pa.Schema) -> set[str]:
@@ -476,8 +922,32 @@ def _expression_fields(expr, schema: pa.Schema) -> set[str]:
     return out
 
 
+def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
+    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
+    the root of a Hive layout whose files all sit in one partition folder."""
+    probe = folder
+    while True:
+        if fs.get_file_info(join(probe, META_DIR)).type == pafs.FileType.Directory:
+            return probe
+        parent = posixpath.dirname(probe)
+        if not parent or parent == probe:
+            return folder
+        probe = parent
+
+
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
-    """Open an indexed Parquet dataset (a directory, or a ``pyarrow.dataset.Dataset``)."""
-    fs, root, _ = resolve(source, filesystem)
-    return IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
+    """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
+    a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
+    ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
+    pyarrow does)."""
+    fs, root, explicit = resolve(source, filesystem)
+    if isinstance(source, ds.FileSystemDataset):
+        if explicit:
+            root = _manifest_root(fs, root)
+        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
+    if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
+        data._only = sorted(posixpath.relpath(p, root) for p in explicit)
+        data.refresh()
+    return data

@@ -1,0 +1,283 @@
+"""Issue 10 benchmark: the scan core against the same engines without arrowidx, on four lakes,
+side by side in one run (warm medians, runs interleaved so both see the same load).
+
+    .venv/bin/python bench/bench_scan.py [--scale 1.0] [--runs 5] [--only demo,clustered,...] [--no-polars]
+
+Lakes (under ``bench-data/``, generated once, fixed seed; ``--scale`` multiplies row counts):
+
+* ``demo``: the demo lake (10M rows, 20 files, 100k-row groups) with the demo's indexes
+  (bitmap status/region, range-bitmap user_id/id, bloom user_id).
+* ``clustered``: 8 files x 500k rows written by a time-ordered pipeline (``ts`` sorted, each
+  file a later time span), 50k-row groups; high-cardinality ``user_id`` and ``id`` have
+  *only bloom filters*, ``status`` a bitmap.
+* ``small-files``: 1,000 files x 2,000 rows; bitmap status, range-bitmap id, bloom user_id.
+* ``one-file``: one 20M-row file, 100k-row groups; the demo's indexes.
+
+Engines: ``pyarrow.dataset`` to_table vs ``arrowidx.dataset`` to_table; ``pl.scan_parquet``
+vs ``arrowidx.polars.scan``; DuckDB printed beside. Each line prints arrowidx's time, the
+baseline and ``speed-up = baseline / arrowidx``; every query must be at least 1/1.1 (no more
+than 1.1x slower than the same engine alone), and the query's own target (needles,
+selective queries) is checked; a miss prints its cause from the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from common import record
+
+import arrowidx
+from arrowidx.demo import demo_options, generate
+
+DATA = Path("bench-data")
+STATUSES = ["DELIVERED", "SHIPPED", "PENDING", "CANCELLED", "RETURNED", "LOST"]
+WEIGHTS = [0.55, 0.25, 0.12, 0.05, 0.0299, 0.0001]
+
+
+def _rows(n: int, rng, ids: np.ndarray, ts0: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(ids),  # a slice of one shuffled permutation: no statistics help
+            "user_id": pa.array(rng.integers(0, 50_000_000, n, dtype=np.int64)),
+            "status": pa.array(np.array(STATUSES)[rng.choice(6, n, p=WEIGHTS)]),
+            "amount": pa.array(rng.gamma(2.0, 20.0, n), mask=rng.random(n) < 0.01),
+            "ts": pa.array(ts0 + np.sort(rng.integers(0, n * 10, n)), pa.int64()),
+            "note": pa.array(np.array(["a" * 8, "b" * 12, "c" * 16, "d" * 20])[rng.integers(0, 4, n)]),
+        }
+    )
+
+
+def _lake(name: str, files: int, rows_per_file: int, row_group: int, options: dict) -> Path:
+    root = DATA / f"scan-{name}-{files}x{rows_per_file}"
+    marker = root / "_arrowidx" / "LATEST"
+    if not marker.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng(10)
+        ids = rng.permutation(files * rows_per_file).astype(np.int64)
+        chunk = 1_000_000
+        for i in range(files):
+            path = root / f"part-{i:05d}.parquet"
+            writer = None
+            for lo in range(0, rows_per_file, chunk):
+                n = min(chunk, rows_per_file - lo)
+                first = i * rows_per_file + lo
+                t = _rows(n, rng, ids[first : first + n], first * 10)
+                writer = writer or pq.ParquetWriter(path, t.schema)
+                writer.write_table(t, row_group_size=row_group)
+            writer.close()
+        start = time.perf_counter()
+        arrowidx.build(root, options, progress=False)
+        print(f"  built {root} in {time.perf_counter() - start:.1f}s", flush=True)
+    return root
+
+
+def lakes(scale: float, only: set[str] | None) -> dict[str, tuple[Path, dict]]:
+    out = {}
+    want = lambda n: only is None or n in only  # noqa: E731
+    if want("demo"):
+        rows = int(10_000_000 * scale)
+        root = generate(DATA / f"scan-demo-{rows}", rows, 20)
+        arrowidx.build(root, demo_options(), progress=False)
+        out["demo"] = (root, demo_options())
+    if want("clustered"):
+        opts = {"file-index.bloom-filter.columns": "user_id,id", "file-index.bloom-filter.user_id.fpp": "0.01",
+                "file-index.bloom-filter.id.fpp": "0.01", "file-index.bitmap.columns": "status"}  # fmt: skip
+        out["clustered"] = (_lake("clustered", 8, int(500_000 * scale), int(50_000 * scale) or 1, opts), opts)
+    if want("small-files"):
+        opts = {"file-index.bitmap.columns": "status", "file-index.range-bitmap.columns": "id",
+                "file-index.bloom-filter.columns": "user_id"}  # fmt: skip
+        out["small-files"] = (_lake("small", 1000, max(100, int(2_000 * scale)), 100_000, opts), opts)
+    if want("one-file"):
+        opts = {"file-index.bitmap.columns": "status", "file-index.range-bitmap.columns": "user_id,id",
+                "file-index.bloom-filter.columns": "user_id"}  # fmt: skip
+        out["one-file"] = (_lake("one", 1, int(20_000_000 * scale), 100_000, opts), opts)
+    return out
+
+
+def queries(name: str, root: Path) -> list[tuple[str, pc.Expression, str, dict]]:
+    """(label, filter, SQL where, targets {engine: min speed-up}) per query."""
+    first = sorted(root.glob("*.parquet"))[0]
+    col = pq.read_table(first, columns=["id", "user_id"])
+    row = min(1234, col.num_rows - 1)
+    user, rid = col.column("user_id")[row].as_py(), col.column("id")[row].as_py()
+    tmin = pq.read_metadata(first).row_group(0).column(0)  # noqa: F841 - (footer touched)
+    q = []
+    if name == "demo":
+        q += [
+            ("needle user_id (range-bitmap)", pc.field("user_id") == user, f"user_id = {user}", {"pyarrow": 50, "duckdb": 5}),
+            ("needle id (range-bitmap)", pc.field("id") == rid, f"id = {rid}", {"pyarrow": 50, "duckdb": 5}),
+            ("rare status LOST 0.01%", pc.field("status") == "LOST", "status = 'LOST'", {"pyarrow": 2}),
+            ("1% user_id < 500,000", pc.field("user_id") < 500_000, "user_id < 500000", {"pyarrow": 2}),
+            ("status & region ~0.4%", (pc.field("status") == "RETURNED") & (pc.field("region") == "eu-west"),
+             "status = 'RETURNED' AND region = 'eu-west'", {"pyarrow": 2}),  # fmt: skip
+            ("broad amount > 33 (~50%)", pc.field("amount") > 33.0, "amount > 33.0", {}),
+        ]
+    elif name == "clustered":
+        ts0 = pq.read_table(first, columns=["ts"]).column("ts")[0].as_py()
+        span = int(50_000 * 10 * max(col.num_rows, 1) / 500_000)
+        lo = ts0 + 3 * span
+        q += [
+            ("ts range ~1% (no index)", (pc.field("ts") >= lo) & (pc.field("ts") < lo + span), f"ts >= {lo} AND ts < {lo + span}", {}),
+            ("needle user_id (bloom only)", pc.field("user_id") == user, f"user_id = {user}",
+             {"pyarrow": 10, "polars": 5, "duckdb": 1}),  # fmt: skip
+            ("needle id (bloom only)", pc.field("id") == rid, f"id = {rid}", {"pyarrow": 10, "polars": 5, "duckdb": 1}),
+            ("rare status LOST (bitmap)", pc.field("status") == "LOST", "status = 'LOST'", {"pyarrow": 2}),
+            ("broad amount > 33", pc.field("amount") > 33.0, "amount > 33.0", {}),
+        ]
+    elif name == "small-files":
+        q += [
+            ("needle id (range-bitmap)", pc.field("id") == rid, f"id = {rid}", {"pyarrow": 50, "duckdb": 5}),
+            ("needle user_id (bloom)", pc.field("user_id") == user, f"user_id = {user}", {}),
+            ("rare status LOST (bitmap)", pc.field("status") == "LOST", "status = 'LOST'", {"pyarrow": 2}),
+            ("broad amount > 33", pc.field("amount") > 33.0, "amount > 33.0", {}),
+        ]
+    else:
+        q += [
+            ("needle id (range-bitmap)", pc.field("id") == rid, f"id = {rid}", {"pyarrow": 50, "duckdb": 5}),
+            ("needle user_id (range-bitmap)", pc.field("user_id") == user, f"user_id = {user}", {"pyarrow": 50, "duckdb": 5}),
+            ("0.1% id < n/1000", pc.field("id") < col.num_rows // 1000 * 20, f"id < {col.num_rows // 1000 * 20}", {"pyarrow": 2}),
+            ("1% user_id < 500,000", pc.field("user_id") < 500_000, "user_id < 500000", {"pyarrow": 2}),
+            ("broad amount > 33", pc.field("amount") > 33.0, "amount > 33.0", {}),
+        ]
+    return q
+
+
+def timed(fns: dict, runs: int) -> dict[str, float]:
+    """Median ms per function over ``runs`` interleaved rounds, after one warm-up each."""
+    for fn in fns.values():
+        fn()
+    times = {k: [] for k in fns}
+    for _ in range(runs):
+        for k, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[k].append((time.perf_counter() - start) * 1000)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def cause(data, expr) -> str:
+    e = data.explain(expr)
+    read = sum(1 for p in e.files if p.row_groups)
+    groups = sum(len(p.row_groups) for p in e.files)
+    handed = not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in e.files)
+    how = "indexes pruned nothing: whole scan handed to pyarrow" if handed else "late materialisation"
+    return (f"{how}; {read}/{len(e.files)} files, {groups}/{sum(p.row_groups_total for p in e.files)} row groups,"
+            f" {e.rows_read:,}/{e.rows_total:,} rows read")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every lake's row count")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", default=None, help="comma-separated lake names")
+    parser.add_argument("--no-polars", action="store_true")
+    parser.add_argument("--spark", action="store_true", help="also Spark (local[2]) on the clustered lake")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    import duckdb
+
+    pl = apl = None
+    if not args.no_polars:
+        import polars as pl
+
+        from arrowidx import polars as apl
+    con = duckdb.connect()
+    con.sql("SET threads TO 2")
+    print(f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; pyarrow {pa.__version__},"
+          f" duckdb {duckdb.__version__}{'' if pl is None else ', polars ' + pl.__version__}; median of {args.runs} warm runs")  # fmt: skip
+    misses = []
+    for name, (root, _opts) in lakes(args.scale, only).items():
+        plain = ds.dataset(root, format="parquet")
+        data = arrowidx.dataset(root)
+        glob = str(root / "*.parquet")
+        print(f"\n== {name}: {root} ({plain.count_rows():,} rows, {len(plain.files)} files);"
+              f" load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(f"{'query':32} {'rows':>9} {'arrowidx':>10} {'pyarrow':>10} {'x':>6} {'duckdb':>10} {'x':>6}"
+              f" {'apl.scan':>10} {'scan_pq':>10} {'x':>6}")  # fmt: skip
+        table_rows: list[tuple[str, float, float | None, str]] = []
+        for label, expr, where, targets in queries(name, root):
+            sql = f"SELECT * FROM read_parquet('{glob}') WHERE {where}"
+            fns = {
+                "arrowidx": lambda e=expr, d=data: d.to_table(filter=e),
+                "pyarrow": lambda e=expr, d=plain: d.to_table(filter=e),
+                "duckdb": lambda s=sql: con.sql(s).to_arrow_table(),
+            }
+            if pl is not None:
+                pexpr = _polars_expr(pl, expr, where)
+                fns["apl"] = lambda e=pexpr, r=root: apl.scan(r).filter(e).collect()
+                fns["polars"] = lambda e=pexpr, g=glob: pl.scan_parquet(g).filter(e).collect()
+            got, want = data.to_table(filter=expr), plain.to_table(filter=expr)
+            assert got.num_rows == want.num_rows, f"{name} {label}: {got.num_rows} != {want.num_rows}"
+            t = timed(fns, args.runs)
+            x_pa, x_duck = t["pyarrow"] / t["arrowidx"], t["duckdb"] / t["arrowidx"]
+            line = f"{label:32} {got.num_rows:>9,} {t['arrowidx']:>8.1f}ms {t['pyarrow']:>8.1f}ms {x_pa:>5.1f}x {t['duckdb']:>8.1f}ms {x_duck:>5.1f}x"
+            x_pl = None
+            if pl is not None:
+                x_pl = t["polars"] / t["apl"]
+                line += f" {t['apl']:>8.1f}ms {t['polars']:>8.1f}ms {x_pl:>5.1f}x"
+            checks = {"pyarrow": max(targets.get("pyarrow", 0), 1 / 1.1), "duckdb": targets.get("duckdb")}
+            if pl is not None:
+                checks["polars"] = max(targets.get("polars", 0), 1 / 1.1)
+            got_x = {"pyarrow": x_pa, "duckdb": x_duck, "polars": x_pl}
+            missed = [f"{k} {got_x[k]:.2f}x < {v:.2f}x" for k, v in checks.items() if v and got_x[k] is not None and got_x[k] < v]
+            print(line + ("  " + "; ".join(f"MISSED {m}" for m in missed) if missed else "  ok"), flush=True)
+            table_rows += [(f"{name}: {label}", t["arrowidx"], t["pyarrow"], "pyarrow.dataset"),
+                           (f"{name}: {label}", t["arrowidx"], t["duckdb"], "DuckDB")]  # fmt: skip
+            if pl is not None:
+                table_rows.append((f"{name}: {label} (Polars)", t["apl"], t["polars"], "pl.scan_parquet"))
+            if missed:
+                why = cause(data, expr)
+                print(f"{'':32}   cause: {why}")
+                misses.append(f"{name} / {label}: {', '.join(missed)} ({why})")
+        record(f"scan core, {name} lake", table_rows)
+    if args.spark:
+        misses += spark_part(args.scale, args.runs)
+    print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{len(misses)} missed target(s)" + "".join(f"\n  {m}" for m in misses))
+    return 0
+
+
+def spark_part(scale: float, runs: int) -> list[str]:
+    """The clustered lake through Spark: ``format("arrowidx")`` against ``spark.read.parquet``."""
+    import arrowidx.spark
+
+    root, _ = lakes(scale, {"clustered"})["clustered"]
+    spark = arrowidx.spark.local_session("local[2]", "arrowidx-bench-scan", spark_driver_memory="2g")
+    misses = []
+    print(f"\n== Spark {spark.version} (local[2]) on {root}; load {os.getloadavg()[0]:.2f}")
+    print(f"{'query':32} {'rows':>9} {'arrowidx':>10} {'parquet':>10} {'x':>6}")
+    for label, _expr, where, _targets in queries("clustered", root):
+        fns = {
+            "arrowidx": lambda w=where: spark.read.format("arrowidx").load(str(root)).filter(w).toArrow(),
+            "spark": lambda w=where: spark.read.parquet(str(root)).filter(w).toArrow(),
+        }
+        got = fns["arrowidx"]().num_rows
+        assert got == fns["spark"]().num_rows, label
+        t = timed(fns, runs)
+        x = t["spark"] / t["arrowidx"]
+        want = max(1 / 1.1, 3.0 if "bloom" in label else 0)
+        verdict = "ok" if x >= want else f"MISSED spark {x:.2f}x < {want:.2f}x"
+        print(f"{label:32} {got:>9,} {t['arrowidx']:>8.1f}ms {t['spark']:>8.1f}ms {x:>5.1f}x  {verdict}", flush=True)
+        if x < want:
+            misses.append(f"spark / clustered / {label}: {x:.2f}x < {want:.2f}x")
+    spark.stop()
+    return misses
+
+
+def _polars_expr(pl, expr: pc.Expression, where: str):
+    """The same filter as a pl.Expr, from the SQL text (simple conjunctions only)."""
+    return pl.sql_expr(where)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

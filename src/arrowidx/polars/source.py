@@ -1,0 +1,352 @@
+"""The Polars IO source: :func:`scan` and the reader it registers."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..lake.layout import join
+from ..lake.scan import FilePlan, IndexedDataset
+from .explain import ScanReport
+from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
+
+log = logging.getLogger("arrowidx.polars")
+_ROW_INDEX = "__arrowidx_row"
+
+
+def scan(
+    source: Any,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    on_corrupt: str = "raise",
+    reader: str = "auto",
+    on_scan: Callable[[ScanReport], None] | None = None,
+) -> pl.LazyFrame:
+    """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
+
+    ``reader``: ``"polars"`` reads the kept row groups with Polars' Parquet reader (local
+    files only), ``"pyarrow"`` with pyarrow (any ``pyarrow.fs`` filesystem), ``"auto"``
+    picks Polars for local files. ``on_scan`` is called with a :class:`ScanReport` after each
+    execution; every execution also logs its summary at INFO on ``arrowidx.polars``.
+    """
+    data = (
+        source if isinstance(source, IndexedDataset) else _dataset(source, filesystem, on_corrupt)
+    )
+    if reader not in ("auto", "polars", "pyarrow"):
+        raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
+    local = isinstance(data.fs, pafs.LocalFileSystem)
+    if reader == "polars" and not local:
+        raise ValueError(
+            "reader='polars' reads local files only; use reader='pyarrow' for other filesystems"
+        )
+    src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+    kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
+    params = inspect.signature(pl.io.plugins.register_io_source).parameters
+    if "is_pure" in params:  # one read per query plan; repeated scans may share it
+        kwargs["is_pure"] = True
+    if "explain_name" in params:
+        kwargs["explain_name"] = "arrowidx"
+        kwargs["explain_detail"] = data.root
+    return pl.io.plugins.register_io_source(src, **kwargs)
+
+
+@dataclass
+class _Read:
+    """One file to read: row ranges ``[a, b)`` and the deleted positions to drop in them."""
+
+    plan: FilePlan
+    runs: list[tuple[int, int]]
+    deleted: np.ndarray  # sorted positions (int64) within the runs
+
+    @property
+    def rows(self) -> int:
+        return sum(b - a for a, b in self.runs)
+
+    @property
+    def whole(self) -> bool:
+        return self.runs == [(0, self.plan.rows)] and not self.deleted.size
+
+
+_FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group (each row is one Polars scan)
+
+
+class _Source:
+    """The IO source Polars calls: ``(with_columns, predicate, n_rows, batch_size)``."""
+
+    WAVE_ROWS = 32_000_000  # rows read per parallel wave (bounds memory with the streaming engine)
+
+    def __init__(self, data: IndexedDataset, *, native: bool, on_scan):
+        self.data = data
+        self.native = native
+        self.on_scan = on_scan
+        self.arrow_schema = data.schema
+        self.schema = _polars_schema(data, native)
+
+    def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+        return self._run(with_columns, predicate, n_rows, batch_size)
+
+    # -- planning --------------------------------------------------------------------------------
+    def _plan(self, predicate):
+        return _plan(self.data, predicate)
+
+    def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
+        """The row ranges to read per file, cut at the first ``n_rows`` live rows."""
+        remaining = n_rows
+        reads = []
+        for plan in plans:
+            if remaining is not None and remaining <= 0:
+                break
+            dv = vectors.get(plan.path)
+            deleted = (
+                dv.positions().astype(np.int64)
+                if dv is not None and dv.cardinality
+                else np.zeros(0, np.int64)
+            )
+            cutoff = plan.rows
+            if remaining is not None:
+                live = plan.rows - deleted.size
+                if live > remaining:  # the row limit ends inside this file
+                    gaps = deleted - np.arange(deleted.size)  # live rows before each deleted one
+                    cutoff = remaining + int(np.searchsorted(gaps, remaining - 1, side="right"))
+                    remaining = 0
+                else:
+                    remaining -= live
+            if plan.skipped or not plan.row_groups:
+                continue
+            offsets = plan.row_group_offsets
+            runs: list[tuple[int, int]] = []
+            if plan.result.kind == "bitmap" and len(plan.result.bitmap) <= _FEW_ROWS:
+                # A handful of rows: slice just them (Polars then decodes less than a row group).
+                for row in plan.result.bitmap:
+                    if row >= cutoff:
+                        break
+                    if runs and runs[-1][1] == row:
+                        runs[-1] = (runs[-1][0], row + 1)
+                    else:
+                        runs.append((row, row + 1))
+                plan_groups: list[int] = []
+            else:
+                plan_groups = plan.row_groups
+            for g in plan_groups:
+                a, b = int(offsets[g]), min(int(offsets[g + 1]), cutoff)
+                if a >= b:
+                    continue
+                if runs and runs[-1][1] == a:
+                    runs[-1] = (runs[-1][0], b)
+                else:
+                    runs.append((a, b))
+            if not runs:
+                continue
+            if deleted.size:
+                inside = np.zeros(deleted.size, dtype=bool)
+                for a, b in runs:
+                    inside |= (deleted >= a) & (deleted < b)
+                deleted = deleted[inside]
+            reads.append(_Read(plan, runs, deleted))
+        return reads
+
+    # -- running ---------------------------------------------------------------------------------
+    def _run(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+        start = time.perf_counter()
+        translation, plans, vectors = self._plan(predicate)
+        reads = self._reads(plans, vectors, n_rows, predicate)
+        columns = list(self.schema) if with_columns is None else list(with_columns)
+        needed = list(
+            dict.fromkeys(columns + [c for c in _root_names(predicate) if c in self.schema])
+        )
+        if not needed:  # e.g. pl.len(): read one column for the row count
+            needed = [next(iter(self.schema))]
+        report = ScanReport(
+            self.data.root, None if predicate is None else str(predicate), translation, plans,
+            with_columns=with_columns, n_rows=n_rows, files_read=len(reads),
+            row_groups_read=sum(_groups(r) for r in reads),
+            rows_read=sum(r.rows - r.deleted.size for r in reads),
+        )  # fmt: skip
+        returned = 0
+        frames = (
+            self._native(reads, predicate, needed)
+            if self.native
+            else self._pyarrow(reads, predicate, needed)
+        )
+        for df in frames:
+            df = df.select(columns) if columns else df.drop(df.columns)
+            if df.dtypes != [self.schema[c] for c in columns]:
+                df = df.cast({c: self.schema[c] for c in columns})
+            if not df.height:
+                continue
+            returned += df.height
+            yield from _batches(df, batch_size)
+        if not returned:
+            yield pl.DataFrame(schema={c: self.schema[c] for c in columns})
+        report.rows_returned = returned
+        report.seconds = time.perf_counter() - start
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", report.summary())
+        if self.on_scan is not None:
+            self.on_scan(report)
+
+    def _waves(self, reads: list[_Read]) -> Iterator[list[_Read]]:
+        wave, rows = [], 0
+        for r in reads:
+            if wave and rows + r.rows > self.WAVE_ROWS:
+                yield wave
+                wave, rows = [], 0
+            wave.append(r)
+            rows += r.rows
+        if wave:
+            yield wave
+
+    def _native(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
+        """Kept row ranges read by Polars (its own row-group statistics and late
+        materialisation apply), deleted rows dropped by row position, predicate applied."""
+        for wave in self._waves(reads):
+            queries: list[pl.LazyFrame] = []
+            whole: list[str] = []  # consecutive files read in full: one Polars scan
+            for r in wave:
+                path = join(self.data.root, r.plan.path)
+                if r.whole:
+                    whole.append(path)
+                    continue
+                if whole:
+                    queries.append(_scan_whole(whole, predicate, needed))
+                    whole = []
+                parts = [self._run_query(path, a, b, r, predicate, needed) for a, b in r.runs]
+                queries.append(parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical"))
+            if whole:
+                queries.append(_scan_whole(whole, predicate, needed))
+            yield from (pl.collect_all(queries) if len(queries) > 1 else [queries[0].collect()])
+
+    def _run_query(self, path: str, a: int, b: int, r: _Read, predicate, needed) -> pl.LazyFrame:
+        deleted = r.deleted[(r.deleted >= a) & (r.deleted < b)]
+        if not deleted.size:
+            lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+            if (a, b) != (0, r.plan.rows):
+                lf = lf.slice(a, b - a)
+            return _finish(lf, predicate, needed)
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, row_index_name=_ROW_INDEX)
+        if (a, b) != (0, r.plan.rows):
+            lf = lf.slice(a, b - a)
+        row = pl.col(_ROW_INDEX).cast(pl.Int64)
+        if deleted.size * 2 <= b - a:
+            keep = ~row.is_in(_collection(deleted))
+        else:
+            alive = np.setdiff1d(np.arange(a, b, dtype=np.int64), deleted, assume_unique=True)
+            keep = row.is_in(_collection(alive))
+        return _finish(lf, keep if predicate is None else keep & predicate, needed)
+
+    def _pyarrow(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
+        """Kept row groups read by pyarrow (any filesystem), deleted rows dropped, predicate applied."""
+        fields = [c for c in needed if self.arrow_schema.get_field_index(c) >= 0]
+
+        def read(r: _Read) -> pl.DataFrame:
+            plan = r.plan
+            offsets = plan.row_group_offsets
+            groups = [
+                g
+                for g in plan.row_groups
+                if any(a < offsets[g + 1] and offsets[g] < b for a, b in r.runs)
+            ]
+            with self.data.fs.open_input_file(join(self.data.root, plan.path)) as f:
+                table = pq.ParquetFile(f, metadata=self.data.footer(plan.path)).read_row_groups(
+                    groups, columns=fields
+                )
+            positions = np.concatenate(
+                [np.arange(offsets[g], offsets[g + 1], dtype=np.int64) for g in groups]
+            )
+            keep = np.zeros(positions.size, dtype=bool)
+            for a, b in r.runs:
+                keep |= (positions >= a) & (positions < b)
+            if r.deleted.size:
+                keep &= ~np.isin(positions, r.deleted, assume_unique=True)
+            if not keep.all():
+                table = table.filter(pa.array(keep))
+            df = pl.from_arrow(table)
+            df = df.cast({c: self.schema[c] for c in df.columns if df.schema[c] != self.schema[c]})
+            return df if predicate is None else df.filter(predicate)
+
+        for wave in self._waves(reads):
+            futures = [_pool().submit(read, r) for r in wave]
+            try:
+                for future in futures:
+                    yield future.result()
+            finally:  # Polars may stop early (a row limit): drop what was not started
+                for future in futures:
+                    future.cancel()
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the pyarrow reader (pyarrow releases the GIL while it decodes)."""
+    global _POOL
+    if _POOL is None:
+        with _DATASETS_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(
+                    max_workers=min(4, os.cpu_count() or 2), thread_name_prefix="arrowidx-polars"
+                )
+    return _POOL
+
+
+def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
+    """``df`` in slices of at most ``size`` rows (Polars' batch size hint), cut where its
+    chunks end, so Polars does not get more (smaller) chunks than the reader made."""
+    if not size or df.height <= size:
+        yield df
+        return
+    lengths = df.to_series(0).chunk_lengths() if df.width else [df.height]
+    if df.width and any(df.to_series(i).chunk_lengths() != lengths for i in range(1, df.width)):
+        lengths = [df.height]
+    start = length = 0
+    for n in lengths:
+        if length and length + n > size:
+            yield from df.slice(start, length).iter_slices(size)
+            start, length = start + length, 0
+        length += n
+    if length:
+        yield from df.slice(start, length).iter_slices(size)
+
+
+def _scan_whole(paths: list[str], predicate, needed: list[str]) -> pl.LazyFrame:
+    return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed)
+
+
+def _finish(lf: pl.LazyFrame, predicate, needed: list[str]) -> pl.LazyFrame:
+    if predicate is not None:
+        lf = lf.filter(predicate)
+    return lf.select(needed)
+
+
+def _collection(values: np.ndarray) -> Any:
+    return pl.Series(values, dtype=pl.Int64).implode()  # one list: the set to look in
+
+
+def _root_names(predicate) -> list[str]:
+    if predicate is None:
+        return []
+    try:
+        return predicate.meta.root_names()
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _groups(r: _Read) -> int:
+    offsets = r.plan.row_group_offsets
+    return sum(
+        1
+        for g in r.plan.row_groups
+        if any(a < offsets[g + 1] and offsets[g] < b for a, b in r.runs)
+    )

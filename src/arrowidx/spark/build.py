@@ -1,0 +1,385 @@
+"""Indexing on Spark: :func:`build` (index an existing dataset) and :func:`write` (write an indexed dataset)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..errors import ArrowIdxError
+from ..lake.build import BuildReport, commit_build, index_one_file, plan_build
+from ..lake.layout import (
+    META_DIR,
+    CommitConflictError,
+    DeletionRef,
+    FileEntry,
+    IndexRef,
+    Manifest,
+    commit_manifest,
+    discover,
+    join,
+    load_manifest,
+    resolve,
+)
+from ..options import in_manifest_threshold, parse_index_options
+from .session import ensure_worker_python
+
+FORMAT_NAME = "arrowidx"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+STAGING_DIR = f"{META_DIR}/staging"
+_MANIFEST_ROWS = "path string, entry string"
+
+
+# --------------------------------------------------------------------------------------
+# manifest rows: what tasks send back to the driver (one JSON FileEntry per data file)
+# --------------------------------------------------------------------------------------
+
+
+def _entry_to_json(entry: FileEntry) -> str:
+    return json.dumps(dataclasses.asdict(entry), sort_keys=True)
+
+
+def _entry_from_json(text: str) -> FileEntry:
+    d = json.loads(text)
+    index = IndexRef(**d["index"]) if d.get("index") else None
+    deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
+    return FileEntry(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion)
+
+
+def _manifest_rows(entries: list[FileEntry]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array([e.path for e in entries], pa.string()), pa.array([_entry_to_json(e) for e in entries], pa.string())],
+        names=["path", "entry"],
+    )
+
+
+def _gather(df) -> list[FileEntry]:
+    """Run the job; the driver receives only the (small) manifest rows."""
+    table = df.toArrow()
+    return sorted((_entry_from_json(t) for t in table.column("entry").to_pylist()), key=lambda e: e.path)
+
+
+def _parallelism(spark) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect has no SparkContext
+        return 2
+
+
+def _normalise_options(options: Mapping[str, object] | None) -> dict[str, str]:
+    options = {str(k): str(v) for k, v in (options or {}).items()}
+    parse_index_options(options)  # fail on bad options before any job starts
+    return options
+
+
+# --------------------------------------------------------------------------------------
+# 1. build
+# --------------------------------------------------------------------------------------
+
+
+class _IndexTask:
+    """``mapInArrow`` body of :func:`build`: index the files named in the ``path`` column."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str, options: dict[str, str], threshold: int):
+        self.fs, self.root, self.options, self.threshold = fs, root, options, threshold
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            entries = []
+            for rel in batch.column("path").to_pylist():  # one iteration per data file
+                # Stat just before reading, as the local build does: the entry describes
+                # the file the index was built from.
+                info = self.fs.get_file_info(join(self.root, rel))
+                entries.append(index_one_file(self.fs, self.root, rel, info, self.options, self.threshold))
+            if entries:
+                yield _manifest_rows(entries)
+
+
+def build(
+    spark,
+    source: Any,
+    options: Mapping[str, object],
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    incremental: bool = True,
+    partitions: int | None = None,
+) -> BuildReport:
+    """Index every data file of ``source`` on the Spark cluster; commit the manifest on the driver.
+
+    Same arguments and result as :func:`arrowidx.build` (which it mirrors step for step:
+    incremental by default, removed files leave the manifest, deletion vectors of unchanged
+    data are kept), but the files are indexed by Spark tasks. ``source`` must be reachable
+    under the same path (or URI) from every executor. ``partitions`` is the number of tasks
+    (default: two per core, never more than one per file).
+    """
+    ensure_worker_python(spark)
+    plan = plan_build(source, _normalise_options(options), filesystem=filesystem, incremental=incremental)
+    built: list[FileEntry] = []
+    if plan.todo:
+        n = min(len(plan.todo), partitions or 2 * _parallelism(spark))
+        paths_df = spark.createDataFrame(pa.table({"path": pa.array(plan.todo, pa.string())})).repartition(n)
+        task = _IndexTask(plan.fs, plan.root, plan.options, plan.threshold)
+        built = _gather(paths_df.mapInArrow(task, _MANIFEST_ROWS))
+    return commit_build(plan, built)
+
+
+# --------------------------------------------------------------------------------------
+# 2. write
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class WriteReport:
+    """What :func:`write` committed."""
+
+    root: str
+    version: int
+    mode: str
+    files: list[str] = field(default_factory=list)
+    rows: int = 0
+    index_bytes: int = 0
+    replaced: list[str] = field(default_factory=list)  # data files removed by mode="overwrite"
+    orphans_removed: int = 0  # files of failed or retried task attempts deleted with staging
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        extra = f", replaced {len(self.replaced)} file(s)" if self.mode == "overwrite" else ""
+        return (
+            f"manifest v{self.version} at {self.root}: wrote {len(self.files)} file(s), {self.rows:,} rows"
+            f" ({self.index_bytes:,} index bytes){extra} in {self.seconds:.2f}s"
+        )
+
+
+class _WriteTask:
+    """``mapInArrow`` body of :func:`write`: Parquet file(s) + indexes under staging, manifest rows out."""
+
+    def __init__(self, fs, staging, options, threshold, row_group_size, max_rows_per_file, parquet_options, hook):
+        self.fs, self.staging, self.options, self.threshold = fs, staging, options, threshold
+        self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
+        self.parquet_options, self.hook = parquet_options, hook
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        written: list[str] = []
+        writer: pq.ParquetWriter | None = None
+        pending: list[pa.RecordBatch] = []
+        pending_rows = in_file = 0
+        rg = self.row_group_size
+
+        def flush(final: bool) -> None:
+            nonlocal pending, pending_rows
+            if not pending_rows:
+                return
+            table = pa.Table.from_batches(pending)
+            cut = pending_rows if final else (pending_rows // rg) * rg
+            if cut:
+                writer.write_table(table.slice(0, cut), row_group_size=rg)
+            rest = table.slice(cut)
+            pending, pending_rows = rest.to_batches(), rest.num_rows
+
+        for batch in batches:  # per batch (10,000 rows by default), never per row
+            offset = 0
+            while offset < batch.num_rows:
+                if writer is None:
+                    rel = f"part-{partition:05d}-{uuid.uuid4().hex}.parquet"
+                    sink = self.fs.open_output_stream(join(self.staging, rel))
+                    writer = pq.ParquetWriter(sink, batch.schema, **self.parquet_options)
+                    written.append(rel)
+                take = batch.num_rows - offset
+                if self.max_rows_per_file:
+                    take = min(take, self.max_rows_per_file - in_file)
+                pending.append(batch.slice(offset, take))
+                pending_rows += take
+                in_file += take
+                offset += take
+                if pending_rows >= rg:
+                    flush(final=False)
+                if self.max_rows_per_file and in_file >= self.max_rows_per_file:
+                    flush(final=True)
+                    writer.close()
+                    sink.close()
+                    writer, in_file = None, 0
+        if writer is not None:
+            flush(final=True)
+            writer.close()
+            sink.close()
+        entries = []
+        for rel in written:
+            info = self.fs.get_file_info(join(self.staging, rel))
+            entries.append(index_one_file(self.fs, self.staging, rel, info, self.options, self.threshold))
+        if self.hook is not None:  # testing: fail an attempt after its files exist
+            self.hook(partition, attempt)
+        if entries:
+            yield _manifest_rows(entries)
+
+
+def write(
+    df,
+    path: Any,
+    options: Mapping[str, object] | None = None,
+    mode: str = "append",
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    row_group_size: int = 100_000,
+    max_rows_per_file: int | None = None,
+    parquet_options: Mapping[str, Any] | None = None,
+    _task_hook: Callable[[int, int], None] | None = None,
+) -> WriteReport:
+    """Write ``df`` as Parquet files with their indexes, and commit them in one manifest version.
+
+    Every non-empty partition of ``df`` becomes one file (or several, with
+    ``max_rows_per_file``) named ``part-<partition>-<uuid>.parquet``, written with
+    ``row_group_size`` rows per row group, and is indexed in the same task with the local
+    build's per-file function. ``options`` are the ``file-index.*`` keys; ``None`` means the
+    options the dataset was indexed with. ``mode``:
+
+    * ``"append"``: the new files join the committed ones. The dataset's options must be the
+      same (or ``None``), and every data file under ``path`` must already be in the manifest
+      (run :func:`build` first), so that plain readers and arrowidx see the same files.
+    * ``"overwrite"``: the new manifest holds only the new files; after the commit the data
+      files, index files and deletion files of the previous version are deleted.
+
+    A failed or retried task attempt contributes nothing: only the manifest rows of the
+    attempts Spark accepted are committed, and their files are the only ones moved out of
+    ``_arrowidx/staging/<write id>/``; that folder (with any orphan files) is deleted at the
+    end, whether the write succeeds or fails.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
+        raise ValueError("row_group_size and max_rows_per_file must be positive")
+    ensure_worker_python(df.sparkSession)
+    start = time.perf_counter()
+    fs, root, explicit = resolve(path, filesystem)
+    if explicit is not None:
+        raise ArrowIdxError("write needs one dataset directory, not a list of files")
+    fs.create_dir(root, recursive=True)
+    current = load_manifest(fs, root)
+    if options is None:
+        options = dict(current.options)
+    options = _normalise_options(options)
+    if mode == "append":
+        if current.files and current.options != options:
+            raise ArrowIdxError(
+                f"{root} is indexed with other options ({current.options}); append with those"
+                " (pass options=None), or re-index with arrowidx.spark.build first"
+            )
+        unmanaged = sorted(set(posixpath.relpath(p, root) for p in discover(fs, root)) - set(current.files))
+        if unmanaged:
+            raise ArrowIdxError(
+                f"{root} holds {len(unmanaged)} data file(s) the manifest does not list (e.g."
+                f" {unmanaged[0]}); run arrowidx.spark.build(spark, path, options) first, or write"
+                " with mode='overwrite'"
+            )
+    threshold = in_manifest_threshold(options)
+    staging = join(root, f"{STAGING_DIR}/{uuid.uuid4().hex}")
+    fs.create_dir(staging, recursive=True)
+    report = WriteReport(root=root, version=current.version, mode=mode)
+    task = _WriteTask(fs, staging, options, threshold, row_group_size, max_rows_per_file, dict(parquet_options or {}), _task_hook)
+    moved: list[str] = []
+    try:
+        entries = _gather(df.mapInArrow(task, _MANIFEST_ROWS))
+        for entry in entries:  # only the files of successful attempts: move them into place
+            for rel in [entry.path] + ([entry.index.file] if entry.index and entry.index.file else []):
+                dst = join(root, rel)
+                fs.create_dir(posixpath.dirname(dst), recursive=True)
+                fs.move(join(staging, rel), dst)
+                moved.append(dst)
+            info = fs.get_file_info(join(root, entry.path))
+            if info.size != entry.size:
+                raise ArrowIdxError(f"{entry.path} changed while it was being committed")
+            entry.mtime_ns = info.mtime_ns  # a move may be a copy (object stores): new mtime
+        new = {e.path: e for e in entries}
+        manifest, previous = _commit_files(fs, root, new, options, mode)
+    except BaseException:
+        for dst in moved:  # not committed: take the moved files back out of the dataset
+            _delete_quietly(fs, dst)
+        raise
+    finally:
+        report.orphans_removed = _remove_staging(fs, root, staging)
+    if mode == "overwrite":
+        report.replaced = _delete_replaced(fs, root, previous, manifest)
+    report.version = manifest.version
+    report.files = sorted(new)
+    report.rows = sum(e.rows for e in entries)
+    report.index_bytes = sum(e.index.size for e in entries if e.index)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _commit_files(fs, root: str, new: dict[str, FileEntry], options: dict[str, str], mode: str, attempts: int = 5):
+    """Commit ``new`` on top of the latest manifest (retrying if another writer got in first)."""
+    for attempt in range(attempts):
+        previous = load_manifest(fs, root)
+        if mode == "append" and not new:
+            return previous, previous
+        files = dict(new) if mode == "overwrite" else {**previous.files, **new}
+        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options)
+        try:
+            return commit_manifest(fs, root, manifest, previous.version), previous
+        except CommitConflictError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _delete_quietly(fs, path: str) -> bool:
+    try:
+        fs.delete_file(path)
+        return True
+    except OSError:
+        return False
+
+
+def _remove_staging(fs, root: str, staging: str) -> int:
+    """Delete this write's staging folder (and the staging parent when it is empty)."""
+    leftovers = 0
+    try:
+        leftovers = sum(1 for i in fs.get_file_info(pafs.FileSelector(staging, recursive=True)) if i.type == pafs.FileType.File)
+        fs.delete_dir(staging)
+    except OSError:
+        pass
+    parent = join(root, STAGING_DIR)
+    try:
+        if not fs.get_file_info(pafs.FileSelector(parent)):
+            fs.delete_dir(parent)
+    except OSError:
+        pass
+    return leftovers
+
+
+def _delete_replaced(fs, root: str, previous: Manifest, manifest: Manifest) -> list[str]:
+    """After an overwrite: delete data files no longer listed, and the old index and deletion files."""
+    keep = set(manifest.files)
+    data = {posixpath.relpath(p, root) for p in discover(fs, root)} | set(previous.files)
+    replaced = sorted(rel for rel in data - keep if _delete_quietly(fs, join(root, rel)))
+    side = set()
+    for entry in previous.files.values():
+        if entry.path in keep:
+            continue
+        if entry.index is not None and entry.index.file:
+            side.add(entry.index.file)
+        if entry.deletion is not None:
+            side.add(entry.deletion.file)
+    for e in manifest.files.values():  # never delete what the new version references
+        side.discard(e.index.file if e.index else None)
+        side.discard(e.deletion.file if e.deletion else None)
+    for rel in side:
+        _delete_quietly(fs, join(root, rel))
+    return replaced
+
+

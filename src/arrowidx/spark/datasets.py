@@ -1,0 +1,59 @@
+"""Datasets pinned to a manifest version, cached per worker process (reader and row filter)."""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow.fs as pafs
+
+from ..lake.layout import (
+    Manifest,
+    file_infos,
+    join,
+    manifest_path,
+    read_bytes,
+)
+from ..lake.scan import IndexedDataset
+
+# --------------------------------------------------------------------------------------
+# datasets pinned to a manifest version (shared by the reader and the mapInArrow filter)
+# --------------------------------------------------------------------------------------
+
+_DATASETS: dict[tuple, IndexedDataset] = {}
+_DATASETS_LOCK = threading.Lock()
+
+
+def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
+    """An :class:`IndexedDataset` showing manifest ``version`` (cached per worker process).
+
+    Its indexes, footers and deletion vectors are cached by (file, size, mtime), so a cached
+    dataset is reused across tasks and queries; file sizes and times are re-read per task
+    (:func:`_refresh`), so staleness is still detected.
+    """
+    key = (fs.type_name, root, version, on_corrupt)
+    with _DATASETS_LOCK:
+        data = _DATASETS.get(key)
+    if data is None:
+        data = IndexedDataset(fs, root, on_corrupt=on_corrupt, threads=1)
+        if data.manifest.version != version:
+            if version == 0:
+                data.manifest = Manifest()
+            else:
+                source = join(root, manifest_path(version))
+                data.manifest = Manifest.from_json(read_bytes(fs, source).decode(), source)
+        with _DATASETS_LOCK:
+            if len(_DATASETS) > 16:
+                _DATASETS.clear()
+            _DATASETS[key] = data
+    return data
+
+
+def _refresh(data: IndexedDataset, rels: list[str]) -> None:
+    """Re-stat ``rels`` (only those) before planning them.
+
+    ``IndexedDataset`` otherwise stats every file of the manifest on first use and keeps the
+    answers; here only the files a task reads are looked at, and freshly.
+    """
+    data._infos.update(file_infos(data.fs, data.root, rels))
+
+

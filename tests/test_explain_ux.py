@@ -1,0 +1,65 @@
+"""explain says why each file was kept or skipped, counts deleted rows of skipped files too;
+FileIndex and IndexedDataset have a useful repr; a filter on a column that does not exist
+is an error naming it (as pyarrow's own filter is)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+
+import arrowidx
+from arrowidx.file_index import UnknownColumnError
+
+from .test_lake import OPTIONS, write_lake
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("explain") / "lake")
+    write_lake(root, files=4)
+    arrowidx.build(root, OPTIONS, progress=False)
+    arrowidx.delete(root, pc.field("status") == "lost", progress=False)
+    return root
+
+
+def test_explain_names_the_deciding_index_and_why(lake):
+    data = arrowidx.dataset(lake)
+    plan = data.explain(pc.field("id") == 10007)
+    kept = [p for p in plan.files if not p.skipped]
+    skipped = [p for p in plan.files if p.skipped]
+    assert kept and skipped
+    assert all("bloom filter: value may be present" in p.why for p in kept)
+    assert all(p.why.startswith("ruled out by bloom-filter") for p in skipped)
+    # deleted rows are reported for skipped files too (independently: status == 'lost' per file)
+    for p in plan.files:
+        assert p.deleted == ds.dataset(f"{lake}/{p.path}").count_rows(filter=pc.field("status") == "lost")
+    text = str(plan)
+    assert "(id == 10007)" in text and "total:" in text and f"{plan.rows_deleted:,} deleted" in text
+
+
+def test_explain_names_unindexed_columns(lake):
+    plan = arrowidx.dataset(lake).explain((pc.field("status") == "paid") & (pc.field("amount").is_null()))
+    assert all("no index on" not in p.why or "amount" not in p.why for p in plan.files)
+    plan = arrowidx.dataset(lake).explain(pc.field("status") == "paid")
+    assert all(p.why.startswith("bitmap:") for p in plan.files)
+
+
+def test_reprs(lake):
+    data = arrowidx.dataset(lake)
+    assert repr(data).startswith("IndexedDataset(") and "manifest v2" in repr(data) and "bitmap: status,day" in repr(data)
+    index = data.file_index(data.manifest.files[data.files[0]])
+    assert "status: bitmap" in repr(index) and "id: bloom-filter" in repr(index)
+
+
+def test_evaluate_unknown_column_is_an_error():
+    table = pa.table({"status": ["a", "b"]})
+    index = arrowidx.FileIndex(arrowidx.write_file_index(table, {"file-index.bitmap.columns": "status"}), table.schema)
+    with pytest.raises(UnknownColumnError, match="did you mean 'status'"):
+        index.evaluate(pc.field("stauts") == "a")
+    with pytest.raises(pa.ArrowInvalid):  # pyarrow itself refuses the same filter
+        table.filter(pc.field("stauts") == "a")
+    wider = arrowidx.FileIndex(arrowidx.write_file_index(table, {"file-index.bitmap.columns": "status"}),
+                               pa.schema([("status", pa.string()), ("other", pa.int64())]))  # fmt: skip
+    assert wider.evaluate(pc.field("other") == 1).kind == "remain"  # a column without an index: REMAIN
