@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arrowidx
 from arrowidx import (
@@ -401,3 +403,46 @@ def test_entries_without_fingerprints_still_read(tmp_path):
     m = Manifest.from_json(open(path).read(), path)
     assert m.version == 2
     assert tables_equal(arrowidx.dataset(root).to_table(filter=QUERY), expected(root))
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _leaves(v, (*path, i))
+    yield path
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_field_replaced_by_any_json_is_valid_or_named(manifest_text, data):
+    """Whatever JSON value replaces whatever node of a real manifest (resealed, so only the
+    validation can catch it): a Manifest, or CorruptManifestError naming the manifest."""
+    d = json.loads(manifest_text)
+    paths = [p for p in _leaves(d) if p and p[0] != "checksum"]
+    path = data.draw(st.sampled_from(paths))
+    value = data.draw(JSON_VALUES)
+    target = d
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    d["checksum"] = checksum(layout._canonical({k: v for k, v in d.items() if k != "checksum"}))
+    try:
+        Manifest.from_json(json.dumps(d), "m.json", expect_version=2)
+    except CorruptManifestError as e:
+        assert "m.json" in str(e)
+
+
+@pytest.fixture(scope="module")
+def manifest_text(tmp_path_factory):
+    root = small_lake(str(tmp_path_factory.mktemp("m")))
+    return open(manifest_file(root)).read()
