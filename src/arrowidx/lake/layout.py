@@ -547,7 +547,7 @@ def manifest_versions(fs: pafs.FileSystem, root: str) -> list[int]:
     out = []
     for info in infos:
         m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
-        if m and info.type == pafs.FileType.File and int(m.group(1)) > 0:
+        if m and int(m.group(1)) > 0:  # whatever its type: a directory there is reported when read, never skipped
             out.append(int(m.group(1)))
     return sorted(out)
 
