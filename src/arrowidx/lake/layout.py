@@ -70,7 +70,6 @@ STALE_DELETIONS = ("raise", "read-full")
 SINGLE_WRITER_ENV = "ARROWIDX_SINGLE_WRITER"  # "1": allow check-then-move commits (one writer only)
 FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3"
 
-__all__ = ["CommitConflictError"]  # re-exported from errors for older imports
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
