@@ -3,8 +3,9 @@ on top, and late materialisation. Every adapter (pyarrow, Polars, Spark) reads t
 
 Plan, per data file (in path order, like ``pyarrow.dataset``):
 
-1. A file whose content changed since it was indexed is *stale*: its index and deletion
-   vector are ignored and the file is read as ``pyarrow.dataset`` reads it.
+1. A file whose content changed since it was indexed is *stale*: its index is ignored and
+   the file is read as ``pyarrow.dataset`` reads it (if rows were deleted from it,
+   ``StaleDeletionError``, unless ``on_stale_deletions="read-full"``).
 2. Otherwise its container answers the filter: SKIP means the file is never opened; a
    bitmap keeps only the row groups holding selected rows.
 3. The row groups left are intersected with those that survive Parquet row-group
@@ -51,9 +52,10 @@ from ..predicate import bind, is_exact
 from ..result import REMAIN, IndexResult, bitmap_to_mask
 from .footer import Footer, read_footer
 from .layout import (
-    LATEST,
+    META_DIR,
     FileEntry,
     Manifest,
+    check_stale_option,
     discover,
     entry_is_fresh,
     file_infos,
@@ -239,6 +241,10 @@ class IndexedDataset:
     index or deletion file; ``"fallback"`` reads that file in full instead (a damaged
     deletion file still raises: ignoring it would return deleted rows).
 
+    ``on_stale_deletions``: ``"raise"`` (default) raises ``StaleDeletionError`` for a data
+    file whose content changed after rows were deleted from it; ``"read-full"`` reads it in
+    full as it is now (its deleted rows come back).
+
     ``source``: the ``pyarrow.dataset.FileSystemDataset`` it was opened from, if any; its
     files, schema, format and partitioning are used as they are (so partition columns of a
     Hive layout are columns here too). Without one, the dataset is what
@@ -253,9 +259,11 @@ class IndexedDataset:
         on_corrupt: str = "raise",
         threads: int = 2,
         source: ds.FileSystemDataset | None = None,
+        on_stale_deletions: str = "raise",
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
+        self.on_stale_deletions = check_stale_option(on_stale_deletions)
         self.fs = filesystem
         self.root = root
         self.on_corrupt = on_corrupt
@@ -324,7 +332,7 @@ class IndexedDataset:
         if entry is None:
             return False
         footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
-        return entry_is_fresh(entry, self._info(entry.path), footer)
+        return entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -932,7 +940,7 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
     the root of a Hive layout whose files all sit in one partition folder."""
     probe = folder
     while True:
-        if fs.get_file_info(join(probe, LATEST)).type == pafs.FileType.File:
+        if fs.get_file_info(join(probe, META_DIR)).type == pafs.FileType.Directory:
             return probe
         parent = posixpath.dirname(probe)
         if not parent or parent == probe:
@@ -940,7 +948,8 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
         probe = parent
 
 
-def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
+def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
+            on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
@@ -949,8 +958,8 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     if isinstance(source, ds.FileSystemDataset):
         if explicit:
             root = _manifest_root(fs, root)
-        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source)
-    data = IndexedDataset(fs, root, on_corrupt=on_corrupt)
+        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
         data._only = sorted(posixpath.relpath(p, root) for p in explicit)
         data.refresh()
