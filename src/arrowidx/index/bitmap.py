@@ -23,7 +23,13 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from .._bytes import ByteReader
-from .._roaring import bitmap_of, read_portable, read_portable_unsized, to_portable
+from .._roaring import (
+    bitmap_of,
+    portable_of_sorted,
+    read_portable,
+    read_portable_unsized,
+    to_portable,
+)
 from ..errors import OptionError, UnsupportedTypeError
 from ..options import parse_memory_size
 from ..types import Keys, PaimonType, java_float_order
@@ -132,6 +138,7 @@ class BitmapWriter(IndexWriter):
 
     def _serialize(self, row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts) -> bytes:
         fmt = _KEY_FORMATS[self.ptype.root]
+        rows_by_value = rows_by_value.astype(np.uint32)  # sorted within each value
         null_bytes = to_portable(bitmap_of(null_rows)) if len(null_rows) else b""
         body = [null_bytes] if len(null_rows) > 1 else []
         body_size = len(body[0]) if body else 0
@@ -141,7 +148,7 @@ class BitmapWriter(IndexWriter):
             if count == 1:
                 entries.append((_encode_key(key, fmt), -1 - int(rows_by_value[start]), -1))
             else:
-                data = to_portable(bitmap_of(rows_by_value[start : start + count]))
+                data = portable_of_sorted(rows_by_value[start : start + count])
                 entries.append((_encode_key(key, fmt), body_size, len(data)))
                 body.append(data)
                 body_size += len(data)
@@ -159,7 +166,7 @@ class BitmapWriter(IndexWriter):
             if has_null:
                 out += null_offset.to_bytes(4, "big", signed=True) + len(null_bytes).to_bytes(4, "big")
             out += self._v2_blocks(entries)
-        return bytes(out) + b"".join(body)
+        return b"".join([out, *body])
 
     def _v2_blocks(self, entries) -> bytes:
         """Index blocks as Java packs them: greedily, each at most ``block_size`` bytes."""
