@@ -106,9 +106,12 @@ def vacuum(
             elif folder != META_DIR and rel not in referenced and old:
                 doomed.append((rel, info.size or 0))
     for rel, size in sorted(set(doomed)):
-        if size < 0:
-            info = fs.get_file_info(join(root, rel))
-            size = info.size or 0
+        info = fs.get_file_info(join(root, rel))
+        if info.type != pafs.FileType.File:
+            continue
+        if size >= 0 and info.mtime is not None and info.mtime.timestamp() * 1000 >= cutoff_ms:
+            continue  # rewritten since it was listed (a build reusing a content-addressed name)
+        size = info.size or 0
         if not dry_run:
             try:
                 fs.delete_file(join(root, rel))
