@@ -465,3 +465,11 @@ def test_cli_vacuum_and_option_checks(tmp_path, capsys):
                  lambda: arrowidx.build(root, OPTIONS, on_stale_deletions="x", progress=False)):  # fmt: skip
         with pytest.raises(arrowidx.OptionError, match="on_stale_deletions"):
             call()
+
+
+def test_vacuum_repairs_latest(tmp_path):
+    root = small_lake(str(tmp_path))
+    latest = os.path.join(root, "_arrowidx", "LATEST")
+    open(latest, "w").write("1")
+    assert arrowidx.vacuum(root).latest_repaired and open(latest).read() == "2"
+    assert not arrowidx.vacuum(root).latest_repaired
