@@ -315,3 +315,19 @@ def test_the_installed_command_exits_2_without_a_traceback(lake):
     done = subprocess.run([sys.executable, "-m", "arrowidx.cli", "query", lake, "--where", "ts > '2024-06-01'"],
                           capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert done.returncode == 2 and "unknown column 'ts'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_vacuum_cli_json_and_bad_duration(lake, capsys):
+    arrowidx.build(lake, {"file-index.bloom-filter.columns": "id"})
+    arrowidx.delete(lake, pc.field("id") < 5)  # version 2: version 1 is superseded
+    code, out, _ = run(capsys, "vacuum", lake, "--older-than", "0", "--dry-run", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["dry_run"] and report["kept_versions"] == [2]
+    assert "_arrowidx/manifest-00000001.json" in report["removed"]
+    assert os.path.exists(os.path.join(lake, "_arrowidx", "manifest-00000001.json"))  # dry run: nothing removed
+    code, out, _ = run(capsys, "vacuum", lake, "--older-than", "0")
+    assert code == 0 and "removed" in out and not os.path.exists(os.path.join(lake, "_arrowidx", "manifest-00000001.json"))
+    expected = ds.dataset(lake).to_table(filter=pc.field("id") >= 5)
+    assert ids(arrowidx.dataset(lake).to_table()) == ids(expected)  # the current version still reads
+    code, _, err = run(capsys, "vacuum", lake, "--older-than", "soon")
+    assert code == 2 and "--older-than" in err

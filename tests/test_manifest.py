@@ -446,3 +446,30 @@ def test_any_field_replaced_by_any_json_is_valid_or_named(manifest_text, data):
 def manifest_text(tmp_path_factory):
     root = small_lake(str(tmp_path_factory.mktemp("m")))
     return open(manifest_file(root)).read()
+
+
+def test_cli_vacuum_and_option_checks(tmp_path, capsys):
+    from arrowidx.cli import main
+
+    root = small_lake(str(tmp_path))
+    arrowidx.delete(root, pc.field("status") == "lost", progress=False)
+    assert main(["vacuum", root, "--dry-run"]) == 0 and "would remove 0 file(s)" in capsys.readouterr().out
+    assert main(["vacuum", root, "--older-than", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "removed" in out and "kept version(s) 3" in out
+    assert sorted(os.listdir(os.path.join(root, "_arrowidx", "deletion"))) and len(glob.glob(os.path.join(root, "_arrowidx", "manifest-*"))) == 1
+    assert tables_equal(arrowidx.dataset(root).to_table(filter=QUERY), expected(root, QUERY, DELETED | (pc.field("status") == "lost")))
+    assert main(["vacuum", root, "--older-than", "soon"]) == 2
+    for call in (lambda: arrowidx.dataset(root, on_stale_deletions="ignore"),
+                 lambda: arrowidx.delete(root, QUERY, on_stale_deletions="drop", progress=False),
+                 lambda: arrowidx.build(root, OPTIONS, on_stale_deletions="x", progress=False)):  # fmt: skip
+        with pytest.raises(arrowidx.OptionError, match="on_stale_deletions"):
+            call()
+
+
+def test_vacuum_repairs_latest(tmp_path):
+    root = small_lake(str(tmp_path))
+    latest = os.path.join(root, "_arrowidx", "LATEST")
+    open(latest, "w").write("1")
+    assert arrowidx.vacuum(root).latest_repaired and open(latest).read() == "2"
+    assert not arrowidx.vacuum(root).latest_repaired

@@ -1,4 +1,4 @@
-"""The ``arrowidx`` command line: build, inspect, explain, query and delete.
+"""The ``arrowidx`` command line: build, inspect, explain, query, delete and vacuum.
 
     arrowidx build PATH --bitmap status,region --bloom-filter id --range-bitmap amount
     arrowidx build PATH                   # rebuild with the stored options (new/changed files)
@@ -8,6 +8,7 @@
     arrowidx explain PATH --where "id = 42" [--json]
     arrowidx query PATH --where "status = 'PENDING' AND amount > 100" --columns id,amount
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
+    arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
 
 ``--where`` is a SQL boolean expression, translated exactly into a
 ``pyarrow.compute.Expression`` by :mod:`arrowidx.sql` (SQL's meaning, or a message saying
@@ -287,7 +288,11 @@ def _duration(text: str) -> float:
 def cmd_vacuum(args) -> int:
     from .lake import vacuum
 
-    print(vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run))
+    report = vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run)
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    else:
+        print(report)
     return 0
 
 
@@ -348,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--older-than", default="7d", help="retention: 3600, 30m, 12h, 7d (default 7d)")
     p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p.add_argument("--json", action="store_true", help="print the report (kept versions, removed files) as JSON")
     p.set_defaults(func=cmd_vacuum)
     return parser
 

@@ -551,9 +551,6 @@ def manifest_versions(fs: pafs.FileSystem, root: str) -> list[int]:
     return sorted(out)
 
 
-_manifest_versions = manifest_versions  # older name
-
-
 def latest_hint(fs: pafs.FileSystem, root: str) -> int | None:
     """What ``LATEST`` says (None if missing or unreadable): a hint only, never obeyed."""
     try:

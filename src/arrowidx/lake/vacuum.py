@@ -22,12 +22,15 @@ from ..errors import ArrowIdxError
 from .layout import (
     DELETION_DIR,
     INDEX_DIR,
+    LATEST,
     META_DIR,
     join,
+    latest_hint,
     manifest_path,
     manifest_versions,
     read_manifest,
     resolve,
+    write_atomic,
 )
 
 DEFAULT_RETENTION = timedelta(days=7)
@@ -43,6 +46,7 @@ class VacuumReport:
     removed: list[str] = field(default_factory=list)  # paths relative to the root
     bytes_freed: int = 0
     dry_run: bool = False
+    latest_repaired: bool = False  # LATEST named another version and was rewritten
 
     def __str__(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
@@ -89,6 +93,9 @@ def vacuum(
                 referenced.add(entry.deletion.file)
         successor_ms = manifest.created_ms
     report.kept_versions = sorted(kept)
+    if latest_hint(fs, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
+        write_atomic(fs, join(root, LATEST), str(versions[-1]).encode(), root=root)
+        report.latest_repaired = True
     doomed: list[tuple[str, int]] = [
         (manifest_path(v), -1) for v in versions if v < min(kept)
     ]
@@ -106,9 +113,12 @@ def vacuum(
             elif folder != META_DIR and rel not in referenced and old:
                 doomed.append((rel, info.size or 0))
     for rel, size in sorted(set(doomed)):
-        if size < 0:
-            info = fs.get_file_info(join(root, rel))
-            size = info.size or 0
+        info = fs.get_file_info(join(root, rel))
+        if info.type != pafs.FileType.File:
+            continue
+        if size >= 0 and info.mtime is not None and info.mtime.timestamp() * 1000 >= cutoff_ms:
+            continue  # rewritten since it was listed (a build reusing a content-addressed name)
+        size = info.size or 0
         if not dry_run:
             try:
                 fs.delete_file(join(root, rel))
