@@ -123,9 +123,16 @@ class LakeSpec:
 
 
 @st.composite
-def file_rows(draw, columns: list[str], max_rows: int = 24) -> dict:
+def value_pools(draw, columns: list[str]) -> dict[str, list]:
+    """Per column, the few values a lake draws from: ties, and lakes without NaN, -0.0 or NULL."""
+    return {c: draw(st.lists(st.sampled_from(BY_NAME[c].pool), min_size=1, max_size=4, unique_by=repr)) for c in columns}
+
+
+@st.composite
+def file_rows(draw, columns: list[str], max_rows: int = 24, pools: dict | None = None) -> dict:
     n = draw(st.integers(0, max_rows))
-    rows = {c: draw(st.lists(st.sampled_from(BY_NAME[c].pool), min_size=n, max_size=n)) for c in columns}
+    pools = pools or {c: BY_NAME[c].pool for c in columns}
+    rows = {c: draw(st.lists(st.sampled_from(pools[c]), min_size=n, max_size=n)) for c in columns}
     return {"rows": rows, "n": n, "row_group_size": draw(st.sampled_from([1, 2, 3, 5, 8, 1000]))}
 
 
@@ -142,7 +149,8 @@ def index_options(draw, columns: list[str]) -> dict[str, str]:
 @st.composite
 def lake_specs(draw, max_files: int = 6) -> LakeSpec:
     columns = draw(st.lists(st.sampled_from([c.name for c in COLUMNS]), min_size=1, max_size=4, unique=True))
-    files = draw(st.lists(file_rows(columns), min_size=1, max_size=max_files))
+    pools = draw(value_pools(columns))
+    files = draw(st.lists(file_rows(columns, pools=pools), min_size=1, max_size=max_files))
     options = draw(index_options(columns))
     if not options:  # a build needs something to index
         options = {f"file-index.{BY_NAME[columns[0]].index_types[0]}.columns": columns[0]}
@@ -152,9 +160,9 @@ def lake_specs(draw, max_files: int = 6) -> LakeSpec:
         if kind == "delete":
             changes.append(("delete", draw(st.integers(0, 2**31))))
         elif kind == "add":
-            changes.append(("add", draw(file_rows(columns))))
+            changes.append(("add", draw(file_rows(columns, pools=pools))))
         elif kind == "rewrite":
-            changes.append(("rewrite", draw(st.integers(0, 10)), draw(file_rows(columns))))
+            changes.append(("rewrite", draw(st.integers(0, 10)), draw(file_rows(columns, pools=pools))))
         elif kind == "remove":
             changes.append(("remove", draw(st.integers(0, 10))))
         else:
@@ -200,13 +208,16 @@ def _build(root: str, options: dict) -> None:
         reject()
 
 
-def make_lake(spec: LakeSpec, root: str) -> Lake:
-    """Write the files, build the indexes, then apply the deletes and file changes."""
+def make_lake(spec: LakeSpec, root: str, before_changes=None) -> Lake:
+    """Write the files, build the indexes, call ``before_changes(root)`` (to open and cache
+    readers on the first state), then apply the deletes and file changes."""
     schema = pa.schema([pa.field("rid", pa.int64())] + [pa.field(c, BY_NAME[c].type) for c in spec.columns])
     lake = Lake(root, spec.columns, schema)
     for i, f in enumerate(spec.files):
         lake.write(f"part-{i}.parquet", f)
     _build(root, spec.options)
+    if before_changes is not None:
+        before_changes(root)
     added = len(spec.files)
     for change in spec.changes:
         files = lake.files()
@@ -234,12 +245,17 @@ def make_lake(spec: LakeSpec, root: str) -> Lake:
 class TempLake:
     """A lake in a fresh temporary folder (hypothesis cannot use function-scoped fixtures)."""
 
-    def __init__(self, spec: LakeSpec):
+    def __init__(self, spec: LakeSpec, before_changes=None):
         self.spec = spec
+        self.before_changes = before_changes
 
     def __enter__(self) -> Lake:
         self._dir = tempfile.TemporaryDirectory(prefix="arrowidx-diff-")
-        return make_lake(self.spec, self._dir.name)
+        try:
+            return make_lake(self.spec, self._dir.name, self.before_changes)
+        except BaseException:
+            self._dir.cleanup()
+            raise
 
     def __exit__(self, *exc) -> None:
         self._dir.cleanup()

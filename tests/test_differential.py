@@ -32,13 +32,15 @@ from .differential_support import (
     index_options,
     lake_specs,
     multiset,
+    value_pools,
 )
 
 
 @st.composite
 def indexed_tables(draw):
     columns = draw(st.lists(st.sampled_from([c.name for c in COLUMNS]), min_size=1, max_size=4, unique=True))
-    spec = draw(file_rows(columns, max_rows=40))
+    pools = draw(st.none() | value_pools(columns))
+    spec = draw(file_rows(columns, max_rows=40, pools=pools))
     options = draw(index_options(columns))
     arrays = [pa.array(range(spec["n"]), pa.int64())] + [pa.array(spec["rows"][c], BY_NAME[c].type) for c in columns]
     schema = pa.schema([pa.field("rid", pa.int64())] + [pa.field(c, BY_NAME[c].type) for c in columns])
@@ -141,7 +143,10 @@ def _check_lake(lake, expr) -> None:
 @fuzz_settings(60)
 @given(lake_specs(), st.data())
 def test_dataset_matches_pyarrow_dataset(spec, data):
-    with TempLake(spec) as lake:
+    opened = []
+    with TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
         assert multiset(arrowidx.dataset(lake.root).to_table()) == multiset(lake.reference())
+        opened[0].refresh()  # a dataset opened before the changes, refreshed, reads them
+        assert multiset(opened[0].to_table()) == multiset(lake.reference())
         for _ in range(4):
             _check_lake(lake, data.draw(expressions(lake.columns)))

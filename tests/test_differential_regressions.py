@@ -177,3 +177,17 @@ def test_decimal_and_float32_literals_compare_in_float64(tmp_path, options):
         index = arrowidx.FileIndex(arrowidx.write_file_index(table, options), table.schema)
         kept = table.filter(index.evaluate(e).to_mask(table.num_rows))
         assert kept.filter(e).num_rows == table.filter(e).num_rows, str(e)
+
+
+@pytest.mark.parametrize("expr", [pc.scalar(True), pc.scalar(False), pc.scalar(None)], ids=str)
+def test_constant_filter_on_a_file_with_deleted_rows(tmp_path, expr):
+    """Found by the suite: a filter reading no column (a constant) on a file with deleted rows
+    read zero columns, lost the row count and raised (numpy broadcast error)."""
+    root = str(tmp_path)
+    pq.write_table(pa.table({"rid": pa.array([], pa.int64()), "i": pa.array([], pa.int64())}), os.path.join(root, "part-0.parquet"))
+    arrowidx.build(root, {"file-index.bloom-filter.columns": "i"}, progress=False)
+    pq.write_table(pa.table({"rid": pa.array(range(11), pa.int64()), "i": [0] * 11}), os.path.join(root, "part-1.parquet"), row_group_size=1)
+    arrowidx.delete(root, pc.field("rid").isin([1]), progress=False)
+    expected = ds.dataset(root).to_table(filter=expr).filter(pc.field("rid") != 1)
+    assert _rows(arrowidx.dataset(root).to_table(filter=expr)) == _rows(expected)
+    assert arrowidx.dataset(root).count_rows(filter=expr) == expected.num_rows

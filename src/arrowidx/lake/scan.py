@@ -665,7 +665,8 @@ class IndexedDataset:
         plans = [p for p in plans if p.row_groups]
         late = [p for p in plans if expr is not None and not p.exact]
         is_late = {id(p) for p in late}
-        names = sorted(self.bind_columns(expr)) if late else []
+        # (a filter reading no column, e.g. a constant, still needs the row count: one column)
+        names = (sorted(self.bind_columns(expr)) or self.schema.names[:1]) if late else []
         rest = [c for c in out if c not in names]
         heads: dict[str, pa.Table] = {}
         live: dict[str, tuple[list[int], np.ndarray | None]] = {}
