@@ -300,7 +300,7 @@ def leaves(draw, columns: list[str]) -> pc.Expression:
         return f.is_valid()
     if kind == "bare" and pa.types.is_boolean(column.type):
         return f
-    return pc.scalar(draw(st.sampled_from([True, False, None])))
+    return pc.scalar(pa.scalar(draw(st.sampled_from([True, False, None])), pa.bool_()))
 
 
 def expressions(columns: list[str]) -> st.SearchStrategy:

@@ -179,7 +179,7 @@ def test_decimal_and_float32_literals_compare_in_float64(tmp_path, options):
         assert kept.filter(e).num_rows == table.filter(e).num_rows, str(e)
 
 
-@pytest.mark.parametrize("expr", [pc.scalar(True), pc.scalar(False), pc.scalar(None)], ids=str)
+@pytest.mark.parametrize("expr", [pc.scalar(True), pc.scalar(False), pc.scalar(pa.scalar(None, pa.bool_()))], ids=str)
 def test_constant_filter_on_a_file_with_deleted_rows(tmp_path, expr):
     """Found by the suite: a filter reading no column (a constant) on a file with deleted rows
     read zero columns, lost the row count and raised (numpy broadcast error)."""
