@@ -147,8 +147,9 @@ def index_options(draw, columns: list[str]) -> dict[str, str]:
 
 
 @st.composite
-def lake_specs(draw, max_files: int = 6) -> LakeSpec:
-    columns = draw(st.lists(st.sampled_from([c.name for c in COLUMNS]), min_size=1, max_size=4, unique=True))
+def lake_specs(draw, max_files: int = 6, names: list[str] | None = None) -> LakeSpec:
+    names = names or [c.name for c in COLUMNS]
+    columns = draw(st.lists(st.sampled_from(names), min_size=1, max_size=4, unique=True))
     pools = draw(value_pools(columns))
     files = draw(st.lists(file_rows(columns, pools=pools), min_size=1, max_size=max_files))
     options = draw(index_options(columns))
