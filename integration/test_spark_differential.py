@@ -98,9 +98,10 @@ def test_spark_source_matches_spark_parquet(spark, data):
 def test_spark_source_reads_a_file_added_after_the_build(spark, tmp_path):
     """Found by the suite: a file added after the build (not in the manifest) made the source
     raise KeyError while planning partitions; Spark's reader returns its rows."""
-    import arrowidx
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    import arrowidx
 
     pq.write_table(pa.table({"rid": pa.array([], pa.int64()), "i": pa.array([], pa.int64())}), tmp_path / "part-0.parquet")
     arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "i"}, progress=False)
