@@ -142,9 +142,13 @@ def lake(spark, tmp_path_factory):
     report = spark_mod.build(spark, str(root), index_options())
     assert len(report.indexed) == FILES
     rng = np.random.default_rng(3)
-    deleted = sorted(rng.choice(all_ids, size=len(all_ids) // 20, replace=False).tolist())
+    # No deletions in part-5, which is rewritten below: deletions of a rewritten file raise
+    # StaleDeletionError (issue 11), a rewritten file without deletions is read in full.
+    part5 = pq.read_table(root / "part-5.parquet", columns=["id"]).column("id").to_numpy()
+    candidates = np.setdiff1d(np.asarray(all_ids), part5)
+    deleted = sorted(rng.choice(candidates, size=len(all_ids) // 20, replace=False).tolist())
     arrowidx.delete(str(root), pc.field("id").isin(deleted), progress=False)
-    # A file rewritten after it was indexed: stale, read in full, its deletions void.
+    # A file rewritten after it was indexed: stale, read in full.
     stale = make_table(np.random.default_rng(99), np.arange(10**7, 10**7 + 900, dtype=np.int64))
     pq.write_table(stale, root / "part-5.parquet", row_group_size=ROW_GROUP)
     return {"root": str(root), "deleted": deleted}
@@ -483,7 +487,7 @@ def test_write_failed_job_commits_nothing(spark, tmp_path):
     assert _parquet_files(root) == before
     assert not (root / "_arrowidx" / "staging").exists()
     index_files = sorted(p.name for p in (root / "_arrowidx" / "index").glob("*.index"))
-    assert all(name[: -len(".index")] in before for name in index_files)
+    assert all(name.rsplit(".", 2)[0] in before for name in index_files)  # <data file>.<xxh64>.index
     for name, table in _read_four_ways(spark, root).items():
         assert_same(table, first, f"after a failed write: {name}")
 

@@ -22,13 +22,17 @@ from .deletion import (
 )
 from .errors import (
     ArrowIdxError,
+    CommitConflictError,
+    CommitUnsupportedError,
     CorruptIndexError,
+    CorruptManifestError,
     OptionError,
+    StaleDeletionError,
     UnsupportedTypeError,
     UnsupportedValueError,
 )
 from .file_index import FileIndex, write_file_index
-from .lake import build, dataset, delete
+from .lake import build, dataset, delete, vacuum
 from .result import IndexResult
 
 __version__ = "0.1.0"
@@ -51,7 +55,11 @@ __all__ = [
     "write_hash_index",
     "write_hash_index_file",
     "ArrowIdxError",
+    "CommitConflictError",
+    "CommitUnsupportedError",
     "CorruptIndexError",
+    "CorruptManifestError",
+    "StaleDeletionError",
     "FileIndex",
     "IndexResult",
     "OptionError",
@@ -60,5 +68,6 @@ __all__ = [
     "build",
     "dataset",
     "delete",
+    "vacuum",
     "write_file_index",
 ]

@@ -20,14 +20,32 @@ _P5 = np.uint64(0x27D4EB2F165667C5)
 def thomas_wang_long_hash(keys: np.ndarray) -> np.ndarray:
     """Paimon ``FastHash.getLongHash`` over int64 keys (signed shifts, wrapping arithmetic)."""
     k = keys.astype(np.int64, copy=True)
+    return thomas_wang_inplace(k, np.empty_like(k))
+
+
+def thomas_wang_inplace(k: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """:func:`thomas_wang_long_hash` computed in ``k`` (int64) with scratch ``tmp``: no
+    temporaries, so chunks that fit the CPU cache stay there."""
     with np.errstate(over="ignore"):
-        k = (~k) + (k << np.int64(21))
-        k = k ^ (k >> np.int64(24))
-        k = (k + (k << np.int64(3))) + (k << np.int64(8))
-        k = k ^ (k >> np.int64(14))
-        k = (k + (k << np.int64(2))) + (k << np.int64(4))
-        k = k ^ (k >> np.int64(28))
-        k = k + (k << np.int64(31))
+        np.left_shift(k, 21, out=tmp)
+        np.invert(k, out=k)
+        k += tmp  # ~k + (k << 21)
+        np.right_shift(k, 24, out=tmp)
+        k ^= tmp
+        np.left_shift(k, 3, out=tmp)
+        tmp += k
+        np.left_shift(k, 8, out=k)
+        k += tmp  # (k + (k << 3)) + (k << 8)
+        np.right_shift(k, 14, out=tmp)
+        k ^= tmp
+        np.left_shift(k, 2, out=tmp)
+        tmp += k
+        np.left_shift(k, 4, out=k)
+        k += tmp  # (k + (k << 2)) + (k << 4)
+        np.right_shift(k, 28, out=tmp)
+        k ^= tmp
+        np.left_shift(k, 31, out=tmp)
+        k += tmp
     return k
 
 

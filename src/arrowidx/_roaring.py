@@ -155,13 +155,17 @@ def portable_layout(buf: np.ndarray, pos: int, end: int) -> PortableLayout:
 
 
 def _set_sorted_bits(out: np.ndarray, bits: np.ndarray) -> None:
-    """Set the (sorted, unique) bit indices ``bits`` in the LSB-first packed array ``out``."""
+    """Set the (unique) bit indices ``bits`` in the LSB-first packed array ``out``, whose
+    bits at those indices are still clear.
+
+    One ``np.add.at`` (numpy's fast path, ~2 ns a bit): for distinct bits of a clear byte
+    the sum is the OR (``np.bitwise_or.at`` and ``reduceat`` are several times slower).
+    """
     if bits.size == 0:
         return
-    byte_index = bits >> 3
-    values = np.left_shift(1, bits & 7).astype(np.uint8)
-    starts = np.concatenate(([0], np.flatnonzero(byte_index[1:] != byte_index[:-1]) + 1))
-    out[byte_index[starts]] |= np.bitwise_or.reduceat(values, starts)
+    byte_index = (bits >> 3).astype(np.intp)
+    values = np.left_shift(np.uint8(1), (bits & 7).astype(np.uint8))
+    np.add.at(out, byte_index, values)
 
 
 def _set_bit_ranges(out: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -206,12 +210,20 @@ def decode_into(
         out[dst : dst + 8192] |= buf[src : src + 8192]
     array_idx = np.flatnonzero(kinds == _KIND_ARRAY)
     if array_idx.size:
-        parts = [
-            buf[int(offsets[i]) : int(offsets[i]) + 2 * int(cards[i])].view("<u2").astype(np.int64)
-            + (int(rel[i]) << 16)
-            for i in array_idx.tolist()
-        ]
-        _set_sorted_bits(out, np.concatenate(parts))
+        array_cards = cards[array_idx]
+        first, total = int(offsets[array_idx[0]]), int(array_cards.sum())
+        if int(offsets[array_idx[-1]]) + 2 * int(array_cards[-1]) - first == 2 * total:
+            # The array containers lie back to back (no dense or run container between them).
+            low = buf[first : first + 2 * total].view("<u2").astype(np.int64)
+            low += np.repeat(rel[array_idx] << 16, array_cards)
+        else:
+            parts = [
+                buf[int(offsets[i]) : int(offsets[i]) + 2 * int(cards[i])].view("<u2").astype(np.int64)
+                + (int(rel[i]) << 16)
+                for i in array_idx.tolist()
+            ]
+            low = np.concatenate(parts)
+        _set_sorted_bits(out, low)
     run_idx = np.flatnonzero(kinds == _KIND_RUN)
     if run_idx.size:
         los, his = [], []
@@ -244,6 +256,15 @@ def packed_window(bitmap, start: int, length: int, bitmap64: bool = False) -> np
         return np.zeros(0, np.uint8)
     if not bitmap:
         return np.zeros(nbytes, np.uint8)
+    if not bitmap64 and start == 0:
+        stats = bitmap.get_statistics()
+        if stats["n_bitset_containers"] == 0 and stats["n_run_containers"] == 0:
+            # Sparse: every container is an array of positions; set their bits directly.
+            out = np.zeros(nbytes, np.uint8)
+            _set_sorted_bits(out, np.frombuffer(bitmap.to_array(), dtype=np.uint32))
+            if length & 7:
+                out[-1] &= (1 << (length & 7)) - 1
+            return out
     first = start >> 16
     ncontainers = ((start + length - 1) >> 16) - first + 1
     out = np.zeros(ncontainers * 8192 + 1, np.uint8)

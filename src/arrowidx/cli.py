@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -93,7 +94,9 @@ def cmd_inspect(args) -> int:
 
 
 def _inspect_dataset(path: str, as_json: bool) -> int:
+    from .errors import StaleDeletionError
     from .lake import dataset
+    from .lake.layout import entry_is_fresh
 
     data = dataset(path)
     manifest = data.manifest
@@ -105,8 +108,13 @@ def _inspect_dataset(path: str, as_json: bool) -> int:
                "index_bytes": 0, "index_embedded": None, "columns": {}, "deleted": 0}  # fmt: skip
         if entry is None:
             row["state"] = "not indexed"
-        elif not entry.matches(info):
-            row["state"] = "stale"
+        else:
+            try:
+                fresh = entry_is_fresh(entry, info, data.read_footer(rel))  # by content, not mtime
+            except StaleDeletionError:
+                fresh, row["state"] = False, "STALE DELETIONS"
+            if not fresh and row["state"] == "ok":
+                row["state"] = "stale"
         if entry and entry.index:
             row["index_bytes"] = entry.index.size
             row["index_embedded"] = entry.index.embedded is not None
@@ -163,7 +171,7 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
         parts = os.path.abspath(index_path).split(os.sep)
         if "_arrowidx" in parts and index_path.endswith(".index"):
             at = parts.index("_arrowidx")
-            candidate = os.sep.join(parts[:at] + parts[at + 2 :])[: -len(".index")]
+            candidate = re.sub(r"(\.[0-9a-f]{16})?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
             data_file = candidate if os.path.exists(candidate) else None
         elif index_path.endswith(".index") and os.path.exists(index_path[: -len(".index")]):
             data_file = index_path[: -len(".index")]
@@ -266,6 +274,23 @@ def cmd_delete(args) -> int:
     return 0
 
 
+def _duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``12h`` or ``7d``."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        return float(number) * units[unit]
+    except ValueError:
+        raise UsageError(f"--older-than {text!r}: expected a duration such as 3600, 30m, 12h or 7d") from None
+
+
+def cmd_vacuum(args) -> int:
+    from .lake import vacuum
+
+    print(vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.",
@@ -318,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true", help="print the report (with per-file counts) as JSON")
     p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("vacuum", help="remove manifests, index and deletion files no retained version references")
+    p.add_argument("path")
+    p.add_argument("--older-than", default="7d", help="retention: 3600, 30m, 12h, 7d (default 7d)")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p.set_defaults(func=cmd_vacuum)
     return parser
 
 

@@ -17,8 +17,35 @@ class CorruptIndexError(ArrowIdxError):
     def __init__(self, message: str, *, source: str = "<bytes>", offset: int | None = None):
         self.source = source
         self.offset = offset
+        self.detail = message
         where = source if offset is None else f"{source} at byte {offset}"
         super().__init__(f"{where}: {message}")
+
+
+class CorruptManifestError(CorruptIndexError):
+    """A manifest (or ``LATEST``) that does not validate: ``source`` names the manifest file
+    and ``field`` the offending field (``files[3].deletion.offset``)."""
+
+    def __init__(self, message: str, *, source: str, field: str | None = None):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message, source=source)
+
+
+class StaleDeletionError(ArrowIdxError):
+    """A data file changed (other content) after rows were deleted from it: its deletion
+    vector no longer describes it. ``path`` names the data file."""
+
+    def __init__(self, message: str, *, path: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class CommitConflictError(ArrowIdxError):
+    """Another writer committed the manifest version this one tried to create."""
+
+
+class CommitUnsupportedError(ArrowIdxError):
+    """The filesystem cannot create a file only if it is absent, so a commit could race."""
 
 
 class UnsupportedTypeError(ArrowIdxError):

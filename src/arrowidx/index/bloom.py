@@ -11,8 +11,10 @@ or XXH64 of its UTF-8 bytes (strings); bit ``i`` of ``k`` is
 from __future__ import annotations
 
 import math
+import os
 import struct
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +22,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from .._bytes import ByteReader
-from .._hash import thomas_wang_long_hash, xxh64_binary
+from .._hash import thomas_wang_inplace, thomas_wang_long_hash, xxh64_binary
 from ..errors import OptionError, UnsupportedTypeError
 from ..predicate import UNKNOWN, Answer
 from ..result import REMAIN, SKIP
@@ -39,8 +41,10 @@ def bloom_parameters(items: int, fpp: float) -> tuple[int, int]:
     return num_bits, k
 
 
-def key_hashes(keys: Keys, ptype: PaimonType) -> np.ndarray:
-    """The 64-bit ``FastHash`` of every non-null key (int64), nulls removed."""
+def _hash_input(keys: Keys, ptype: PaimonType) -> tuple[np.ndarray, bool]:
+    """The non-null keys as int64 words still to be hashed with Thomas Wang's hash (numbers,
+    dates, times, timestamps, float bit patterns) and False, or their XXH64 hashes and True
+    (strings)."""
     values = keys.values
     if keys.nulls is not None:
         if isinstance(values, pa.Array):
@@ -48,25 +52,85 @@ def key_hashes(keys: Keys, ptype: PaimonType) -> np.ndarray:
         else:
             values = values[~keys.nulls]
     if ptype.is_string:
-        return xxh64_binary(pc.unique(values))  # equal strings add equal bits: hash each once
+        return xxh64_binary(pc.unique(values)), True  # equal strings add equal bits: hash each once
     if ptype.is_float:
         values = canonical_float_keys(values)  # Java hashes floatToIntBits: one NaN
-        bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
-        return thomas_wang_long_hash(bits.astype(np.int64))
-    return thomas_wang_long_hash(values.astype(np.int64))
+        values = values.view(np.int32 if values.dtype == np.float32 else np.int64)
+    return values, False
+
+
+def key_hashes(keys: Keys, ptype: PaimonType) -> np.ndarray:
+    """The 64-bit ``FastHash`` of every non-null key (int64), nulls removed."""
+    values, hashed = _hash_input(keys, ptype)
+    return values if hashed else thomas_wang_long_hash(values.astype(np.int64))
 
 
 def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray]:
     """For each hash function i (1..k), the bit each hash sets (int32 arithmetic as Java)."""
-    h1 = hashes.astype(np.int32)  # low 32 bits
-    h2 = (hashes.view(np.uint64) >> np.uint64(32)).astype(np.uint32).view(np.int32)
-    out = []
-    with np.errstate(over="ignore"):
-        for i in range(1, k + 1):
-            combined = h1 + np.int32(i) * h2
-            combined = np.where(combined < 0, ~combined, combined)
-            out.append(combined.astype(np.int64) % num_bits)
-    return out
+    scratch = _Scratch(len(hashes))
+    return [p.copy() for p in scratch.positions(hashes.astype(np.int64), num_bits, k)]
+
+
+_CHUNK = 1 << 15  # keys per step: the step's scratch arrays stay in the CPU cache
+_THREADS = min(2, os.cpu_count() or 1)
+
+
+class _Scratch:
+    """Preallocated arrays for hashing one chunk of keys and deriving its bit positions.
+
+    ``BloomFilter64`` sets bit ``combined % numBits`` for ``combined = h1 + i*h2`` (int32
+    wrap-around, negative values flipped with ``~``), i = 1..k. Here ``combined`` is carried
+    from one i to the next by adding ``h2``, ``~`` of a negative is ``c ^ (c >> 31)``, and
+    the modulo of a non-negative int32 by ``numBits`` is a multiply and a shift (Granlund and
+    Montgomery's exact division by a constant, see :func:`_reciprocal`).
+    """
+
+    def __init__(self, n: int):
+        self.key = np.empty(n, np.int64)
+        self.tmp = np.empty(n, np.int64)
+        self.combined = np.empty(n, np.int32)
+        self.high = np.empty(n, np.int32)
+        self.flip = np.empty(n, np.int32)
+        self.wide = np.empty(n, np.uint64)
+        self.quot = np.empty(n, np.uint64)
+
+    def positions(self, hashes: np.ndarray, num_bits: int, k: int):
+        """Yield, for i = 1..k, the bit position of each of ``hashes`` (int64, as an int64 view)."""
+        n = len(hashes)
+        c, high, flip, wide, quot = self.combined[:n], self.high[:n], self.flip[:n], self.wide[:n], self.quot[:n]
+        np.copyto(c, hashes, casting="unsafe")  # low 32 bits (h1)
+        np.right_shift(hashes, 32, out=self.tmp[:n])
+        np.copyto(high, self.tmp[:n], casting="unsafe")  # high 32 bits (h2)
+        magic, shift = _reciprocal(num_bits)
+        d = np.uint64(num_bits)
+        with np.errstate(over="ignore"):
+            for _ in range(k):
+                c += high
+                np.right_shift(c, 31, out=flip)
+                np.bitwise_xor(c, flip, out=flip)  # ~c where c < 0
+                np.copyto(wide, flip, casting="unsafe")
+                np.multiply(wide, magic, out=quot)
+                np.right_shift(quot, shift, out=quot)
+                quot *= d
+                np.subtract(wide, quot, out=wide)  # flip % num_bits
+                yield wide.view(np.int64)
+
+    def hash_chunk(self, words: np.ndarray) -> np.ndarray:
+        """Thomas Wang's hash of int64 ``words`` (a chunk of at most the scratch size)."""
+        n = len(words)
+        key = self.key[:n]
+        np.copyto(key, words, casting="unsafe")
+        return thomas_wang_inplace(key, self.tmp[:n])
+
+
+def _reciprocal(d: int) -> tuple[np.uint64, np.uint64]:
+    """``(m, s)`` with ``x * m >> s == x // d`` for every ``0 <= x < 2**31`` (``1 <= d < 2**31``).
+
+    Granlund and Montgomery (1994), theorem 4.2 with N = 31: ``l = ceil(log2 d)``,
+    ``m = ceil(2**(31 + l) / d) < 2**32``, so ``x * m < 2**63`` fits a uint64.
+    """
+    shift = 31 + (d - 1).bit_length()
+    return np.uint64(-(-(1 << shift) // d)), np.uint64(shift)
 
 
 _SCALAR_KEYS = 16
@@ -115,9 +179,29 @@ class BloomFilterWriter(IndexWriter):
         self.bits = np.zeros(self.num_bits, dtype=np.bool_)
 
     def add(self, keys: Keys) -> None:
-        hashes = key_hashes(keys, self.ptype)
-        for positions in _bit_positions(hashes, self.num_bits, self.k):
-            self.bits[positions] = True
+        """Set the k bits of every non-null key, a cache-sized chunk of keys at a time.
+
+        Setting bits is random access into the bit array, bound by memory latency: with more
+        than a few chunks two threads share the work (numpy releases the GIL; both only ever
+        write True, so their order does not matter).
+        """
+        words, hashed = _hash_input(keys, self.ptype)
+        starts = range(0, len(words), _CHUNK)
+        workers = min(_THREADS, len(starts) // 4)
+        if workers <= 1:
+            self._set(words, hashed, starts)
+            return
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda part: self._set(words, hashed, starts[part::workers]), range(workers)))
+
+    def _set(self, words: np.ndarray, hashed: bool, starts: range) -> None:
+        scratch = _Scratch(min(_CHUNK, len(words)))
+        bits = self.bits
+        for start in starts:  # per 32,768 keys, never per key
+            chunk = words[start : start + _CHUNK]
+            hashes = chunk if hashed else scratch.hash_chunk(chunk)
+            for positions in scratch.positions(hashes, self.num_bits, self.k):
+                bits[positions] = True
 
     def finish(self) -> bytes:
         packed = np.packbits(self.bits, bitorder="little")

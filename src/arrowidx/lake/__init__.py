@@ -4,8 +4,9 @@ from .build import BuildReport, build
 from .delete import DeleteReport, delete
 from .layout import CommitConflictError
 from .scan import Explain, FilePlan, IndexedDataset, dataset
+from .vacuum import VacuumReport, vacuum
 
 __all__ = [
     "BuildReport", "CommitConflictError", "DeleteReport", "Explain", "FilePlan", "IndexedDataset",
-    "build", "dataset", "delete",
+    "VacuumReport", "build", "dataset", "delete", "vacuum",
 ]  # fmt: skip

@@ -3,9 +3,12 @@
 Each file is read batch by batch, only its indexed columns, and streamed through
 :func:`arrowidx.write_file_index`. Containers up to ``file-index.in-manifest-threshold``
 bytes (default 500) are embedded in the manifest, larger ones go to
-``_arrowidx/index/<data file>.index``. Files are indexed on a thread pool (pyarrow and
-numpy release the GIL), and the manifest is committed once at the end, so a crash leaves
-the previous version valid.
+``_arrowidx/index/<data file>.<xxh64>.index`` (named by content, so a committed index file is
+never overwritten). Files are indexed on a thread pool (pyarrow and numpy release the GIL),
+and the manifest is committed once at the end with one exclusive create, so a crash leaves
+the previous version valid; when another writer commits first the build plans again against
+the new version. An incremental build re-indexes files whose content changed (fingerprint)
+and indexes that fail their checksum.
 
 Builds remember: the manifest stores the options, ``build(path)`` with no options rebuilds
 with them, new options are added to them, and an index is removed only on request
@@ -30,21 +33,28 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import OptionError
+from ..errors import ArrowIdxError, OptionError, StaleDeletionError
 from ..file_index import write_file_index
 from ..options import in_manifest_threshold, parse_index_options
+from .footer import read_footer
 from .layout import (
     INDEX_DIR,
     FileEntry,
     IndexRef,
     Manifest,
+    check_stale_option,
+    checksum,
     commit_manifest,
     discover,
+    entry_is_fresh,
+    fault_point,
     file_infos,
     join,
+    load_index_bytes,
     load_manifest,
     resolve,
     schema_to_b64,
+    with_commit_retries,
     write_atomic,
 )
 
@@ -89,8 +99,9 @@ def index_one_file(
     """Build one data file's container and return its manifest entry (writing any .index file)."""
     specs = parse_index_options(options)
     columns = sorted({s.column for s in specs})
+    footer = read_footer(fs, join(root, rel), info.size)
     with fs.open_input_file(join(root, rel)) as f:
-        parquet = pq.ParquetFile(f)
+        parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
         missing = [c for c in columns if schema.get_field_index(c) < 0]
         present = [c for c in columns if c not in missing]
@@ -102,13 +113,15 @@ def index_one_file(
         indexed_schema = pa.schema([schema.field(c) for c in present])
         container = write_file_index(_with_schema(batches, indexed_schema), file_options)
         rows = parquet.metadata.num_rows
-    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container))
+    digest = checksum(container)
+    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container), xxh64=digest)
     if len(container) <= threshold:
         ref.embedded = base64.b64encode(container).decode()
     else:
-        ref.file = f"{INDEX_DIR}/{rel}.index"
-        write_atomic(fs, join(root, ref.file), container)
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref)
+        ref.file = f"{INDEX_DIR}/{rel}.{digest}.index"
+        write_atomic(fs, join(root, ref.file), container, root=root)
+        fault_point("index-written")
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint)
 
 
 def _with_schema(batches, schema: pa.Schema):
@@ -191,6 +204,8 @@ class BuildPlan:
     unchanged: list[str]
     removed: list[str]
     started: float
+    on_stale_deletions: str = "raise"
+    repaired: list[str] = field(default_factory=list)  # unchanged files whose index failed its checksum
 
 
 def _columns_value(value: str) -> list[str]:
@@ -233,11 +248,16 @@ def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *
 
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
-               incremental: bool = True, replace: bool = False, drop: Iterable[str] = ()) -> BuildPlan:  # fmt: skip
-    """Check the options and list the files to (re)index: new, changed, or all if the options changed.
+               incremental: bool = True, replace: bool = False, drop: Iterable[str] = (),
+               on_stale_deletions: str = "raise") -> BuildPlan:  # fmt: skip
+    """Check the options and list the files to (re)index: new, changed (by content), with an
+    index failing its checksum, or all if the options changed.
 
     ``options`` are added to the ones stored in the manifest (see :func:`merge_options`).
+    A changed file with deletions raises :class:`StaleDeletionError` unless
+    ``on_stale_deletions="read-full"`` (then it is re-indexed and its deletions forgotten).
     """
+    check_stale_option(on_stale_deletions)
     started = time.perf_counter()
     fs, root, explicit = resolve(source, filesystem)
     manifest = load_manifest(fs, root)
@@ -252,14 +272,33 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     paths = explicit if explicit is not None else discover(fs, root)
     rels = [posixpath.relpath(p, root) for p in paths]
     infos = file_infos(fs, root, rels)
-    todo, unchanged = [], []
+    todo, unchanged, repaired = [], [], []
     for rel in rels:
         entry = manifest.files.get(rel)
-        same = entry is not None and entry.matches(infos[rel]) and entry.index is not None
+        same = entry is not None and _entry_fresh(fs, root, entry, infos[rel], on_stale_deletions) and entry.index is not None
+        if same and incremental and manifest.options == options and not _index_ok(fs, root, entry):
+            same = False
+            repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
     _check_columns(fs, root, todo, options)
     removed = sorted(set(manifest.files) - set(rels))
-    return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started)
+    return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
+                     on_stale_deletions, repaired)  # fmt: skip
+
+
+def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: pafs.FileInfo, on_stale_deletions: str) -> bool:
+    footer = None
+    if entry.fingerprint is not None and info.type == pafs.FileType.File and info.size == entry.size:
+        footer = read_footer(fs, join(root, entry.path), info.size)
+    return entry_is_fresh(entry, info, footer, on_stale_deletions=on_stale_deletions)
+
+
+def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
+    """False when the index is missing or fails its checksum (the build repairs it)."""
+    try:
+        return load_index_bytes(fs, root, entry) is not None
+    except ArrowIdxError:
+        return False
 
 
 def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
@@ -274,8 +313,13 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     files = {rel: manifest.files[rel] for rel in plan.unchanged}
     for entry in built:
         old = manifest.files.get(entry.path)
-        if old is not None and old.deletion is not None and old.matches(plan.infos[entry.path]):
-            entry.deletion = old.deletion  # same data, new index: deletions still apply
+        if old is not None and old.deletion is not None:
+            same = old.fingerprint == entry.fingerprint if old.fingerprint is not None else old.matches(plan.infos[entry.path])
+            if same:
+                entry.deletion = old.deletion  # same data, new index: deletions still apply
+            elif plan.on_stale_deletions != "read-full":
+                raise StaleDeletionError("changed while it was being indexed, and rows were deleted from it;"
+                                         " run the build again", path=join(plan.root, entry.path))  # fmt: skip
         files[entry.path] = entry
         report.indexed.append(entry.path)
         report.index_bytes += entry.index.size
@@ -298,6 +342,7 @@ def build(
     threads: int | None = None,
     replace: bool = False,
     drop: Iterable[str] = (),
+    on_stale_deletions: str = "raise",
 ) -> BuildReport:
     """Index every data file of ``source`` (a directory, a ``.parquet`` file, a list of files,
     a URI or a ``pyarrow.dataset``).
@@ -305,12 +350,23 @@ def build(
     ``options`` are Paimon's keys (``file-index.<type>.columns``, per-column keys, and
     ``file-index.in-manifest-threshold``), added to the options the dataset was built with
     before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
-    ``replace=True`` uses ``options`` alone. Incremental by default: a file whose size,
-    modification time and options are unchanged keeps its index; files that disappeared
-    leave the manifest; a build that changes nothing commits nothing (``report.changed``).
-    ``progress``: a bar on stderr; ``None`` means only when stderr is a terminal.
+    ``replace=True`` uses ``options`` alone. Incremental by default: a file whose content
+    (fingerprint) and options are unchanged keeps its index, unless the index fails its
+    checksum; files that disappeared leave the manifest; a build that changes nothing
+    commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
+    when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
+    after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
+    When another writer commits first, the build plans again on top of it (bounded retries).
     """
-    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop)
+    drop = tuple(drop)  # read again on every retry
+    return with_commit_retries(lambda: _build_once(source, options, filesystem, progress, incremental, threads,
+                                                   replace, drop, on_stale_deletions))  # fmt: skip
+
+
+def _build_once(source, options, filesystem, progress, incremental, threads, replace, drop, on_stale_deletions) -> BuildReport:
+    """One plan, index, commit round (repeated by :func:`build` when another writer commits first)."""
+    plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
+                      on_stale_deletions=on_stale_deletions)  # fmt: skip
     tick = _progress(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 

@@ -4,6 +4,12 @@ The rows matching ``where`` in each data file become positions in that file's de
 vector; all changed vectors go into one new deletion-vectors index file under
 ``_arrowidx/deletion/`` and the manifest points at them. Data files are never rewritten;
 readers drop the deleted positions.
+
+The commit is one exclusive create of the next manifest version: when another writer (a
+delete or a build) commits first, the delete plans again against the new version, so no
+delete is ever lost. A data file that changed since rows were deleted from it raises
+:class:`~arrowidx.errors.StaleDeletionError` (``on_stale_deletions="read-full"`` forgets
+those deletions and deletes from the file as it is now).
 """
 
 from __future__ import annotations
@@ -20,16 +26,22 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
+from ..errors import CommitConflictError
 from .build import _progress
 from .layout import (
     DELETION_DIR,
     DeletionRef,
     FileEntry,
+    check_stale_option,
+    checksum,
     commit_manifest,
     discover,
+    entry_is_fresh,
+    fault_point,
     file_infos,
     join,
     resolve,
+    with_commit_retries,
     write_atomic,
 )
 from .scan import IndexedDataset, expression_mask
@@ -70,6 +82,7 @@ def delete(
     progress: bool | None = None,
     dry_run: bool = False,
     confirm: Callable[[DeleteReport], bool] | None = None,
+    on_stale_deletions: str = "raise",
 ) -> DeleteReport:
     """Delete the rows matching the Expression ``where`` from every file of ``source``.
 
@@ -80,6 +93,23 @@ def delete(
     ``options["deletion-vectors.bitmap64"]`` (``"true"``/``"false"``) picks 64-bit vectors
     (Iceberg-compatible) or Paimon's default 32-bit ones for newly written vectors.
     """
+    check_stale_option(on_stale_deletions)
+    if confirm is not None:  # asked once: a retry after another writer committed does not ask again
+        asked = confirm
+        answers: list[bool] = []
+
+        def confirm(report: DeleteReport) -> bool:
+            if not answers:
+                answers.append(bool(asked(report)))
+            return answers[0]
+
+    return with_commit_retries(
+        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions)
+    )
+
+
+def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions) -> DeleteReport:
+    """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
@@ -90,10 +120,12 @@ def delete(
     paths = explicit if explicit is not None else discover(fs, root)
     rels = [posixpath.relpath(p, root) for p in paths]
     infos = file_infos(fs, root, rels)
-    for rel in rels:  # files never indexed still get an entry, so they can carry deletions
+    for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry = manifest.files.get(rel)
-        if entry is None or not entry.matches(infos[rel]):
-            manifest.files[rel] = FileEntry(rel, infos[rel].size, infos[rel].mtime_ns, data.row_count(rel), None, None)
+        footer = data.read_footer(rel)
+        if entry is None or not entry_is_fresh(entry, infos[rel], footer, on_stale_deletions=on_stale_deletions):
+            manifest.files[rel] = FileEntry(rel, infos[rel].size, infos[rel].mtime_ns, footer.num_rows, None, None,
+                                            footer.fingerprint)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
@@ -139,14 +171,26 @@ def delete(
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector
+        written = []
         for kind64, vectors in by_kind.items():
             blob, ranges = write_deletion_vectors(vectors, bitmap64=kind64)
             name = f"{DELETION_DIR}/{uuid.uuid4().hex}.dv"
-            write_atomic(fs, join(root, name), blob)
+            write_atomic(fs, join(root, name), blob, root=root)
+            written.append(join(root, name))
+            fault_point("deletion-written")
             for rel, (offset, length) in ranges.items():
-                manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64)
+                digest = checksum(blob[offset : offset + length])
+                manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64, digest)
         report.files_changed = sorted(changed)
-        manifest = commit_manifest(fs, root, manifest, base_version)
+        try:
+            manifest = commit_manifest(fs, root, manifest, base_version)
+        except CommitConflictError:
+            for path in written:  # never referenced by any manifest: remove before planning again
+                try:
+                    fs.delete_file(path)
+                except OSError:
+                    pass
+            raise
     report.version = manifest.version
     report.seconds = time.perf_counter() - start
     return report

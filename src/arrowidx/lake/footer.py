@@ -4,7 +4,8 @@ The footer (Thrift ``FileMetaData``) lists every row group, column chunk and sta
 their byte offsets, so two files with the same size and the same footer bytes hold the same
 data for every practical purpose, whatever their modification times. Copying a lake
 (``cp -r``, ``aws s3 sync``) keeps the fingerprint; rewriting a file (even with the same size
-and mtime, as ``cp -p`` or ``rsync -t`` leave it) changes it.
+and mtime, as ``cp -p`` or ``rsync -t`` leave it) changes it. The hash covers the whole tail
+read to find the footer (64 KiB, or all of a smaller file), so small files are hashed whole.
 
 One read of the file's tail gets both the metadata and the fingerprint; a second read only
 when the footer is larger than that tail.
@@ -39,9 +40,13 @@ class Footer:
         return self.metadata.num_rows
 
 
-def fingerprint(footer_bytes: bytes, size: int) -> str:
-    """``"<size>:<xxh64 of the footer bytes>"``: how a manifest names one data file's content."""
-    return f"{size}:{xxhash.xxh64_hexdigest(footer_bytes)}"
+def fingerprint(tail_bytes: bytes, size: int) -> str:
+    """``"<size>:<xxh64 of the file's tail>"``: how a manifest names one data file's content.
+
+    The tail is the last 64 KiB read anyway to find the footer (the whole file when it is
+    smaller), or the footer itself when it is larger: every data file's footer is covered,
+    and a small file's every byte."""
+    return f"{size}:{xxhash.xxh64_hexdigest(tail_bytes)}"
 
 
 def read_footer(fs: pafs.FileSystem, path: str, size: int | None = None) -> Footer:
@@ -71,4 +76,4 @@ def read_footer(fs: pafs.FileSystem, path: str, size: int | None = None) -> Foot
         metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))
     except (OSError, pa.ArrowException) as e:
         raise CorruptIndexError(f"unreadable Parquet footer: {e}", source=path) from None
-    return Footer(metadata, size, fingerprint(footer, size))
+    return Footer(metadata, size, fingerprint(tail, size))

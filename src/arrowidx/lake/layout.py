@@ -1,37 +1,62 @@
-"""Where an indexed Parquet dataset keeps its files, and the versioned manifest.
+"""Where an indexed Parquet dataset keeps its files, the versioned manifest, and how a new
+version is committed.
 
 Everything arrowidx writes lives under ``_arrowidx/`` at the dataset root, so plain readers
 (pyarrow.dataset, Polars, Spark, DuckDB), which ignore names starting with ``_``, never
 trip over it::
 
-    <root>/part-0.parquet ...                 the user's data files, never rewritten
-    <root>/_arrowidx/LATEST                   the current manifest version (one integer)
-    <root>/_arrowidx/manifest-00000007.json   manifest versions, each written once
-    <root>/_arrowidx/index/<data file>.index  containers above the in-manifest threshold
-    <root>/_arrowidx/deletion/<uuid>.dv       deletion-vectors index files
+    <root>/part-0.parquet ...                       the user's data files, never rewritten
+    <root>/_arrowidx/manifest-00000007.json         manifest versions, each created once
+    <root>/_arrowidx/LATEST                         a hint: the version last committed
+    <root>/_arrowidx/index/<data file>.<xxh64>.index  containers above the in-manifest threshold
+    <root>/_arrowidx/deletion/<uuid>.dv             deletion-vectors index files
 
-A new manifest version is written under a fresh name, then ``LATEST`` is replaced
-atomically (write to a temporary name, then move), so readers see the old version or the
-new one, never half of one. Works on any ``pyarrow.fs`` filesystem.
+Commit protocol (see docs/reliability.md): every file is written under a temporary name and
+moved into place; index files are named by their content and deletion files by a fresh
+uuid, so no committed file is ever overwritten. A version is committed by *one exclusive
+create*: ``manifest-<N+1>`` is created from a fully written temporary file only if it does
+not exist yet (a hard link on local disks). The newest manifest on disk is the current
+version; ``LATEST`` is rewritten after each commit for people and tools but readers only
+compare it. A crash at any instant leaves the previous or the new version; of two writers
+racing for the same version exactly one wins, the other gets :class:`CommitConflictError`.
+
+Every manifest carries an XXH64 of its own canonical content and of every index file and
+deletion-vector range it references; all of it is validated when read
+(:class:`~arrowidx.errors.CorruptManifestError` names the manifest and the field), and every
+path must stay inside the dataset root, symlinks included.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 import posixpath
+import random
+import re
+import signal
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+import xxhash
 
 from ..deletion import DeletionVector, read_deletion_vectors
-from ..errors import ArrowIdxError, CorruptIndexError
+from ..errors import (
+    ArrowIdxError,
+    CommitConflictError,
+    CommitUnsupportedError,
+    CorruptIndexError,
+    CorruptManifestError,
+    OptionError,
+    StaleDeletionError,
+)
 from .footer import Footer
 
 META_DIR = "_arrowidx"
@@ -39,11 +64,16 @@ INDEX_DIR = f"{META_DIR}/index"
 DELETION_DIR = f"{META_DIR}/deletion"
 LATEST = f"{META_DIR}/LATEST"
 FORMAT = "arrowidx-manifest"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
+COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
+STALE_DELETIONS = ("raise", "read-full")
+SINGLE_WRITER_ENV = "ARROWIDX_SINGLE_WRITER"  # "1": allow check-then-move commits (one writer only)
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3"
 
-
-class CommitConflictError(ArrowIdxError):
-    """Another writer committed a manifest version while this one was being prepared."""
+_MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
+T = TypeVar("T")
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:
@@ -107,6 +137,146 @@ def discover(fs: pafs.FileSystem, root: str) -> list[str]:
     return sorted(out)
 
 
+# --------------------------------------------------------------------------------------
+# Test hooks: named write points where a test process can be killed or paused
+# --------------------------------------------------------------------------------------
+
+_fault_hits: dict[str, int] = {}
+
+
+def fault_point(name: str) -> None:
+    """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
+    time, or ``sleep:SECONDS``) the process is killed with SIGKILL or paused there. Used by
+    the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
+    spec = os.environ.get(FAULTS_ENV)
+    if not spec:
+        return
+    for item in spec.split(","):
+        point, _, action = item.partition("=")
+        if point.strip() != name:
+            continue
+        _fault_hits[name] = hits = _fault_hits.get(name, 0) + 1
+        action = action.strip()
+        if action.startswith("sleep:"):
+            time.sleep(float(action[6:]))
+        elif action.startswith("kill"):
+            _, _, nth = action.partition("@")
+            if hits == int(nth or 1):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------------------
+# Paths: relative, normalised, inside the root (symlinks resolved on local disks)
+# --------------------------------------------------------------------------------------
+
+
+def check_rel(rel: Any, source: str, where: str, under: str | None = None) -> str:
+    """``rel`` if it is a normalised relative path inside the root (below ``under``), else
+    :class:`CorruptManifestError` naming ``source`` and the field ``where``."""
+    if not isinstance(rel, str) or not rel:
+        raise CorruptManifestError(f"expected a non-empty relative path, got {_show(rel)}", source=source, field=where)
+    bad = (
+        "\x00" in rel or "\\" in rel or rel.startswith("/") or re.match(r"^[A-Za-z]:", rel) is not None
+        or "://" in rel or posixpath.normpath(rel) != rel or rel == ".." or rel.startswith("../")
+    )  # fmt: skip
+    if bad:
+        raise CorruptManifestError(f"path {rel!r} is not a normalised path inside the dataset root", source=source, field=where)
+    if under is not None and not rel.startswith(under + "/"):
+        raise CorruptManifestError(f"path {rel!r} must be below {under}/", source=source, field=where)
+    if under is None and (rel == META_DIR or rel.startswith(META_DIR + "/")):
+        raise CorruptManifestError(f"data file path {rel!r} is inside {META_DIR}/", source=source, field=where)
+    return rel
+
+
+def local_path(fs: pafs.FileSystem, path: str) -> str | None:
+    """The OS path of ``path`` when ``fs`` is a local disk (possibly wrapped), else None."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return path
+    if isinstance(fs, pafs.SubTreeFileSystem) and isinstance(fs.base_fs, pafs.LocalFileSystem):
+        return posixpath.join(fs.base_path, path.lstrip("/"))
+    inner = getattr(getattr(fs, "handler", None), "fs", None)  # fsspec wrapped by PyFileSystem
+    protocol = getattr(inner, "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    if "file" in protocols or "local" in protocols:
+        return path
+    return None
+
+
+def _is_memory(fs: pafs.FileSystem) -> bool:
+    if type(fs).__name__ == "_MockFileSystem":
+        return True
+    inner = getattr(getattr(fs, "handler", None), "fs", None)
+    protocol = getattr(inner, "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    return "memory" in protocols
+
+
+def ensure_inside(fs: pafs.FileSystem, root: str, path: str, what: str) -> None:
+    """Refuse ``path`` (under ``root``) when symlinks take it outside the root."""
+    local = local_path(fs, path)
+    if local is None:
+        return  # object stores have no symlinks
+    base = os.path.realpath(local_path(fs, root) or root)
+    real = os.path.realpath(local)
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise ArrowIdxError(
+            f"{path}: {what} resolves to {real}, outside the dataset root {base} (a symlink?);"
+            " arrowidx neither reads nor writes outside the root: remove the link"
+        )
+
+
+def join(root: str, rel: str) -> str:
+    return posixpath.join(root, rel) if root not in ("", ".") else rel
+
+
+def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
+    """The bytes of ``path``; a missing or unreadable file is a :class:`CorruptIndexError` naming it."""
+    try:
+        with fs.open_input_stream(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
+    except (OSError, pa.ArrowException) as e:
+        raise CorruptIndexError(f"{what} cannot be read: {e}", source=path) from None
+
+
+def checksum(data: bytes) -> str:
+    """XXH64 of ``data`` as 16 hex digits: what a manifest records for index and deletion bytes."""
+    return xxhash.xxh64_hexdigest(data)
+
+
+def write_atomic(fs: pafs.FileSystem, path: str, data: bytes, root: str | None = None) -> None:
+    """Write under a temporary name in the same folder, then move into place (local disks:
+    fsync'd first). With ``root``, refuse a folder that symlinks lead outside it."""
+    folder = posixpath.dirname(path)
+    fs.create_dir(folder, recursive=True)
+    if root is not None:
+        ensure_inside(fs, root, folder, "folder")
+    tmp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(path)}")
+    local = local_path(fs, tmp)
+    try:
+        if local is not None:
+            with open(local, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        else:
+            with fs.open_output_stream(tmp) as out:
+                out.write(data)
+        fs.move(tmp, path)
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------------------
+# The manifest and its validation
+# --------------------------------------------------------------------------------------
+
+
 @dataclass
 class IndexRef:
     """Where one data file's index container is: embedded bytes or a file under ``_arrowidx/index``."""
@@ -116,9 +286,13 @@ class IndexRef:
     size: int  # container bytes
     embedded: str | None = None  # base64 container, when size <= threshold
     file: str | None = None  # path relative to the root
+    xxh64: str | None = None  # checksum of the container bytes
 
     def arrow_schema(self) -> pa.Schema:
-        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(self.schema)))
+        cached = getattr(self, "_schema", None)
+        if cached is None:
+            cached = _decode_schema(self.schema, "<manifest>", "index.schema", {})
+        return cached
 
 
 @dataclass
@@ -130,6 +304,7 @@ class DeletionRef:
     length: int
     cardinality: int
     bitmap64: bool = False
+    xxh64: str | None = None  # checksum of the bytes [offset, offset + length)
 
 
 @dataclass
@@ -145,10 +320,18 @@ class FileEntry:
     fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed
 
     def matches(self, info: pafs.FileInfo) -> bool:
-        """False when the file changed since it was indexed (its index must not be trusted)."""
+        """Size and mtime unchanged (only for entries without a fingerprint, written before
+        fingerprints existed)."""
         if info.type != pafs.FileType.File or info.size != self.size:
             return False
         return self.mtime_ns is None or info.mtime_ns is None or info.mtime_ns == self.mtime_ns
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FileEntry:
+        """The inverse of ``dataclasses.asdict`` (no validation: see :meth:`Manifest.from_json`)."""
+        index = IndexRef(**d["index"]) if d.get("index") else None
+        deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
+        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"))
 
 
 @dataclass
@@ -159,118 +342,363 @@ class Manifest:
     files: dict[str, FileEntry] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)
     created_ms: int = 0
+    source: str = ""  # the manifest file it was read from ("" when new)
+
+    def _payload(self) -> dict:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "version": self.version,
+            "created_ms": self.created_ms,
+            "options": self.options,
+            "files": [asdict(e) for e in self.files.values()],
+        }
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "version": self.version,
-                "created_ms": self.created_ms,
-                "options": self.options,
-                "files": [asdict(e) for e in self.files.values()],
-            },
-            indent=1,
-        )
+        payload = self._payload()
+        payload["checksum"] = checksum(_canonical(payload))
+        return json.dumps(payload, indent=1)
 
     @classmethod
-    def from_json(cls, text: str, source: str) -> Manifest:
+    def from_json(cls, text: str | bytes, source: str, expect_version: int | None = None) -> Manifest:
+        """Parse and validate a manifest; any problem is a :class:`CorruptManifestError`
+        naming ``source`` and the field."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorruptManifestError(f"not UTF-8 text (byte {e.start})", source=source) from None
         try:
             d = json.loads(text)
-            if d.get("format") != FORMAT:
-                raise ValueError("not an arrowidx manifest")
-            if d.get("format_version", 0) > FORMAT_VERSION:
-                raise ValueError(f"manifest format {d['format_version']} is newer than this arrowidx reads")
-            files = {}
-            for f in d["files"]:
-                index = IndexRef(**f["index"]) if f.get("index") else None
-                deletion = DeletionRef(**f["deletion"]) if f.get("deletion") else None
-                files[f["path"]] = FileEntry(
-                    f["path"], f["size"], f["mtime_ns"], f["rows"], index, deletion, f.get("fingerprint")
-                )
-            return cls(d["version"], files, d.get("options", {}), d.get("created_ms", 0))
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptIndexError(f"unreadable manifest: {e}", source=source) from None
+        except (ValueError, RecursionError) as e:
+            raise CorruptManifestError(f"not JSON: {e}", source=source) from None
+        return _validate(d, source, expect_version)
 
 
-def join(root: str, rel: str) -> str:
-    return posixpath.join(root, rel) if root not in ("", ".") else rel
+def _show(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
-def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
-    with fs.open_input_stream(path) as f:
-        return f.read()
+def _canonical(payload: dict) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def write_atomic(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    """Write under a temporary name in the same folder, then move into place."""
-    fs.create_dir(posixpath.dirname(path), recursive=True)
-    tmp = posixpath.join(posixpath.dirname(path), f".tmp-{uuid.uuid4().hex}-{posixpath.basename(path)}")
-    try:
-        with fs.open_output_stream(tmp) as out:
-            out.write(data)
-        fs.move(tmp, path)
-    except BaseException:
+def _int(d: dict, key: str, source: str, where: str, low: int = 0, optional: bool = False) -> int | None:
+    if key not in d:
+        if optional:
+            return None
+        raise CorruptManifestError("required field is missing", source=source, field=f"{where}{key}")
+    value = d[key]
+    if value is None and optional:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**63:
+        raise CorruptManifestError(f"expected an integer >= {low}, got {_show(value)}", source=source, field=f"{where}{key}")
+    return value
+
+
+def _str(d: dict, key: str, source: str, where: str, optional: bool = False) -> str | None:
+    if key not in d or (d[key] is None and optional):
+        if optional:
+            return None
+        raise CorruptManifestError("required field is missing", source=source, field=f"{where}{key}")
+    if not isinstance(d[key], str):
+        raise CorruptManifestError(f"expected a string, got {_show(d[key])}", source=source, field=f"{where}{key}")
+    return d[key]
+
+
+def _dict(d: dict, key: str, source: str, where: str, optional: bool = False) -> dict | None:
+    if key not in d or (d[key] is None and optional):
+        if optional:
+            return None
+        raise CorruptManifestError("required field is missing", source=source, field=f"{where}{key}")
+    if not isinstance(d[key], dict):
+        raise CorruptManifestError(f"expected an object, got {_show(d[key])}", source=source, field=f"{where}{key}")
+    return d[key]
+
+
+def _str_map(value: dict, source: str, where: str) -> dict[str, str]:
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise CorruptManifestError(f"expected a string, got {_show(v)}", source=source, field=f"{where}[{k!r}]")
+    return dict(value)
+
+
+def _hex(d: dict, key: str, source: str, where: str, required: bool) -> str | None:
+    value = _str(d, key, source, where, optional=not required)
+    if value is not None and not _HEX16.fullmatch(value):
+        raise CorruptManifestError(f"expected 16 hex digits (XXH64), got {value[:40]!r}", source=source, field=f"{where}{key}")
+    return value
+
+
+def _decode_schema(text: str, source: str, where: str, cache: dict[str, pa.Schema]) -> pa.Schema:
+    schema = cache.get(text)
+    if schema is None:
         try:
-            fs.delete_file(tmp)
-        except OSError:
-            pass
-        raise
+            schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
+        except (binascii.Error, ValueError, OSError, pa.ArrowException) as e:
+            raise CorruptManifestError(f"not a base64 Arrow IPC schema: {e}", source=source, field=where) from None
+        cache[text] = schema
+    return schema
+
+
+def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
+    if not isinstance(d, dict):
+        raise CorruptManifestError(f"expected a JSON object at the top level, got {_show(d)}", source=source)
+    if d.get("format") != FORMAT:
+        raise CorruptManifestError(f"not an arrowidx manifest (format {d.get('format')!r})", source=source, field="format")
+    fmt = _int(d, "format_version", source, "", low=1)
+    if fmt > FORMAT_VERSION:
+        raise CorruptManifestError(
+            f"manifest format {fmt} is newer than this arrowidx reads ({FORMAT_VERSION}): upgrade arrowidx",
+            source=source, field="format_version",
+        )  # fmt: skip
+    strict = fmt >= 2
+    if strict:
+        stored = _hex(d, "checksum", source, "", required=True)
+        body = {k: v for k, v in d.items() if k != "checksum"}
+        if checksum(_canonical(body)) != stored:
+            raise CorruptManifestError(
+                "content does not match its checksum (the file was damaged or edited);"
+                " restore it from a backup, or delete it to fall back to the previous version",
+                source=source, field="checksum",
+            )  # fmt: skip
+    version = _int(d, "version", source, "", low=1)
+    if expect_version is not None and version != expect_version:
+        raise CorruptManifestError(f"says version {version} but its name says {expect_version}", source=source, field="version")
+    created_ms = _int(d, "created_ms", source, "", optional=True) or 0
+    options = _str_map(_dict(d, "options", source, "", optional=True) or {}, source, "options")
+    raw_files = d.get("files")
+    if not isinstance(raw_files, list):
+        raise CorruptManifestError(f"expected a list, got {_show(raw_files)}", source=source, field="files")
+    schemas: dict[str, pa.Schema] = {}
+    files: dict[str, FileEntry] = {}
+    for i, f in enumerate(raw_files):
+        where = f"files[{i}]."
+        if not isinstance(f, dict):
+            raise CorruptManifestError(f"expected an object, got {_show(f)}", source=source, field=f"files[{i}]")
+        path = check_rel(f.get("path"), source, f"{where}path")
+        if path in files:
+            raise CorruptManifestError(f"data file {path!r} is listed twice", source=source, field=f"{where}path")
+        size = _int(f, "size", source, where)
+        mtime_ns = _int(f, "mtime_ns", source, where, low=-(2**62), optional=True)
+        rows = _int(f, "rows", source, where)
+        fingerprint = _str(f, "fingerprint", source, where, optional=True)
+        if fingerprint is not None:
+            m = _FINGERPRINT.fullmatch(fingerprint)
+            if m is None or int(m.group(1)) != size:
+                raise CorruptManifestError(f"fingerprint {fingerprint[:40]!r} is not '<size>:<xxh64>' for size {size}",
+                                           source=source, field=f"{where}fingerprint")  # fmt: skip
+        index = None
+        raw = _dict(f, "index", source, where, optional=True)
+        if raw is not None:
+            w = f"{where}index."
+            index_options = _str_map(_dict(raw, "options", source, w), source, f"{w}options")
+            schema_text = _str(raw, "schema", source, w)
+            index_size = _int(raw, "size", source, w)
+            embedded = _str(raw, "embedded", source, w, optional=True)
+            index_file = _str(raw, "file", source, w, optional=True)
+            if (embedded is None) == (index_file is None):
+                raise CorruptManifestError("exactly one of 'embedded' and 'file' must be set", source=source, field=f"{w}file")
+            if index_file is not None:
+                check_rel(index_file, source, f"{w}file", under=INDEX_DIR)
+            if embedded is not None and len(embedded) != 4 * ((index_size + 2) // 3):
+                raise CorruptManifestError(f"{len(embedded)} base64 characters cannot hold {index_size} bytes",
+                                           source=source, field=f"{w}embedded")  # fmt: skip
+            index = IndexRef(index_options, schema_text, index_size, embedded, index_file, _hex(raw, "xxh64", source, w, strict))
+            index._schema = _decode_schema(schema_text, source, f"{w}schema", schemas)  # type: ignore[attr-defined]
+        deletion = None
+        raw = _dict(f, "deletion", source, where, optional=True)
+        if raw is not None:
+            w = f"{where}deletion."
+            dv_file = check_rel(_str(raw, "file", source, w), source, f"{w}file", under=DELETION_DIR)
+            offset = _int(raw, "offset", source, w, low=1)
+            length = _int(raw, "length", source, w, low=1)
+            cardinality = _int(raw, "cardinality", source, w)
+            bitmap64 = raw.get("bitmap64", False)
+            if not isinstance(bitmap64, bool):
+                raise CorruptManifestError(f"expected true or false, got {_show(bitmap64)}", source=source, field=f"{w}bitmap64")
+            if cardinality > rows:
+                raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
+                                           field=f"{w}cardinality")  # fmt: skip
+            deletion = DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
+        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint)
+        entry._listed = (source, f"files[{i}]")  # type: ignore[attr-defined]  # for errors found when loading
+    return Manifest(version, files, options, created_ms, source)
+
+
+# --------------------------------------------------------------------------------------
+# Versions: the newest committed manifest wins; LATEST is a hint
+# --------------------------------------------------------------------------------------
 
 
 def manifest_path(version: int) -> str:
     return f"{META_DIR}/manifest-{version:08d}.json"
 
 
-def latest_version(fs: pafs.FileSystem, root: str) -> int:
-    """The committed manifest version (0 when the dataset has never been indexed)."""
-    latest = join(root, LATEST)
-    info = fs.get_file_info(latest)
-    if info.type == pafs.FileType.File:
-        text = read_bytes(fs, latest).decode().strip()
-        if text.isdigit():
-            return int(text)
-    # No pointer (or an unreadable one): fall back to the highest manifest on disk.
-    versions = _manifest_versions(fs, root)
-    return max(versions) if versions else 0
-
-
-def _manifest_versions(fs: pafs.FileSystem, root: str) -> list[int]:
+def manifest_versions(fs: pafs.FileSystem, root: str) -> list[int]:
+    """Committed manifest versions on disk, ascending."""
     meta = join(root, META_DIR)
-    if fs.get_file_info(meta).type != pafs.FileType.Directory:
-        return []
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(meta, allow_not_found=True))
+    except (OSError, pa.ArrowException) as e:
+        raise ArrowIdxError(f"{meta}: cannot list the manifests: {e}") from None
     out = []
-    for info in fs.get_file_info(pafs.FileSelector(meta)):
-        name = posixpath.basename(info.path)
-        if name.startswith("manifest-") and name.endswith(".json") and name[9:-5].isdigit():
-            out.append(int(name[9:-5]))
-    return out
+    for info in infos:
+        m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
+        if m and int(m.group(1)) > 0:  # whatever its type: a directory there is reported when read, never skipped
+            out.append(int(m.group(1)))
+    return sorted(out)
+
+
+_manifest_versions = manifest_versions  # older name
+
+
+def latest_hint(fs: pafs.FileSystem, root: str) -> int | None:
+    """What ``LATEST`` says (None if missing or unreadable): a hint only, never obeyed."""
+    try:
+        text = read_bytes(fs, join(root, LATEST)).decode("ascii").strip()
+    except (ArrowIdxError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+def latest_version(fs: pafs.FileSystem, root: str) -> int:
+    """The current manifest version: the newest on disk (0 when never indexed). ``LATEST``
+    is ignored: a stale or damaged pointer cannot roll the dataset back."""
+    versions = manifest_versions(fs, root)
+    return versions[-1] if versions else 0
 
 
 def load_manifest(fs: pafs.FileSystem, root: str) -> Manifest:
-    """The committed manifest, or an empty one (version 0) if there is none."""
+    """The current manifest, validated, or an empty one (version 0) if there is none.
+
+    The newest manifest is the current one even when it does not validate: then this raises
+    :class:`CorruptManifestError` rather than silently returning an older version (which
+    would bring deleted rows back).
+    """
     version = latest_version(fs, root)
     if version == 0:
         return Manifest()
+    return read_manifest(fs, root, version)
+
+
+def read_manifest(fs: pafs.FileSystem, root: str, version: int) -> Manifest:
     path = join(root, manifest_path(version))
-    return Manifest.from_json(read_bytes(fs, path).decode(), path)
+    ensure_inside(fs, root, path, "manifest")
+    return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
+
+
+def _exclusive_create(fs: pafs.FileSystem, tmp: str, final: str) -> bool:
+    """Move the complete file ``tmp`` to ``final`` only if ``final`` does not exist.
+    False when it exists (another writer won)."""
+    local_tmp, local_final = local_path(fs, tmp), local_path(fs, final)
+    if local_tmp is not None and local_final is not None:
+        try:
+            os.link(local_tmp, local_final)  # atomic put-if-absent of a complete file
+            return True
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this disk (FAT, some network mounts)
+            pass
+        try:
+            fd = os.open(local_final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out, open(local_tmp, "rb") as src:
+            out.write(src.read())
+            out.flush()
+            os.fsync(out.fileno())
+        return True
+    if _is_memory(fs) or os.environ.get(SINGLE_WRITER_ENV) == "1":
+        with _MEMORY_LOCK:  # in-process filesystems: a lock makes check-and-move atomic
+            if fs.get_file_info(final).type != pafs.FileType.NotFound:
+                return False
+            fs.move(tmp, final)
+            return True
+    raise CommitUnsupportedError(
+        f"{final}: {type(fs).__name__} cannot create a file only if it is absent, so two writers could"
+        f" both commit version and one would be lost. arrowidx commits only on local disks (and"
+        f" in-memory filesystems); with exactly one writer at a time set {SINGLE_WRITER_ENV}=1"
+    )
+
+
+_MEMORY_LOCK = threading.Lock()
 
 
 def commit_manifest(fs: pafs.FileSystem, root: str, manifest: Manifest, base_version: int) -> Manifest:
-    """Write ``manifest`` as version ``base_version + 1`` and make it the current one.
+    """Commit ``manifest`` as version ``base_version + 1`` with one exclusive create.
 
     Raises :class:`CommitConflictError` if another writer committed after ``base_version``
-    was read (their work is kept; run the command again).
+    was read (their work is kept; :func:`build` and :func:`delete` retry by themselves).
     """
-    if latest_version(fs, root) != base_version or base_version + 1 in _manifest_versions(fs, root):
-        raise CommitConflictError(
-            f"{join(root, META_DIR)} changed while this operation ran (another build or delete committed); run it again"
-        )
+    conflict = CommitConflictError(
+        f"{join(root, META_DIR)}: another build or delete committed version {base_version + 1} first;"
+        " nothing was lost: run it again (build and delete retry by themselves)"
+    )
+    meta = join(root, META_DIR)
+    fs.create_dir(meta, recursive=True)
+    ensure_inside(fs, root, meta, "folder")
+    if latest_version(fs, root) != base_version:
+        raise conflict
     manifest.version = base_version + 1
     manifest.created_ms = int(time.time() * 1000)
-    write_atomic(fs, join(root, manifest_path(manifest.version)), manifest.to_json().encode())
-    write_atomic(fs, join(root, LATEST), str(manifest.version).encode())
+    final = join(root, manifest_path(manifest.version))
+    tmp = posixpath.join(meta, f".tmp-{uuid.uuid4().hex}-manifest.json")
+    data = manifest.to_json().encode()
+    local = local_path(fs, tmp)
+    try:
+        if local is not None:
+            with open(local, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        else:
+            with fs.open_output_stream(tmp) as out:
+                out.write(data)
+        fault_point("before-commit")
+        won = _exclusive_create(fs, tmp, final)
+    finally:
+        try:
+            if fs.get_file_info(tmp).type == pafs.FileType.File:
+                fs.delete_file(tmp)
+        except OSError:
+            pass
+    if not won:
+        raise conflict
+    fault_point("committed")
+    newest = latest_version(fs, root)
+    if newest != manifest.version:  # a version above ours existed (ours was vacuumed below it)
+        try:
+            fs.delete_file(final)
+        except OSError:
+            pass
+        raise conflict
+    manifest.source = final
+    try:
+        write_atomic(fs, join(root, LATEST), str(manifest.version).encode())
+    except OSError:
+        pass  # only a hint: readers never need it
+    fault_point("latest-written")
     return manifest
+
+
+def with_commit_retries(attempt: Callable[[], T], tries: int = COMMIT_TRIES) -> T:
+    """Run ``attempt`` (plan + write + commit) again when another writer committed first."""
+    for i in range(tries):
+        try:
+            return attempt()
+        except CommitConflictError:
+            if i == tries - 1:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * (i + 1))
+    raise AssertionError("unreachable")
+
+
+def check_stale_option(value: str) -> str:
+    if value not in STALE_DELETIONS:
+        raise OptionError(f"on_stale_deletions must be one of {', '.join(STALE_DELETIONS)}, got {value!r}")
+    return value
 
 
 def file_infos(fs: pafs.FileSystem, root: str, rel_paths: Iterable[str]) -> dict[str, pafs.FileInfo]:
@@ -289,34 +717,105 @@ def schema_to_b64(schema: pa.Schema) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None = None) -> bool:
+def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None = None, *,
+                   on_stale_deletions: str = "raise") -> bool:  # fmt: skip
     """True when the data file is still the one ``entry`` describes (its index and deletion
-    vector apply); False when it changed (read it in full, ignore its index)."""
+    vector apply); False when it changed (read it in full, ignore its index).
+
+    Identity is the content fingerprint (size + XXH64 of the file's tail with its footer),
+    so copies keep their indexes and same-size same-mtime rewrites are caught; entries
+    without a fingerprint fall back to size + mtime. A changed file that has deletions
+    raises :class:`StaleDeletionError` unless ``on_stale_deletions="read-full"``.
+    """
     if footer is not None and entry.fingerprint is not None:
-        return footer.fingerprint == entry.fingerprint
-    return entry.matches(info)
+        fresh = footer.fingerprint == entry.fingerprint
+        if fresh and footer.num_rows != entry.rows:
+            raise CorruptIndexError(
+                f"the manifest says {entry.rows} rows but the file has {footer.num_rows}; rebuild with arrowidx build",
+                source=info.path or entry.path,
+            )
+    elif entry.fingerprint is not None and info.size != entry.size:
+        fresh = False  # fast path: no footer needed to see a different size
+    else:
+        fresh = entry.matches(info)
+    if not fresh and entry.deletion is not None and on_stale_deletions != "read-full":
+        raise StaleDeletionError(
+            f"changed since {entry.deletion.cardinality} row(s) were deleted from it (its content no longer"
+            " matches the manifest's fingerprint), so its deletion vector no longer applies. Restore the file,"
+            " or pass on_stale_deletions='read-full' to read it in full (the deleted rows come back), or"
+            " rebuild with build(..., on_stale_deletions='read-full') to forget those deletions",
+            path=info.path or entry.path,
+        )
+    return fresh
+
+
+def _listed(entry: FileEntry) -> str:
+    """`` (listed in <manifest> as files[i])`` for errors about what an entry references."""
+    where = getattr(entry, "_listed", None)
+    return f" (listed in {where[0]} as {where[1]})" if where else ""
 
 
 def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes | None:
-    """The container bytes of ``entry``'s index (None if it has none or they cannot be trusted)."""
+    """The verified container bytes of ``entry``'s index (None if it has none).
+
+    Raises :class:`CorruptIndexError` naming the index file when it is missing, outside the
+    root, of another size or fails its checksum.
+    """
     ref = entry.index
     if ref is None:
         return None
     if ref.embedded is not None:
-        return base64.b64decode(ref.embedded)
-    data = read_bytes(fs, join(root, ref.file))
-    return data if len(data) == ref.size else None
+        source = f"{join(root, entry.path)} (embedded index)"
+        try:
+            data = base64.b64decode(ref.embedded, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise CorruptIndexError(f"embedded index is not base64: {e}", source=source) from None
+    else:
+        source = join(root, ref.file)
+        ensure_inside(fs, root, source, "index file")
+        data = read_bytes(fs, source, "index file")
+    if len(data) != ref.size:
+        raise CorruptIndexError(f"index holds {len(data)} bytes, the manifest says {ref.size}{_listed(entry)};"
+                                " rebuild with arrowidx build", source=source)  # fmt: skip
+    if ref.xxh64 is not None and checksum(data) != ref.xxh64:
+        raise CorruptIndexError(f"index bytes do not match their checksum in the manifest{_listed(entry)} (damaged);"
+                                " rebuild with arrowidx build", source=source)  # fmt: skip
+    return data
 
 
 def load_deletion_vector(fs: pafs.FileSystem, root: str, entry: FileEntry, blobs: dict[str, bytes]) -> DeletionVector | None:
-    """``entry``'s deletion vector (None if it has none). ``blobs`` caches whole deletion files
-    by path, since one file holds the vectors of many data files."""
+    """``entry``'s verified deletion vector (None if it has none). ``blobs`` caches whole
+    deletion files by path, since one file holds the vectors of many data files.
+
+    Raises :class:`CorruptIndexError` naming the deletion file when it is missing, outside
+    the root, too short for the range, or the range fails its checksum or does not parse.
+    """
     ref = entry.deletion
     if ref is None:
         return None
     path = join(root, ref.file)
     data = blobs.get(path)
     if data is None:
-        data = blobs[path] = read_bytes(fs, path)
-    vectors = read_deletion_vectors(data, ranges={entry.path: (ref.offset, ref.length)}, bitmap64=ref.bitmap64)
+        ensure_inside(fs, root, path, "deletion file")
+        data = blobs[path] = read_bytes(fs, path, "deletion-vectors file")
+    end = ref.offset + ref.length
+    if end > len(data):
+        where = getattr(entry, "_listed", None)
+        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) is past the end of {path} ({len(data)} bytes)"
+        if where:
+            raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
+        raise CorruptIndexError(message, source=path)
+    if ref.xxh64 is not None and checksum(data[ref.offset : end]) != ref.xxh64:
+        raise CorruptIndexError(
+            f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
+            f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
+            " restore them from a backup",
+            source=path, offset=ref.offset,
+        )  # fmt: skip
+    try:
+        vectors = read_deletion_vectors(
+            data, ranges={entry.path: (ref.offset, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64
+        )
+    except CorruptIndexError as e:
+        raise CorruptIndexError(e.detail, source=path, offset=e.offset) from None
     return vectors[entry.path]

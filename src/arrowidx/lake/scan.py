@@ -3,8 +3,9 @@ on top, and late materialisation. Every adapter (pyarrow, Polars, Spark) reads t
 
 Plan, per data file (in path order, like ``pyarrow.dataset``):
 
-1. A file whose content changed since it was indexed is *stale*: its index and deletion
-   vector are ignored and the file is read as ``pyarrow.dataset`` reads it.
+1. A file whose content changed since it was indexed is *stale*: its index is ignored and
+   the file is read as ``pyarrow.dataset`` reads it (if rows were deleted from it,
+   ``StaleDeletionError``, unless ``on_stale_deletions="read-full"``).
 2. Otherwise its container answers the filter: SKIP means the file is never opened; a
    bitmap keeps only the row groups holding selected rows.
 3. The row groups left are intersected with those that survive Parquet row-group
@@ -51,13 +52,15 @@ from ..predicate import bind, expression_text, is_exact
 from ..result import REMAIN, IndexResult, bitmap_to_mask
 from .footer import Footer, read_footer
 from .layout import (
-    LATEST,
+    META_DIR,
     FileEntry,
     Manifest,
+    check_stale_option,
     discover,
     entry_is_fresh,
     file_infos,
     join,
+    latest_version,
     load_deletion_vector,
     load_index_bytes,
     load_manifest,
@@ -238,6 +241,10 @@ class IndexedDataset:
     index or deletion file; ``"fallback"`` reads that file in full instead (a damaged
     deletion file still raises: ignoring it would return deleted rows).
 
+    ``on_stale_deletions``: ``"raise"`` (default) raises ``StaleDeletionError`` for a data
+    file whose content changed after rows were deleted from it; ``"read-full"`` reads it in
+    full as it is now (its deleted rows come back).
+
     ``source``: the ``pyarrow.dataset.FileSystemDataset`` it was opened from, if any; its
     files, schema, format and partitioning are used as they are (so partition columns of a
     Hive layout are columns here too). Without one, the dataset is what
@@ -252,9 +259,11 @@ class IndexedDataset:
         on_corrupt: str = "raise",
         threads: int = 2,
         source: ds.FileSystemDataset | None = None,
+        on_stale_deletions: str = "raise",
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
+        self.on_stale_deletions = check_stale_option(on_stale_deletions)
         self.fs = filesystem
         self.root = root
         self.on_corrupt = on_corrupt
@@ -277,6 +286,8 @@ class IndexedDataset:
         self._schema: pa.Schema | None = source.schema if source is not None else None
         self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
+        self._counts: dict[tuple, list[int]] = {}
+        self._nonempty: dict[tuple, list[int]] = {}
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._handover_dataset: tuple[tuple, Any] = ((), None)
         self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
@@ -299,11 +310,14 @@ class IndexedDataset:
             return list(self._partitions)
         if self._only is not None:
             return list(self._only)
-        return sorted(posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
+        prefix = self.root.rstrip("/") + "/"
+        return sorted(p[len(prefix) :] if p.startswith(prefix) else posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
 
     def refresh(self) -> None:
-        """Re-read the committed manifest, the file list and the files' sizes and times."""
-        self.manifest = load_manifest(self.fs, self.root)
+        """Re-read the committed manifest (when its version changed), the file list and the
+        files' sizes and times."""
+        if self.manifest.version == 0 or latest_version(self.fs, self.root) != self.manifest.version:
+            self.manifest = load_manifest(self.fs, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
@@ -321,7 +335,7 @@ class IndexedDataset:
         if entry is None:
             return False
         footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
-        return entry_is_fresh(entry, self._info(entry.path), footer)
+        return entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
 
     def _key(self, rel: str) -> tuple:
         info = self._info(rel)
@@ -357,7 +371,9 @@ class IndexedDataset:
         return fragment
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        return self.fragment(rel).metadata
+        """The data file's parsed footer (:meth:`read_footer`; pyarrow's own fragment, which
+        reads it again for its statistics, is created only for files that are read)."""
+        return self.read_footer(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -391,7 +407,7 @@ class IndexedDataset:
 
         def load(rel: str) -> None:
             entry = self.manifest.files.get(rel)
-            self.fragment(rel)
+            self.read_footer(rel)
             if entry is not None and self._fresh(entry):
                 if entry.index is not None:
                     try:
@@ -509,11 +525,12 @@ class IndexedDataset:
         if plan.result.kind == "bitmap":
             plan.status = "bitmap"
             plan.rows_selected = len(plan.result.bitmap)
-        dv = self.deletion_vector(rel)
+        dv = self.deletion_vector(rel) if entry is not None and entry.deletion is not None else None
         plan.deleted = dv.cardinality if dv is not None else 0
         offsets = self.row_group_offsets(rel)
-        counts = np.diff(offsets)
+        key = self._key(rel)
         plan.row_group_offsets = offsets
+        counts = self._counts[key]
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
             # rank(x) = number of selected rows <= x: a row group holds selected rows iff
@@ -527,7 +544,7 @@ class IndexedDataset:
                 plan.status = "skipped"
                 return plan
         else:
-            plan.row_groups = [g for g in range(len(counts)) if counts[g]]
+            plan.row_groups = list(self._nonempty[key])
         by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
         self.prune_with_statistics(plan, by)
         return plan
@@ -549,7 +566,11 @@ class IndexedDataset:
         if offsets is None:
             footer = self.footer(rel)
             counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
-            offsets = self._offsets[key] = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            with self._lock:
+                self._counts[key] = counts
+                self._nonempty[key] = [g for g, n in enumerate(counts) if n]
+                self._offsets[key] = offsets
         return offsets
 
     def indexed_columns(self) -> set[str]:
@@ -743,7 +764,7 @@ class IndexedDataset:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
         return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
 
-    def _indexes_cannot_help(self, filter) -> bool:
+    def indexes_cannot_help(self, filter) -> bool:
         """True when no index covers a column of ``filter`` and nothing is deleted."""
         if any(e.deletion is not None for e in self.manifest.files.values()):
             return False
@@ -755,7 +776,7 @@ class IndexedDataset:
         or the planned files to read with late materialisation (statistics applied)."""
         if not self.files:
             return []
-        if self._indexes_cannot_help(filter):
+        if self.indexes_cannot_help(filter):
             self._infos = {}
             return self._pyarrow_dataset()
         plans = self.plan(filter, statistics=False)
@@ -923,7 +944,7 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
     the root of a Hive layout whose files all sit in one partition folder."""
     probe = folder
     while True:
-        if fs.get_file_info(join(probe, LATEST)).type == pafs.FileType.File:
+        if fs.get_file_info(join(probe, META_DIR)).type == pafs.FileType.Directory:
             return probe
         parent = posixpath.dirname(probe)
         if not parent or parent == probe:
@@ -931,7 +952,8 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
         probe = parent
 
 
-def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise") -> IndexedDataset:
+def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
+            on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
@@ -940,8 +962,8 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     if isinstance(source, ds.FileSystemDataset):
         if explicit:
             root = _manifest_root(fs, root)
-        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source)
-    data = IndexedDataset(fs, root, on_corrupt=on_corrupt)
+        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
         data._only = sorted(posixpath.relpath(p, root) for p in explicit)
         data.refresh()

@@ -77,7 +77,12 @@ def _plan(data: IndexedDataset, predicate):
     with _lock(data):
         data.refresh()
         translation = translate(predicate, data.schema)
-        expr = translation.expression
+        data._infos = {}  # one stat of every file per execution
+        data._warm_up(data.files)
+        # No index on the predicate's columns and nothing deleted: plan without asking the
+        # indexes (every file is then read whole by one pl.scan_parquet).
+        unprunable = data.indexes_cannot_help(translation.expression)
+        expr = None if unprunable else translation.expression
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
         # ``bound``: the Expression bound once per index schema it is evaluated against.

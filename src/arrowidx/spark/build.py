@@ -20,9 +20,7 @@ from ..lake.build import BuildReport, commit_build, index_one_file, plan_build
 from ..lake.layout import (
     META_DIR,
     CommitConflictError,
-    DeletionRef,
     FileEntry,
-    IndexRef,
     Manifest,
     commit_manifest,
     discover,
@@ -49,10 +47,7 @@ def _entry_to_json(entry: FileEntry) -> str:
 
 
 def _entry_from_json(text: str) -> FileEntry:
-    d = json.loads(text)
-    index = IndexRef(**d["index"]) if d.get("index") else None
-    deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
-    return FileEntry(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion)
+    return FileEntry.from_dict(json.loads(text))  # fingerprint and checksums included
 
 
 def _manifest_rows(entries: list[FileEntry]) -> pa.RecordBatch:

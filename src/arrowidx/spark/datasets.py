@@ -9,9 +9,7 @@ import pyarrow.fs as pafs
 from ..lake.layout import (
     Manifest,
     file_infos,
-    join,
-    manifest_path,
-    read_bytes,
+    read_manifest,
 )
 from ..lake.scan import IndexedDataset
 
@@ -39,8 +37,7 @@ def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = 
             if version == 0:
                 data.manifest = Manifest()
             else:
-                source = join(root, manifest_path(version))
-                data.manifest = Manifest.from_json(read_bytes(fs, source).decode(), source)
+                data.manifest = read_manifest(fs, root, version)  # validated, errors name the file
         with _DATASETS_LOCK:
             if len(_DATASETS) > 16:
                 _DATASETS.clear()

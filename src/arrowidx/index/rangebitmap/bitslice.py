@@ -28,7 +28,14 @@ import numpy as np
 from pyroaring import BitMap
 
 from ..._bytes import ByteReader
-from ..._roaring import bitmap_of, to_portable
+from ..._roaring import (
+    _KIND_BITMAP,
+    MalformedBitmap,
+    bitmap_of,
+    portable_layout,
+    positions_of,
+    to_portable,
+)
 from ...errors import CorruptIndexError
 
 VERSION_1 = 1
@@ -180,6 +187,15 @@ class SliceSet:
     def _load_slice(self, i: int) -> BitMap:
         raise NotImplementedError
 
+    def sparse_limit(self) -> int:
+        """Below this many candidate rows, :meth:`slice_contains` beats loading a slice."""
+        return 0
+
+    def slice_contains(self, i: int, rows: np.ndarray) -> np.ndarray | None:
+        """Whether each of ``rows`` (sorted positions) is in slice ``i``, or None when the
+        slice cannot be probed without decoding it."""
+        return None
+
     def ebm(self) -> BitMap:
         """The rows that have a value (do not mutate)."""
         if self._ebm is None:
@@ -213,10 +229,28 @@ class SliceSet:
         if t > self.max_value:
             return BitMap(self.ebm())
         below = BitMap()
+        below_rows: list[np.ndarray] = []
         prefix = BitMap(self.ebm())  # rows equal to t on every bit seen so far
+        rows = None  # ``prefix`` as positions, once few rows are left
+        limit = self.sparse_limit()
         for i in range(self.count - 1, -1, -1):  # per slice, most significant first
+            bit = (t >> i) & 1
+            if rows is None and len(prefix) < limit:
+                rows = positions_of(prefix)
+            inside = self.slice_contains(i, rows) if rows is not None else None
+            if inside is not None:
+                if bit:
+                    below_rows.append(rows[~inside])
+                    rows = rows[inside]
+                else:
+                    rows = rows[~inside]
+                if not rows.size or not t & ((1 << i) - 1):
+                    break
+                continue
+            if rows is not None:
+                prefix, rows = bitmap_of(rows), None
             s = self.slice(i)
-            if (t >> i) & 1:
+            if bit:
                 below |= prefix - s
                 prefix &= s
             else:
@@ -224,21 +258,41 @@ class SliceSet:
             del s
             if not prefix or not t & ((1 << i) - 1):
                 break  # nothing left to compare, or no lower bit of t can add rows
+        if below_rows:
+            below |= bitmap_of(np.concatenate(below_rows))
         return below
 
     def eq(self, c: int) -> BitMap:
-        """Rows whose value is ``c``."""
+        """Rows whose value is ``c``.
+
+        Each slice halves the candidates of a uniform column: once few are left they are
+        probed in the slices' serialised bits (:meth:`slice_contains`) instead of decoding
+        whole slices.
+        """
         if c < 0 or c > self.max_value or not self.ebm():
             return BitMap()
         state = BitMap(self.ebm())
+        rows = None  # ``state`` as positions, once few rows are left
+        limit = self.sparse_limit()
         for i in range(self.count - 1, -1, -1):  # per slice
-            if (c >> i) & 1:
+            bit = (c >> i) & 1
+            if rows is None and len(state) < limit:
+                rows = positions_of(state)
+            inside = self.slice_contains(i, rows) if rows is not None else None
+            if inside is not None:
+                rows = rows[inside] if bit else rows[~inside]
+                if not rows.size:
+                    break
+                continue
+            if rows is not None:
+                state, rows = bitmap_of(rows), None
+            if bit:
                 state &= self.slice(i)
             else:
                 state -= self.slice(i)
             if not state:
                 break
-        return state
+        return bitmap_of(rows) if rows is not None else state
 
     def le(self, t: int) -> BitMap:
         return self.lt(t + 1)
@@ -289,6 +343,7 @@ class BitSliceIndexBitmap(SliceSet):
         super().__init__()
         self.source = r.source
         self.data = r.data
+        self._buf: np.ndarray | None = None
         self.rows = rows
         at = r.pos
         header_length = r.i32("bit-slice header length")
@@ -349,6 +404,32 @@ class BitSliceIndexBitmap(SliceSet):
                 offset=self.ebm_start,
             )
         return ebm
+
+    def sparse_limit(self) -> int:
+        return max(4096, self.rows // 512)
+
+    def slice_contains(self, i: int, rows: np.ndarray) -> np.ndarray | None:
+        """Probe slice ``i``'s bitset containers at ``rows`` without decoding the slice;
+        None if a row falls in an array or run container (then the slice is decoded)."""
+        if self._buf is None:
+            self._buf = np.frombuffer(self.data, dtype=np.uint8)
+        start = self.slices_start + self.offsets[i]
+        try:
+            layout = portable_layout(self._buf, start, start + self.lengths[i])
+        except MalformedBitmap as e:
+            raise CorruptIndexError(
+                f"slice {i} is not a valid portable Roaring bitmap ({e})", source=self.source, offset=e.offset
+            ) from None
+        if not len(layout.keys):
+            return np.zeros(len(rows), dtype=bool)
+        high = (rows >> 16).astype(np.int64)
+        at = np.minimum(np.searchsorted(layout.keys, high), len(layout.keys) - 1)
+        found = layout.keys[at] == high
+        if not (layout.kinds[at[found]] == _KIND_BITMAP).all():
+            return None
+        low = (rows & 0xFFFF).astype(np.int64)
+        byte = np.where(found, layout.offsets[at] + (low >> 3), 0)
+        return found & ((self._buf[byte] >> (low & 7).astype(np.uint8)) & 1).astype(bool)
 
     def _load_slice(self, i: int) -> BitMap:
         return load_bitmap(

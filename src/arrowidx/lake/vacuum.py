@@ -1,0 +1,119 @@
+"""``arrowidx.vacuum``: remove the manifests, index files and deletion files that no retained
+version references.
+
+Retained are the current version and every version that was still current less than
+``older_than`` ago (its successor was committed within the retention), since a reader that
+opened it may still be reading its files. Files no retained manifest references are removed
+only when they are older than the retention too, so the files of a build or delete still
+running (not committed yet) are never touched.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import ArrowIdxError
+from .layout import (
+    DELETION_DIR,
+    INDEX_DIR,
+    META_DIR,
+    join,
+    manifest_path,
+    manifest_versions,
+    read_manifest,
+    resolve,
+)
+
+DEFAULT_RETENTION = timedelta(days=7)
+
+
+@dataclass
+class VacuumReport:
+    """What a vacuum kept and removed (``dry_run``: what it would remove)."""
+
+    root: str
+    version: int
+    kept_versions: list[int] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # paths relative to the root
+    bytes_freed: int = 0
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        verb = "would remove" if self.dry_run else "removed"
+        return (
+            f"manifest v{self.version} at {self.root}: {verb} {len(self.removed)} file(s)"
+            f" ({self.bytes_freed:,} bytes); kept version(s) {', '.join(map(str, self.kept_versions)) or 'none'}"
+        )
+
+
+def _seconds(older_than: float | timedelta) -> float:
+    seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else float(older_than)
+    if not seconds >= 0:
+        raise ArrowIdxError(f"older_than must be a duration >= 0, got {older_than!r}")
+    return seconds
+
+
+def vacuum(
+    source: Any,
+    older_than: float | timedelta = DEFAULT_RETENTION,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    dry_run: bool = False,
+) -> VacuumReport:
+    """Remove what no retained manifest version references (``older_than``: seconds or a
+    ``timedelta``; default 7 days). Never removes the current version's files."""
+    cutoff_ms = (time.time() - _seconds(older_than)) * 1000
+    fs, root, _ = resolve(source, filesystem)
+    versions = manifest_versions(fs, root)
+    report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
+    if not versions:
+        return report
+    kept: list[int] = []
+    referenced: set[str] = set()
+    successor_ms = None  # when the version above the one looked at was committed
+    for version in reversed(versions):
+        if successor_ms is not None and successor_ms < cutoff_ms:
+            break  # superseded before the retention: no reader can still need it (nor older ones)
+        manifest = read_manifest(fs, root, version)  # a retained manifest must be readable
+        kept.append(version)
+        for entry in manifest.files.values():
+            if entry.index is not None and entry.index.file is not None:
+                referenced.add(entry.index.file)
+            if entry.deletion is not None:
+                referenced.add(entry.deletion.file)
+        successor_ms = manifest.created_ms
+    report.kept_versions = sorted(kept)
+    doomed: list[tuple[str, int]] = [
+        (manifest_path(v), -1) for v in versions if v < min(kept)
+    ]
+    for folder in (META_DIR, INDEX_DIR, DELETION_DIR):
+        selector = pafs.FileSelector(join(root, folder), allow_not_found=True, recursive=folder != META_DIR)
+        for info in fs.get_file_info(selector):
+            if info.type != pafs.FileType.File:
+                continue
+            rel = posixpath.relpath(info.path, root)
+            name = posixpath.basename(rel)
+            old = info.mtime is None or info.mtime.timestamp() * 1000 < cutoff_ms
+            if name.startswith(".tmp-"):
+                if old:  # a writer's temporary file, abandoned by a crash
+                    doomed.append((rel, info.size or 0))
+            elif folder != META_DIR and rel not in referenced and old:
+                doomed.append((rel, info.size or 0))
+    for rel, size in sorted(set(doomed)):
+        if size < 0:
+            info = fs.get_file_info(join(root, rel))
+            size = info.size or 0
+        if not dry_run:
+            try:
+                fs.delete_file(join(root, rel))
+            except FileNotFoundError:
+                continue
+        report.removed.append(rel)
+        report.bytes_freed += size
+    return report
