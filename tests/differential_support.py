@@ -235,6 +235,9 @@ def make_lake(spec: LakeSpec, root: str, before_changes=None) -> Lake:
             added += 1
         elif change[0] == "rewrite" and files:
             path = files[change[1] % len(files)]
+            held = set(pq.read_table(path, columns=["rid"]).column("rid").to_pylist())
+            if held & lake.deleted:
+                continue  # rewriting a file with deleted rows is refused on read (StaleDeletionError), by design
             lake.write(os.path.basename(path), change[2])
         elif change[0] == "remove" and len(files) > 1:
             os.remove(files[change[1] % len(files)])
