@@ -191,3 +191,16 @@ def test_constant_filter_on_a_file_with_deleted_rows(tmp_path, expr):
     expected = ds.dataset(root).to_table(filter=expr).filter(pc.field("rid") != 1)
     assert _rows(arrowidx.dataset(root).to_table(filter=expr)) == _rows(expected)
     assert arrowidx.dataset(root).count_rows(filter=expr) == expected.num_rows
+
+
+@pytest.mark.parametrize("closed", ["both", "left", "right", "none"])
+def test_polars_is_between_with_a_null_bound_is_not_translated_as_exact(tmp_path, closed):
+    """Found by the suite (long profile): ``~b.is_between(None, True)`` was translated as an exact
+    ``~(NULL and b < TRUE)``, which keeps rows the Polars query does not return."""
+    root = _lake(tmp_path, pa.table({"b": [True, False, None]}), {"file-index.bitmap.columns": "b"})
+    pred = ~pl.col("b").is_between(None, True, closed=closed)
+    expected = pl.scan_parquet(os.path.join(root, "*.parquet")).filter(pred).collect()
+    assert apl.scan(root).filter(pred).collect().to_dicts() == expected.to_dicts()
+    translation = apl.translate(pred, pq.read_schema(os.path.join(root, "part-0.parquet")))
+    if translation.exact and translation.expression is not None:
+        assert pq.read_table(os.path.join(root, "part-0.parquet")).filter(translation.expression).num_rows == expected.height

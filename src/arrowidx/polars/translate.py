@@ -268,6 +268,9 @@ class _Translator:
         if kind == "cmp":
             return self.compare(opt, args[0], args[1])
         if kind == "between":
+            bounds = [self.literal(a) for a in args[1:]]
+            if any(b is not None and len(b) == 1 and b.null_count() for b in bounds):
+                return None  # a NULL bound: Polars does not evaluate it as lo <= x AND x <= hi
             lo_op, hi_op = _CLOSED[opt]
             lo = self.compare(lo_op, args[0], args[1])
             hi = self.compare(hi_op, args[0], args[2])
