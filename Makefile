@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	@echo "make: creating $(VENV) and installing arrowidx with its extras (pyarrow, pyroaring, polars, pyspark, pandas, tqdm, test tools)"
@@ -21,6 +21,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check src tests integration bench
 	$(PY) -m pytest -q tests integration
+
+# The differential suite's long profile (issue 15): many random examples, no deadline.
+# FUZZ_EXAMPLES sets the examples per test.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	ARROWIDX_FUZZ=long ARROWIDX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider \
+		tests/test_differential.py tests/test_differential_polars.py integration/test_spark_differential.py
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"

@@ -227,7 +227,8 @@ class FileIndex:
         As Paimon's ``FileIndexPredicate.evaluateTopN``: ``filter``'s result narrows the
         candidates first; an index that implements TopN on the first sort key (range-bitmap)
         picks among them. With one sort key the answer has exactly ``limit`` rows (ties broken
-        as Java does); with several, every tie of the first key is kept. Without such an index
+        as Java does); with several, or a key that only bounds the value (``time64[us]``
+        keyed on milliseconds), every tie of the first key is kept. Without such an index
         the filter's result is returned unchanged, and so it is when ``filter`` has a part no
         index answers exactly (the top rows of a superset could miss matching rows).
         """
@@ -248,8 +249,11 @@ class FileIndex:
             return candidates
         if candidates.kind == "bitmap" and len(candidates.bitmap) <= limit:
             return candidates
+        # Exactly ``limit`` rows only when the key is the value: a lossy key (time64[us] keyed
+        # on milliseconds, timestamp[ns] on micros) keeps every row tied on the key.
+        strict = len(sort_keys) == 1 and not _lossy(self.schema, column)
         for reader in self.readers(column):
-            answer = reader.top_n(order == "descending", null_placement == "at_start", limit, len(sort_keys) == 1, candidates)
+            answer = reader.top_n(order == "descending", null_placement == "at_start", limit, strict, candidates)
             if answer.kind != "remain":
                 return answer
         return candidates
@@ -266,3 +270,11 @@ class FileIndex:
                 row.update(reader.describe())
             rows.append(row)
         return rows
+
+
+def _lossy(schema: pa.Schema, column: str) -> bool:
+    """Whether the index keys of ``column`` only bound its values (several values per key)."""
+    try:
+        return schema.get_field_index(column) < 0 or paimon_type(schema.field(column).type).lossy
+    except ArrowIdxError:
+        return True

@@ -91,7 +91,12 @@ class Not(Node):
 
 @dataclass(frozen=True)
 class And(Node):
+    """Kleene AND (``and_kleene``); ``kleene=False`` is pyarrow's plain ``and``, NULL as
+    soon as a child is NULL. Both select the same TRUE rows; the FALSE rows of the plain
+    one are a subset, so the Kleene answer is a superset and never exact for it."""
+
     children: tuple[Node, ...]
+    kleene: bool = True
 
     def columns(self) -> set[str]:
         return set().union(*(c.columns() for c in self.children))
@@ -99,7 +104,11 @@ class And(Node):
 
 @dataclass(frozen=True)
 class Or(Node):
+    """Kleene OR (``or_kleene``); ``kleene=False`` is pyarrow's plain ``or``, NULL as soon as
+    a child is NULL (its TRUE rows are a subset of the Kleene ones: never exact)."""
+
     children: tuple[Node, ...]
+    kleene: bool = True
 
     def columns(self) -> set[str]:
         return set().union(*(c.columns() for c in self.children))
@@ -262,9 +271,9 @@ def _bind(t, schema: pa.Schema) -> Node:
         return Opaque(f"{t}")
     name, args = t.name, t.args
     if name in ("and_kleene", "and"):
-        return And(tuple(_bind(a, schema) for a in args))
+        return And(tuple(_bind(a, schema) for a in args), kleene=name == "and_kleene")
     if name in ("or_kleene", "or"):
-        return Or(tuple(_bind(a, schema) for a in args))
+        return Or(tuple(_bind(a, schema) for a in args), kleene=name == "or_kleene")
     if name == "invert" and len(args) == 1:
         return Not(_bind(args[0], schema))
     if name in _COMPARISONS or name == "not_equal":
@@ -298,7 +307,7 @@ def _bind_comparison(name: str, args: tuple, schema: pa.Schema) -> Node:
         return Opaque(f"{name} is not between a column and a literal")
     if not literal.is_valid:
         return Const(None)
-    cast = cast_literal(literal, schema.field(column).type)
+    cast = comparison_literal(literal, schema.field(column).type)
     if cast is None:
         return Opaque(f"literal {literal} does not convert exactly to {schema.field(column).type}")
     node = Compare(op, column, cast)
@@ -326,6 +335,46 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
     if casted is None:
         return Opaque(f"is_in values do not convert exactly to {col_type}")
     return IsIn(column, casted, null_in_set, null_match)
+
+
+def _comparison_type(column: pa.DataType, literal: pa.DataType) -> pa.DataType | None:
+    """The type pyarrow compares ``column`` and ``literal`` in when a float is involved
+    (its implicit casts: decimal with float -> float64; int with float -> that float, a
+    checked cast), else None (the literal is cast to the column type)."""
+    if not (pa.types.is_floating(column) or pa.types.is_floating(literal)):
+        return None
+    if pa.types.is_decimal(column) or pa.types.is_decimal(literal):
+        return pa.float64()
+    floats = [t for t in (column, literal) if pa.types.is_floating(t)]
+    if len(floats) == 2:
+        return column if column.bit_width >= literal.bit_width else literal
+    other = literal if pa.types.is_floating(column) else column
+    return floats[0] if pa.types.is_integer(other) else None
+
+
+def comparison_literal(literal: pa.Scalar, column: pa.DataType) -> pa.Scalar | None:
+    """``literal`` in the column's type such that ``column <op> result`` selects exactly the
+    rows pyarrow's ``column <op> literal`` selects, or None when no such value is provable.
+
+    pyarrow compares a float with a decimal in float64 and an int with a float in that
+    float (int values out of its exact range raise there): the literal is taken as pyarrow
+    sees it in that type, and accepted only if it is exactly a value of the column type and
+    the column's values map one to one, in order, into that type (decimal -> float64 only
+    up to 15 digits).
+    """
+    common = _comparison_type(column, literal.type)
+    if common is None or literal.type == column:
+        return cast_literal(literal, column)
+    if pa.types.is_decimal(column) and not 0 <= column.scale <= column.precision <= 15:
+        return None
+    if pa.types.is_integer(column) and not pa.types.is_floating(common):
+        return None
+    try:
+        seen = pc.cast(pa.array([literal], literal.type), common, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    cast = cast_literal_array(seen, column)
+    return None if cast is None else cast[0]
 
 
 def cast_literal(literal: pa.Scalar, to_type: pa.DataType) -> pa.Scalar | None:
@@ -581,6 +630,10 @@ def evaluate_keys(expr, reader) -> Answer:
     raise TypeError(f"not a key predicate: {expr!r}")
 
 
+def _nan_or_negative_zero(v) -> bool:
+    return v is not None and (math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0))
+
+
 def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
     """True when :func:`evaluate` answers ``node`` exactly (TRUE side == pyarrow's selection).
 
@@ -596,8 +649,10 @@ def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
     if isinstance(node, Not):
         return is_exact(node.child, schema, readers)
     if isinstance(node, (And, Or)):
-        return all(is_exact(c, schema, readers) for c in node.children)
+        return node.kleene and all(is_exact(c, schema, readers) for c in node.children)
     column = next(iter(node.columns()))
+    if schema.get_field_index(column) < 0:
+        return False  # bound to another schema: not answerable here
     try:
         ptype = paimon_type(schema.field(column).type)
     except ArrowIdxError:
@@ -609,9 +664,60 @@ def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
     if not exact:
         return False
     if ptype.is_float:
-        # IEEE and Java ordering disagree only on NaN and -0.0 rows: exact if there are none.
+        # IEEE and Java ordering disagree only on NaN and -0.0, in the rows or in the
+        # literal (``x > -0.0``: IEEE drops 0.0, Java keeps it; ``x < NaN``: IEEE selects
+        # nothing, Java every number): exact only if neither holds one.
+        if isinstance(node, Compare) and _nan_or_negative_zero(node.literal.as_py()):
+            return False
         reader = exact[0]
         if not {"eq"} <= reader.exact_ops:
             return False
         return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
     return True
+
+
+_INFIX = {
+    "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+    "greater_equal": ">=", "and_kleene": "and", "or_kleene": "or",
+}  # fmt: skip
+
+
+def expression_text(expr) -> str:
+    """``str(expr)`` on one line, never raising: pyarrow's ``Expression.__str__`` cuts long
+    values inside a UTF-8 sequence and then fails to decode; such an expression is written
+    from its parsed tree instead."""
+    if expr is None:
+        return "None"
+    try:
+        return " ".join(str(expr).split())
+    except (UnicodeDecodeError, ValueError):
+        pass
+    try:
+        return _tree_text(parse(expr))
+    except Exception:  # noqa: BLE001 - text for a report only
+        return "<expression>"
+
+
+def _tree_text(t) -> str:
+    if isinstance(t, _Field):
+        return t.name
+    if isinstance(t, _Literal):
+        return _short(t.value.as_py())
+    if isinstance(t, _Call):
+        args = [_tree_text(a) for a in t.args]
+        if t.name in _INFIX and len(args) == 2:
+            return f"({args[0]} {_INFIX[t.name]} {args[1]})"
+        if t.name == "invert" and len(args) == 1:
+            return f"invert({args[0]})"
+        if t.options is not None and t.name == "is_in":
+            values = t.options["value_set"].values if hasattr(t.options.type, "names") else None
+            shown = [] if values is None else [_short(v) for v in values.to_pylist()[:5]]
+            more = ", ..." if values is not None and len(values) > 5 else ""
+            args.append(f"value_set=[{', '.join(shown)}{more}]")
+        return f"{t.name}({', '.join(args)})"
+    return str(getattr(t, "what", t))
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."

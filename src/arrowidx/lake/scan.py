@@ -48,7 +48,7 @@ from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
-from ..predicate import bind, is_exact
+from ..predicate import bind, expression_text, is_exact
 from ..result import REMAIN, IndexResult, bitmap_to_mask
 from .footer import Footer, read_footer
 from .layout import (
@@ -206,7 +206,7 @@ def describe_answer(index_type: str, answer: IndexResult, expr) -> str:
     if answer.kind == "bitmap":
         return f"{name}: {len(answer.bitmap):,} row(s) may match"
     if index_type == "bloom-filter":
-        text = str(expr)
+        text = expression_text(expr)
         return f"{name}: value may be present" if ("==" in text or "is_in" in text) else f"{name}: answers only = and IN"
     return f"{name}: cannot answer this filter"
 
@@ -318,7 +318,10 @@ class IndexedDataset:
         files' sizes and times."""
         if self.manifest.version == 0 or latest_version(self.fs, self.root) != self.manifest.version:
             self.manifest = load_manifest(self.fs, self.root)
-        self._files = self._discover()
+        files = self._discover()
+        if self.source is None and files[:1] != self._files[:1]:
+            self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
+        self._files = files
         self._infos = {}
 
     def _info(self, rel: str) -> pafs.FileInfo:
@@ -613,7 +616,7 @@ class IndexedDataset:
                 dv = self.deletion_vector(plan.path)
                 plan.deleted = dv.cardinality if dv is not None else 0
             plan.why = _why(plan, index, filter, self.schema)
-        return Explain(" ".join(str(filter).split()), plans)
+        return Explain(expression_text(filter), plans)
 
     def __repr__(self) -> str:
         indexed = sum(1 for rel in self.files if rel in self.manifest.files)
@@ -683,7 +686,8 @@ class IndexedDataset:
         plans = [p for p in plans if p.row_groups]
         late = [p for p in plans if expr is not None and not p.exact]
         is_late = {id(p) for p in late}
-        names = sorted(self.bind_columns(expr)) if late else []
+        # (a filter reading no column, e.g. a constant, still needs the row count: one column)
+        names = (sorted(self.bind_columns(expr)) or self.schema.names[:1]) if late else []
         rest = [c for c in out if c not in names]
         heads: dict[str, pa.Table] = {}
         live: dict[str, tuple[list[int], np.ndarray | None]] = {}

@@ -9,6 +9,7 @@ import polars as pl
 import pyarrow.fs as pafs
 
 from ..lake.scan import Explain, FilePlan, IndexedDataset
+from ..predicate import expression_text
 from .plan import _dataset, _plan
 from .translate import Translation
 
@@ -50,7 +51,7 @@ class ScanReport:
     @property
     def explain(self) -> Explain:
         """The per-file table of ``IndexedDataset.explain`` for the translated predicate."""
-        return Explain(str(self.translation.expression), self.plans)
+        return Explain(expression_text(self.translation.expression), self.plans)
 
     def summary(self) -> str:
         text = (

@@ -9,13 +9,11 @@ from collections import OrderedDict
 from typing import Any
 
 import polars as pl
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from ..lake.layout import join
 from ..lake.scan import IndexedDataset
 from ..lake.scan import dataset as _open_dataset
-from ..predicate import bind
 from .translate import translate
 
 _DATASETS: OrderedDict[tuple, IndexedDataset] = OrderedDict()
@@ -35,7 +33,10 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -
         data = _DATASETS.get(key)
         if data is not None:
             _DATASETS.move_to_end(key)
-            return data
+    if data is not None:
+        with _lock(data):
+            data.refresh()  # files added or removed since it was cached
+        return data
     data = _open_dataset(source, on_corrupt=on_corrupt)
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)
@@ -66,11 +67,14 @@ def _polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]
 _LOCKS: weakref.WeakKeyDictionary[IndexedDataset, threading.Lock] = weakref.WeakKeyDictionary()
 
 
+def _lock(data: IndexedDataset) -> threading.Lock:
+    with _DATASETS_LOCK:
+        return _LOCKS.setdefault(data, threading.Lock())
+
+
 def _plan(data: IndexedDataset, predicate):
     """Translate, refresh the manifest and plan every file; one manifest version per call."""
-    with _DATASETS_LOCK:
-        lock = _LOCKS.setdefault(data, threading.Lock())
-    with lock:
+    with _lock(data):
         data.refresh()
         translation = translate(predicate, data.schema)
         data._infos = {}  # one stat of every file per execution
@@ -78,37 +82,11 @@ def _plan(data: IndexedDataset, predicate):
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
         unprunable = data.indexes_cannot_help(translation.expression)
-        expr = None if unprunable else _prebind(data, translation.expression)
+        expr = None if unprunable else translation.expression
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
-        plans = [data.plan_file(rel, expr, statistics=False) for rel in data.files]
+        # ``bound``: the Expression bound once per index schema it is evaluated against.
+        bound: dict = {}
+        plans = [data.plan_file(rel, expr, bound, statistics=False) for rel in data.files]
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
     return translation, plans, vectors
-
-
-def _prebind(data: IndexedDataset, expr: pc.Expression | None):
-    """``expr`` bound once to the dataset schema, when every file's index reads the bound
-    columns with the same types (``bind`` accepts a bound node); else ``expr`` itself.
-
-    ``IndexedDataset.plan`` binds the Expression again for every file, and each bind
-    re-reads pyarrow's serialisation of it: for a needle that is most of the planning time.
-    """
-    if expr is None:
-        return None
-    node = bind(expr, data.schema)
-    columns = node.columns()
-    try:
-        for rel in data.files:
-            entry = data.manifest.files.get(rel)
-            index = (
-                data.file_index(entry) if entry is not None and entry.index is not None else None
-            )
-            if index is None:
-                continue
-            for c in columns:
-                i = index.schema.get_field_index(c)
-                if i >= 0 and index.schema.field(i).type != data.schema.field(c).type:
-                    return expr
-    except Exception:  # noqa: BLE001 - let plan() meet (and report) a damaged index itself
-        return expr
-    return node

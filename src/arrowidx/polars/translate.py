@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..predicate import cast_literal, cast_literal_array
+from ..predicate import cast_literal, cast_literal_array, expression_text
 
 log = logging.getLogger("arrowidx.polars")
 _POLARS_MAJOR = int(pl.__version__.split(".")[0])
@@ -46,7 +46,7 @@ class Translation:
     dropped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        text = "no pruning" if self.expression is None else str(self.expression)
+        text = "no pruning" if self.expression is None else expression_text(self.expression)
         how = "exact" if self.exact else f"superset; not translated: {'; '.join(self.dropped)}"
         return f"{text} ({how})"
 
@@ -268,6 +268,9 @@ class _Translator:
         if kind == "cmp":
             return self.compare(opt, args[0], args[1])
         if kind == "between":
+            bounds = [self.literal(a) for a in args[1:]]
+            if any(b is not None and len(b) == 1 and b.null_count() for b in bounds):
+                return None  # a NULL bound: Polars does not evaluate it as lo <= x AND x <= hi
             lo_op, hi_op = _CLOSED[opt]
             lo = self.compare(lo_op, args[0], args[1])
             hi = self.compare(hi_op, args[0], args[2])
@@ -515,6 +518,8 @@ def _exact_cast(col_type: pa.DataType, cast: pl.DataType, lit: tuple) -> bool:
             # |literal| < 2**mantissa every comparison comes out as on the integers.
             return info.bits <= mantissa or abs(real) < 2**mantissa
         if isinstance(cast, pl.Decimal):
+            if unit == "float" and cast.precision > 15:
+                return False  # compared in Float64: decimals of more digits round together
             return _fits_decimal(real, cast) and 10 ** (cast.precision - cast.scale) > max(
                 -info.min, info.max
             )
@@ -522,6 +527,7 @@ def _exact_cast(col_type: pa.DataType, cast: pl.DataType, lit: tuple) -> bool:
     if pa.types.is_decimal(col_type):
         return (
             isinstance(cast, pl.Decimal) and _fits_decimal(real, cast) and cast.scale >= col_type.scale
+            and (unit != "float" or cast.precision <= 15)
             and cast.precision - cast.scale >= col_type.precision - col_type.scale
         )  # fmt: skip
     if pa.types.is_date32(col_type):
@@ -542,6 +548,19 @@ def _exact_cast(col_type: pa.DataType, cast: pl.DataType, lit: tuple) -> bool:
             and unit == cast.time_unit
         )
     return False
+
+
+def _float_compares_exactly(col_type: pa.DataType, lit_type: pa.DataType, real) -> bool:
+    """Whether Polars' float comparison of an integer or decimal column with a float literal
+    equals the comparison of the exact values: the column's values map one to one into
+    Float64 (ints below 2**53 in magnitude, decimals of at most 15 digits) or the literal
+    lies where they do (|literal| < 2**53, 2**24 for a Float32 literal)."""
+    mantissa = 24 if pa.types.is_float32(lit_type) or pa.types.is_float16(lit_type) else 53
+    if pa.types.is_decimal(col_type):
+        return col_type.precision <= 15 and (not isinstance(real, Fraction) or abs(real) < 2**mantissa)
+    if pa.types.is_integer(col_type):
+        return col_type.bit_width < mantissa or not isinstance(real, Fraction) or abs(real) < 2**mantissa
+    return True
 
 
 def _fits_decimal(real, dtype: pl.DataType) -> bool:
@@ -586,6 +605,8 @@ def _integral_compare(
     f = pc.field(name)
     if cast is not None and not _exact_cast(col_type, cast, lit):
         return None
+    if cast is None and unit == "float" and not _float_compares_exactly(col_type, value.type, real):
+        return None  # Polars compares in Float64, where distinct column values may round together
     if cast is None and not (
         isinstance(real, Fraction) and (real / scale).denominator == 1 and lo <= real / scale <= hi
     ):

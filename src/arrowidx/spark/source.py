@@ -87,7 +87,8 @@ class _Reader(DataSourceReader):
         data = self._open()
         prune = _and_all(self.prune)
         if prune is None:
-            files = [(rel, data.manifest.files[rel].size) for rel in data.files]
+            # sizes from the file system: files added since the build are not in the manifest
+            files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             files = []
             exact = _and_all(self.exact)
@@ -95,7 +96,7 @@ class _Reader(DataSourceReader):
                 if not plan.row_groups:
                     continue
                 share = len(plan.row_groups) / plan.row_groups_total if plan.row_groups_total else 1.0
-                files.append((plan.path, int(data.manifest.files[plan.path].size * share)))
+                files.append((plan.path, int(data._info(plan.path).size * share)))
         version = data.manifest.version
         return [FilePartition(group, version) for group in _pack(files, self.max_partition_bytes, self.min_partitions)]
 
