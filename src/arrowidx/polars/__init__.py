@@ -1240,3 +1240,4 @@ def _groups(r: _Read) -> int:
         for g in r.plan.row_groups
         if any(a < offsets[g + 1] and offsets[g] < b for a, b in r.runs)
     )
+from .paimon import scan_paimon  # noqa: E402,F401
