@@ -118,7 +118,7 @@ def _edit_json(path: Path, fn) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_schema_evolution_rename_and_add(tmp_path, version):
-    """A later schema renames ``name`` and adds ``extra``: old files are read with their own
+    """A later schema renames ``name``, widens ``amount`` and adds ``extra``: old files are read with their own
     names (and their indexes evaluated against them); the new column is NULL."""
     d = _copy(tmp_path, version, "append_idx")
     latest = int((d / "snapshot" / "LATEST").read_text())
@@ -128,6 +128,8 @@ def test_schema_evolution_rename_and_add(tmp_path, version):
     for f in schema["fields"]:
         if f["name"] == "name":
             f["name"] = "full_name"
+        if f["name"] == "amount":
+            f["type"] = "BIGINT"  # widened: old files are read as INT and cast
     schema["fields"].append({"id": schema["highestFieldId"] + 1, "name": "extra", "type": "INT"})
     schema["highestFieldId"] += 1
     schema["id"] = new_id
@@ -141,6 +143,7 @@ def test_schema_evolution_rename_and_add(tmp_path, version):
     base = paimon.open_table(ROOT / version / "db.db" / "append_idx")
     want = expected(version, "append_idx", base.schema).rename_columns(
         ["id", "part", "full_name", "status", "amount", "price"])
+    want = want.set_column(4, "amount", want.column("amount").cast(pa.int64()))
     want = want.append_column("extra", pa.nulls(want.num_rows, pa.int32()))
     assert sort(t.to_table()).equals(sort(want))
     needle = want.column("full_name")[123].as_py()
@@ -149,6 +152,8 @@ def test_schema_evolution_rename_and_add(tmp_path, version):
     # the old files' bloom filters (on "name") still rule files out
     assert t.explain(expr).files_read < len(t.files)
     assert t.to_table(filter=pc.field("extra") == 1).num_rows == 0
+    amount = pc.field("amount") == 3500
+    assert sort(t.to_table(filter=amount)).equals(sort(want.filter(amount)))
     assert t.to_table(filter=pc.field("extra").is_null()).num_rows == want.num_rows
 
 

@@ -343,6 +343,7 @@ class DataFile:
     external_path: str | None
     delete_row_count: int | None
     manifest: str
+    write_cols: list[str] | None = None
 
 
 def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> list[str]:
@@ -389,6 +390,7 @@ def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int,
                         external_path=f.get("_EXTERNAL_PATH"),
                         delete_row_count=f.get("_DELETE_ROW_COUNT"),
                         manifest=name,
+                        write_cols=f.get("_WRITE_COLS"),
                     ),
                 )
             )

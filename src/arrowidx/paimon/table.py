@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -240,6 +241,9 @@ class PaimonTable:
         self._files: list[DataFile] | None = None
         self._dv_ranges: dict[str, DeletionRange] | None = None
         self._name_index: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._blobs: dict[str, bytes] = {}  # deletion-vector index files, read once
+        self._indexes: dict[tuple[str, int], tuple[FileIndex | None, str]] = {}
 
     @property
     def snapshot_id(self) -> int | None:
@@ -303,13 +307,15 @@ class PaimonTable:
             raise PaimonTableError(f"{path}: data file {f.name} of snapshot {self.snapshot_id} not found")
         return found
 
-    def _column_map(self, f: DataFile) -> dict[str, str | None]:
-        """latest column name -> the file's name for it (None: absent or of another type)."""
+    def _column_map(self, f: DataFile, *, same_type: bool = True) -> dict[str, str | None]:
+        """latest column name -> the file's name for it, matched by field id (None: absent;
+        with ``same_type``, also when the type changed since: its stats and index are not used)."""
         old = self._schema(f.schema_id)
         out: dict[str, str | None] = {}
         for fld in self.table_schema.fields:
             o = old.field_by_id(fld.id)
-            out[fld.name] = o.name if o is not None and _same_type(o.type, fld.type) else None
+            usable = o is not None and (not same_type or _same_type(o.type, fld.type))
+            out[fld.name] = o.name if usable else None
         return out
 
     def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
@@ -339,6 +345,13 @@ class PaimonTable:
         return out
 
     def _file_index(self, f: DataFile, path: str) -> tuple[FileIndex | None, str]:
+        """The file's index (embedded, or its one ``.index`` extra file), opened once."""
+        key = (f.name, f.level)
+        if key not in self._indexes:
+            self._indexes[key] = self._open_file_index(f, path)
+        return self._indexes[key]
+
+    def _open_file_index(self, f: DataFile, path: str) -> tuple[FileIndex | None, str]:
         old = self._schema(f.schema_id)
         schema = old.arrow_schema()
         if f.embedded_index:
@@ -356,6 +369,11 @@ class PaimonTable:
         plans: list[FilePlan] = []
         not_read: list[tuple[str, str]] = []
         for f in self.files:
+            if f.write_cols is not None:
+                raise UnsupportedTableError(
+                    f"{self.path}: {f.name} holds only columns {f.write_cols} (data-evolution.enabled"
+                    " tables, whose rows span several files, are not supported)"
+                )
             if f.bucket == POSTPONE_BUCKET:
                 not_read.append((f.name, "postpone bucket (not yet compacted)"))
                 continue
@@ -399,7 +417,12 @@ class PaimonTable:
     def _deletion_vector(self, rng: DeletionRange | None, name: str) -> DeletionVector | None:
         if rng is None:
             return None
-        data = read_bytes(self.fs, rng.index_file)
+        with self._lock:
+            data = self._blobs.get(rng.index_file)
+        if data is None:
+            data = read_bytes(self.fs, rng.index_file)
+            with self._lock:
+                self._blobs[rng.index_file] = data
         return read_deletion_vectors(data, ranges={name: (rng.offset, rng.length)})[name]
 
     def _needed(self, filter, columns: list[str] | None) -> list[str]:
@@ -473,7 +496,7 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
     id (added columns NULL), then the complete ``filter``. ``system`` also returns
     ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
     f = plan.file
-    mapping = table._column_map(f)
+    mapping = table._column_map(f, same_type=False)
     path = table._locate(f)
     with table.fs.open_input_file(path) as handle:
         pf = pq.ParquetFile(handle)
