@@ -496,6 +496,8 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
     id (added columns NULL), then the complete ``filter``. ``system`` also returns
     ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
     f = plan.file
+    if not f.name.endswith(".parquet"):
+        raise UnsupportedTableError(f"{table.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
     mapping = table._column_map(f, same_type=False)
     path = table._locate(f)
     with table.fs.open_input_file(path) as handle:
