@@ -8,6 +8,7 @@ Manifests written by Paimon 0.9 and by current releases are both read: fields ad
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import posixpath
 import re
@@ -112,6 +113,7 @@ class TableSchema:
     options: dict[str, str]
     path: str = ""
     _by_id: dict[int, PaimonField] = field(default_factory=dict, repr=False)
+    _arrow: pa.Schema | None = field(default=None, repr=False)
 
     def __post_init__(self):
         self._by_id = {f.id: f for f in self.fields}
@@ -126,7 +128,9 @@ class TableSchema:
         raise KeyError(name)
 
     def arrow_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(f.name, arrow_type(f.type, self.path)) for f in self.fields])
+        if self._arrow is None:
+            self._arrow = pa.schema([pa.field(f.name, arrow_type(f.type, self.path)) for f in self.fields])
+        return self._arrow
 
 
 def read_schema(fs: pafs.FileSystem, table: str, schema_id: int) -> TableSchema:
@@ -166,6 +170,7 @@ _SIMPLE = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def _base(ptype: str) -> tuple[str, list[int], bool]:
     """``("TIMESTAMP", [3], ltz)`` for ``"TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL"``."""
     s = " ".join(ptype.upper().split())

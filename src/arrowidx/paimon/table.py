@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
+from ..lake.scan import expression_mask
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
 from ..result import REMAIN, IndexResult
 from .metadata import (
@@ -244,6 +245,7 @@ class PaimonTable:
         self._lock = threading.Lock()
         self._blobs: dict[str, bytes] = {}  # deletion-vector index files, read once
         self._indexes: dict[tuple[str, int], tuple[FileIndex | None, str]] = {}
+        self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
 
     @property
     def snapshot_id(self) -> int | None:
@@ -310,12 +312,16 @@ class PaimonTable:
     def _column_map(self, f: DataFile, *, same_type: bool = True) -> dict[str, str | None]:
         """latest column name -> the file's name for it, matched by field id (None: absent;
         with ``same_type``, also when the type changed since: its stats and index are not used)."""
+        key = (f.schema_id, same_type)
+        if key in self._maps:
+            return self._maps[key]
         old = self._schema(f.schema_id)
         out: dict[str, str | None] = {}
         for fld in self.table_schema.fields:
             o = old.field_by_id(fld.id)
             usable = o is not None and (not same_type or _same_type(o.type, fld.type))
             out[fld.name] = o.name if usable else None
+        self._maps[key] = out
         return out
 
     def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
@@ -493,19 +499,18 @@ class PaimonTable:
 def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filter, *, system: bool = False) -> pa.Table | None:
     """Read one planned data file: the row groups holding index-selected rows, the bitmap
     and deletion-vector masks, columns mapped from the file's schema to the latest by field
-    id (added columns NULL), then the complete ``filter``. ``system`` also returns
-    ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
+    id (added columns NULL, changed types cast), then the complete ``filter``: evaluated on
+    the filter's columns first, so a file with no matching row never decodes the others.
+    ``system`` also returns ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
     f = plan.file
     if not f.name.endswith(".parquet"):
         raise UnsupportedTableError(f"{table.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
     mapping = table._column_map(f, same_type=False)
+    partition = table.partition_values(f)
     path = table._locate(f)
     with table.fs.open_input_file(path) as handle:
         pf = pq.ParquetFile(handle)
         names = set(pf.schema_arrow.names)
-        read = [mapping[c] for c in columns if mapping.get(c) in names]
-        if system:
-            read += [c for c in SYSTEM_COLUMNS if c in names]
         counts = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         groups = list(range(len(counts)))
@@ -516,14 +521,38 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
             if not groups:
                 return None
             keep = np.concatenate([full[offsets[g] : offsets[g + 1]] for g in groups])
-        data = pf.read_row_groups(groups, columns=list(dict.fromkeys(read)), use_threads=False)
-    dv = table._deletion_vector(plan.deletion, f.name)
-    if dv is not None and dv.cardinality:
-        alive = np.concatenate([dv.keep_mask(int(offsets[g]), int(counts[g])).to_numpy(zero_copy_only=False) for g in groups])
-        keep = alive if keep is None else keep & alive
-    if keep is not None and not keep.all():
-        data = data.filter(pa.array(keep))
-    partition = table.partition_values(f)
+        dv = table._deletion_vector(plan.deletion, f.name)
+        if dv is not None and dv.cardinality:
+            alive = np.concatenate([dv.keep_mask(int(offsets[g]), int(counts[g])).to_numpy(zero_copy_only=False) for g in groups])
+            keep = alive if keep is None else keep & alive
+        if keep is not None and not keep.any():
+            return None
+
+        def read(cols: list[str]) -> pa.Table:
+            wanted = [mapping[c] for c in cols if mapping.get(c) in names]
+            if system:
+                wanted += [c for c in SYSTEM_COLUMNS if c in names]
+            data = pf.read_row_groups(groups, columns=list(dict.fromkeys(wanted)), use_threads=False)
+            if keep is not None and not keep.all():
+                data = data.filter(pa.array(keep))
+            return _to_latest(table, data, cols, mapping, partition, system)
+
+        match = None
+        if filter is not None:
+            wanted = set(_filter_columns(filter, table.schema))
+            first = [c for c in columns if c in wanted]
+            if len(first) < len(columns):
+                match = expression_mask(read(first), filter)
+                if not match.any():
+                    return None
+        out = read(columns)
+    if match is not None:
+        return out.filter(pa.array(match)) if not match.all() else out
+    return out.filter(filter) if filter is not None else out
+
+
+def _to_latest(table: PaimonTable, data: pa.Table, columns: list[str], mapping, partition, system: bool) -> pa.Table:
+    """A file's columns under the latest schema's names and types."""
     arrays, fields = [], []
     for c in columns:
         fld = table.schema.field(c)
@@ -542,10 +571,7 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
         for c in SYSTEM_COLUMNS:
             arrays.append(data.column(c).cast(pa.int64()))
             fields.append(pa.field(c, pa.int64()))
-    out = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-    if filter is not None:
-        out = out.filter(filter)
-    return out
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def merge_rows(table: pa.Table, keys: list[str], engine: str) -> pa.Table:
