@@ -90,3 +90,17 @@ def test_overwrite_removed_files():
     older = paimon.open_table(ROOT / "db.db" / "evolve", snapshot=t.snapshot_id - 1)
     assert len(older.files) - 3 + 1 == len(t.files)
     assert t.to_table(filter=(pc.field("p") == "x") & (pc.field("q") == 0)).num_rows == 100
+
+
+def test_data_file_found_by_listing_when_path_differs(tmp_path):
+    """A partition directory not named as computed (e.g. another escaping): files are found
+    by name; their index files are then not found and the files are simply read."""
+    import shutil
+
+    d = tmp_path / "evolve"
+    shutil.copytree(ROOT / "db.db" / "evolve", d)
+    (d / "p=x").rename(d / "p=x-moved")
+    t = paimon.open_table(d)
+    expr = pc.field("id") == 1000050
+    assert t.to_table(filter=expr).column("full_name").to_pylist() == ["over50"]
+    assert sort(t.to_table()).equals(sort(expected("evolve", t.schema)))

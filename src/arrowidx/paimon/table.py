@@ -37,7 +37,7 @@ from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
 from ..lake.scan import expression_mask
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
+from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
 from .metadata import (
     UNKNOWN,
@@ -166,6 +166,7 @@ class FilePlan:
     reason: str = ""  # partition | stats | index (why skipped), or how rows are selected
     result: IndexResult = field(default_factory=lambda: REMAIN)
     deletion: DeletionRange | None = None
+    exact: bool = False  # the bitmap holds exactly the rows where the filter is TRUE
 
     @property
     def skipped(self) -> bool:
@@ -296,11 +297,19 @@ class PaimonTable:
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         return posixpath.join(self.path, *parts, bucket, f.name)
 
+    def _open(self, f: DataFile) -> pa.NativeFile:
+        """Open a data file at its computed path, else where a listing of the table finds it
+        (partition values this code does not format as Paimon does)."""
+        try:
+            return self.fs.open_input_file(self.file_path(f))
+        except FileNotFoundError:
+            if f.external_path:
+                raise PaimonTableError(f"{f.external_path}: data file of snapshot {self.snapshot_id} not found") from None
+        return self.fs.open_input_file(self._locate(f))
+
     def _locate(self, f: DataFile) -> str:
-        """The computed path, or where a listing of the table finds the file's name."""
+        """Where a listing of the table finds the file's name."""
         path = self.file_path(f)
-        if f.external_path or self.fs.get_file_info(path).type != pafs.FileType.NotFound:
-            return path
         if self._name_index is None:
             infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=True))
             self._name_index = {i.base_name: i.path for i in infos if i.type == pafs.FileType.File}
@@ -408,6 +417,8 @@ class PaimonTable:
             index, where = self._file_index(f, path)
             if index is not None:
                 plan.result = index.evaluate(local)
+                if plan.result.kind == "bitmap" and local.columns() == node.columns():
+                    plan.exact = is_exact(local, index.schema, index.readers)
                 if not plan.result.remain:
                     plan.status, plan.reason = "skipped", "index"
                 elif plan.result.kind == "bitmap":
@@ -507,8 +518,7 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
         raise UnsupportedTableError(f"{table.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
     mapping = table._column_map(f, same_type=False)
     partition = table.partition_values(f)
-    path = table._locate(f)
-    with table.fs.open_input_file(path) as handle:
+    with table._open(f) as handle:
         pf = pq.ParquetFile(handle)
         names = set(pf.schema_arrow.names)
         counts = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
@@ -528,26 +538,35 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
         if keep is not None and not keep.any():
             return None
 
-        def read(cols: list[str]) -> pa.Table:
-            wanted = [mapping[c] for c in cols if mapping.get(c) in names]
+        def read(cols: list[str], selective: bool, match: np.ndarray | None = None) -> pa.Table:
+            wanted = list(dict.fromkeys([mapping[c] for c in cols if mapping.get(c) in names]))
             if system:
                 wanted += [c for c in SYSTEM_COLUMNS if c in names]
-            data = pf.read_row_groups(groups, columns=list(dict.fromkeys(wanted)), use_threads=False)
+            # strings of a selective read stay dictionary-encoded until the masks are applied
+            strings = [c for c in wanted if pa.types.is_string(pf.schema_arrow.field(c).type)] if selective else []
+            reader = pq.ParquetFile(handle, metadata=pf.metadata, read_dictionary=strings) if strings else pf
+            data = reader.read_row_groups(groups, columns=wanted, use_threads=False)
             if keep is not None and not keep.all():
                 data = data.filter(pa.array(keep))
+            if match is not None and not match.all():
+                data = data.filter(pa.array(match))
+            if strings:
+                data = data.cast(pa.schema([pf.schema_arrow.field(c) for c in data.column_names]))
             return _to_latest(table, data, cols, mapping, partition, system)
 
+        selective = keep is not None and keep.mean() < 0.25
+        if filter is not None and plan.exact:
+            return read(columns, selective)  # the bitmap (and deletions) are the answer
         match = None
         if filter is not None:
             wanted = set(_filter_columns(filter, table.schema))
             first = [c for c in columns if c in wanted]
             if len(first) < len(columns):
-                match = expression_mask(read(first), filter)
+                match = expression_mask(read(first, False), filter)
                 if not match.any():
                     return None
-        out = read(columns)
-    if match is not None:
-        return out.filter(pa.array(match)) if not match.all() else out
+                return read(columns, selective or match.mean() < 0.25, match)
+        out = read(columns, selective)
     return out.filter(filter) if filter is not None else out
 
 
