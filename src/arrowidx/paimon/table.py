@@ -511,7 +511,8 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
     """Read one planned data file: the row groups holding index-selected rows, the bitmap
     and deletion-vector masks, columns mapped from the file's schema to the latest by field
     id (added columns NULL, changed types cast), then the complete ``filter``: evaluated on
-    the filter's columns first, so a file with no matching row never decodes the others.
+    the filter's columns first, so a file with no matching row never decodes the others
+    (an exact bitmap answer needs no filter at all).
     ``system`` also returns ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
     f = plan.file
     if not f.name.endswith(".parquet"):
@@ -538,35 +539,28 @@ def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filte
         if keep is not None and not keep.any():
             return None
 
-        def read(cols: list[str], selective: bool, match: np.ndarray | None = None) -> pa.Table:
+        def read(cols: list[str], match: np.ndarray | None = None) -> pa.Table:
             wanted = list(dict.fromkeys([mapping[c] for c in cols if mapping.get(c) in names]))
             if system:
                 wanted += [c for c in SYSTEM_COLUMNS if c in names]
-            # strings of a selective read stay dictionary-encoded until the masks are applied
-            strings = [c for c in wanted if pa.types.is_string(pf.schema_arrow.field(c).type)] if selective else []
-            reader = pq.ParquetFile(handle, metadata=pf.metadata, read_dictionary=strings) if strings else pf
-            data = reader.read_row_groups(groups, columns=wanted, use_threads=False)
+            data = pf.read_row_groups(groups, columns=wanted, use_threads=False)
             if keep is not None and not keep.all():
                 data = data.filter(pa.array(keep))
             if match is not None and not match.all():
                 data = data.filter(pa.array(match))
-            if strings:
-                data = data.cast(pa.schema([pf.schema_arrow.field(c) for c in data.column_names]))
             return _to_latest(table, data, cols, mapping, partition, system)
 
-        selective = keep is not None and keep.mean() < 0.25
         if filter is not None and plan.exact:
-            return read(columns, selective)  # the bitmap (and deletions) are the answer
-        match = None
+            return read(columns)  # the bitmap (and deletions) are the answer
         if filter is not None:
             wanted = set(_filter_columns(filter, table.schema))
             first = [c for c in columns if c in wanted]
             if len(first) < len(columns):
-                match = expression_mask(read(first, False), filter)
+                match = expression_mask(read(first), filter)
                 if not match.any():
                     return None
-                return read(columns, selective or match.mean() < 0.25, match)
-        out = read(columns, selective)
+                return read(columns, match)
+        out = read(columns)
     return out.filter(filter) if filter is not None else out
 
 
