@@ -58,3 +58,11 @@ class OptionError(ArrowIdxError):
 
 class UnsupportedValueError(ArrowIdxError, ValueError):
     """A value an index format cannot store (BSI: ``-2**63``, whose absolute value overflows)."""
+
+
+class PaimonTableError(ArrowIdxError):
+    """A Paimon table's metadata is missing or does not parse (the message names the file)."""
+
+
+class UnsupportedTableError(PaimonTableError):
+    """A Paimon table (or table option) arrowidx cannot read correctly, e.g. a merge engine."""

@@ -37,11 +37,20 @@ a node this code does not recognise simply gives no pruning. Tested with Polars 
 """
 
 from .explain import ScanReport, explain
+from .paimon import scan_paimon
 from .plan import _dataset  # noqa: F401 - used by tests
 from .source import _Source, scan  # noqa: F401 - _Source used by tests
 from .translate import Translation, to_arrow_expression, translate
 
-__all__ = ["ScanReport", "Translation", "explain", "scan", "to_arrow_expression", "translate"]
+__all__ = [
+    "ScanReport",
+    "Translation",
+    "explain",
+    "scan",
+    "scan_paimon",
+    "to_arrow_expression",
+    "translate",
+]
 
 #: The Polars releases this module is tested with (also pinned in ``pyproject.toml``).
 TESTED_POLARS = ">=1.30,<2.2"

@@ -1,0 +1,325 @@
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.options.Options;
+import org.apache.paimon.predicate.Predicate;
+import org.apache.paimon.predicate.PredicateBuilder;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.table.Table;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.DataTypes;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * More Paimon table shapes for arrowidx's tests, and the benchmark table, written with Java
+ * Paimon's TableWrite/TableCommit (as WriteTables.java in ../shared/paimon-tables/writer).
+ *
+ * <p>args: warehouse shapes | warehouse bench ROWS FILES | warehouse bench-read
+ */
+public class WriteShapes {
+
+    static final String[] STATUS = {"new", "paid", "shipped", "returned"};
+
+    public static void main(String[] args) throws Exception {
+        Options o = new Options();
+        o.set("warehouse", "file://" + args[0]);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(o));
+        catalog.createDatabase("db", true);
+        if (args[1].equals("shapes")) {
+            shapes(catalog, args[0]);
+        } else if (args[1].equals("bench")) {
+            bench(catalog, Long.parseLong(args[2]), Integer.parseInt(args[3]));
+        } else {
+            benchRead(catalog);
+        }
+    }
+
+    interface Rows {
+        void write(BatchTableWrite w) throws Exception;
+    }
+
+    static void commit(Catalog catalog, Identifier id, Map<String, String> overwrite, Rows rows) throws Exception {
+        Table t = catalog.getTable(id);
+        BatchWriteBuilder wb = t.newBatchWriteBuilder();
+        if (overwrite != null) {
+            wb = wb.withOverwrite(overwrite);
+        }
+        try (BatchTableWrite w = wb.newWrite()) {
+            w.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+            rows.write(w);
+            List<CommitMessage> msgs = w.prepareCommit();
+            try (BatchTableCommit c = wb.newCommit()) {
+                c.commit(msgs);
+            }
+        }
+    }
+
+    static BinaryString s(String v) {
+        return v == null ? null : BinaryString.fromString(v);
+    }
+
+    static void shapes(Catalog catalog, String warehouse) throws Exception {
+        // 1. append table: two partition keys with NULL values, many types, schema evolution
+        //    (rename + add column), then INSERT OVERWRITE of one partition (DELETE entries).
+        Identifier ev = Identifier.create("db", "evolve");
+        catalog.createTable(ev, Schema.newBuilder()
+                .column("id", DataTypes.BIGINT())
+                .column("p", DataTypes.STRING())
+                .column("q", DataTypes.INT())
+                .column("name", DataTypes.STRING())
+                .column("status", DataTypes.STRING())
+                .column("flag", DataTypes.BOOLEAN())
+                .column("small", DataTypes.SMALLINT())
+                .column("f", DataTypes.FLOAT())
+                .column("dt", DataTypes.DATE())
+                .column("dec", DataTypes.DECIMAL(10, 2))
+                .partitionKeys("p", "q")
+                .option("bucket", "-1")
+                .option("file.format", "parquet")
+                .option("file-index.bloom-filter.columns", "id,name")
+                .option("file-index.bloom-filter.id.items", "600")
+                .option("file-index.bloom-filter.name.items", "600")
+                .option("file-index.bitmap.columns", "status")
+                .option("file-index.in-manifest-threshold", "1 b")
+                .build(), false);
+        final long[] next = {0};
+        for (int commit = 0; commit < 3; commit++) {
+            if (commit == 2) {
+                // one change list: the index options name columns, so they move with the rename;
+                // old files keep their index on "name"
+                catalog.alterTable(ev, java.util.Arrays.asList(
+                        SchemaChange.renameColumn("name", "full_name"),
+                        SchemaChange.addColumn("extra", DataTypes.INT()),
+                        SchemaChange.removeOption("file-index.bloom-filter.name.items"),
+                        SchemaChange.setOption("file-index.bloom-filter.full_name.items", "600"),
+                        SchemaChange.setOption("file-index.bloom-filter.columns", "id,full_name")), false);
+            }
+            final int c = commit;
+            commit(catalog, ev, null, w -> {
+                String[] ps = {"x", null, "y z/%"};
+                for (String p : ps) {
+                    for (int q = 0; q < 2; q++) {
+                        for (int i = 0; i < 500; i++) {
+                            long id = next[0]++;
+                            String status = i % 40 == 3 ? null : (c == 1 && i % 100 == 9 ? "rare" : STATUS[(int) (id % 4)]);
+                            Object[] vals = {
+                                id, s(p), q == 1 && i == 0 ? null : q, s("n" + ((id * 7919L) % 100003L)), s(status),
+                                i % 3 == 0 ? null : (i % 2 == 0), (short) (i - 250), i * 0.5f,
+                                18000 + i, Decimal.fromBigDecimal(new BigDecimal(id).movePointLeft(2), 10, 2)};
+                            if (c == 2) {
+                                Object[] v2 = new Object[vals.length + 1];
+                                System.arraycopy(vals, 0, v2, 0, vals.length);
+                                v2[vals.length] = i % 5 == 0 ? null : i;
+                                vals = v2;
+                            }
+                            w.write(GenericRow.of(vals));
+                        }
+                    }
+                }
+            });
+        }
+        Map<String, String> part = new HashMap<>();
+        part.put("p", "x");
+        part.put("q", "0");
+        commit(catalog, ev, part, w -> {
+            for (int i = 0; i < 100; i++) {
+                long id = 1_000_000 + i;
+                w.write(GenericRow.of(id, s("x"), 0, s("over" + i), s("overwritten"), true, (short) i, 1.0f, 19000,
+                        Decimal.fromBigDecimal(new BigDecimal(i), 10, 2), i));
+            }
+        });
+
+        // 2. primary-key tables without deletion vectors: merged on read
+        for (String engine : new String[] {"deduplicate", "first-row"}) {
+            Identifier pi = Identifier.create("db", "pk_" + engine.replace("-", "_"));
+            catalog.createTable(pi, Schema.newBuilder()
+                    .column("p", DataTypes.STRING().notNull())
+                    .column("id", DataTypes.INT().notNull())
+                    .column("name", DataTypes.STRING())
+                    .column("amount", DataTypes.INT())
+                    .primaryKey("p", "id")
+                    .partitionKeys("p")
+                    .option("bucket", "2")
+                    .option("file.format", "parquet")
+                    .option("merge-engine", engine)
+                    .option("num-sorted-run.compaction-trigger", "100")
+                    .option("file-index.bloom-filter.columns", "name")
+                    .option("file-index.bloom-filter.name.items", "1200")
+                    .build(), false);
+            boolean first = engine.equals("first-row");
+            for (int commit = 0; commit < 3; commit++) {
+                final int c = commit;
+                commit(catalog, pi, null, w -> {
+                    for (String p : new String[] {"a", "b"}) {
+                        if (c == 0) {
+                            for (int id = 1; id <= 1000; id++) {
+                                w.write(GenericRow.of(s(p), id, s("v0"), id));
+                            }
+                        } else if (c == 1) {
+                            for (int id = 1; id <= 100; id++) {
+                                w.write(GenericRow.of(s(p), id, s("v1"), id + 10000));
+                            }
+                            if (!first) {
+                                for (int id = 901; id <= 1000; id++) {
+                                    w.write(GenericRow.ofKind(RowKind.DELETE, s(p), id, s("v0"), id));
+                                }
+                            }
+                        } else {
+                            for (int id = 500; id < 600; id++) {
+                                w.write(GenericRow.of(s(p), id, s("v2"), id + 20000));
+                            }
+                            for (int id = 1001; id < 1011; id++) {
+                                w.write(GenericRow.of(s(p), id, s("new"), id));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        for (String name : new String[] {"evolve", "pk_deduplicate", "pk_first_row"}) {
+            dumpCsv(catalog.getTable(Identifier.create("db", name)), Paths.get(warehouse, name + ".expected.csv").toString());
+        }
+        System.out.println("done: " + warehouse);
+    }
+
+    static void bench(Catalog catalog, long rows, int files) throws Exception {
+        Identifier bi = Identifier.create("db", "bench");
+        catalog.createTable(bi, Schema.newBuilder()
+                .column("id", DataTypes.BIGINT())
+                .column("name", DataTypes.STRING())
+                .column("status", DataTypes.STRING())
+                .column("amount", DataTypes.INT())
+                .column("price", DataTypes.DOUBLE())
+                .option("bucket", "-1")
+                .option("file.format", "parquet")
+                .option("target-file-size", "1 gb")
+                .option("file-index.bloom-filter.columns", "id")
+                .option("file-index.bloom-filter.id.items", String.valueOf(rows / files))
+                .option("file-index.bitmap.columns", "status")
+                .option("file-index.in-manifest-threshold", "1 b")
+                .build(), false);
+        long per = rows / files;
+        final long prime = 2_147_483_647L;
+        for (int f = 0; f < files; f++) {
+            final long start = f * per;
+            commit(catalog, bi, null, w -> {
+                for (long i = start; i < start + per; i++) {
+                    long id = (i * 1_000_003L) % prime; // ids scattered: min/max overlap in every file
+                    String status = i % 100 == 42 ? "rare" : STATUS[(int) (i % 4)];
+                    w.write(GenericRow.of(id, s("name-" + (i % 100_000)), s(status), (int) (i % 10_000), (i % 1000) / 10.0));
+                }
+            });
+        }
+        System.out.println("bench table: " + rows + " rows in " + files + " commits");
+    }
+
+    static long count(Table t, Predicate p) throws Exception {
+        ReadBuilder rb = t.newReadBuilder();
+        if (p != null) {
+            rb = rb.withFilter(p);
+        }
+        long rows = 0;
+        for (Split s : rb.newScan().plan().splits()) {
+            try (RecordReader<InternalRow> r = rb.newRead().createReader(s)) {
+                RecordReader.RecordIterator<InternalRow> it;
+                while ((it = r.readBatch()) != null) {
+                    while (it.next() != null) {
+                        rows++;
+                    }
+                    it.releaseBatch();
+                }
+            }
+        }
+        return rows;
+    }
+
+    /** Java's own read of the benchmark queries: best of 3, milliseconds (reader rows, not filtered). */
+    static void benchRead(Catalog catalog) throws Exception {
+        Table t = catalog.getTable(Identifier.create("db", "bench"));
+        RowType rt = t.rowType();
+        PredicateBuilder b = new PredicateBuilder(rt);
+        Map<String, Predicate> qs = new java.util.LinkedHashMap<>();
+        qs.put("needle", b.equal(rt.getFieldIndex("id"), Long.parseLong(System.getProperty("needle", "1000003"))));
+        qs.put("one_percent", b.equal(rt.getFieldIndex("status"), BinaryString.fromString("rare")));
+        qs.put("full", null);
+        for (Map.Entry<String, Predicate> e : qs.entrySet()) {
+            long best = Long.MAX_VALUE;
+            long rows = 0;
+            for (int i = 0; i < 3; i++) {
+                long t0 = System.nanoTime();
+                rows = count(t, e.getValue());
+                best = Math.min(best, System.nanoTime() - t0);
+            }
+            System.out.printf("java\t%s\t%.1f ms\t%d rows from reader%n", e.getKey(), best / 1e6, rows);
+        }
+    }
+
+    static void dumpCsv(Table t, String path) throws Exception {
+        ReadBuilder rb = t.newReadBuilder();
+        List<String> lines = new ArrayList<>();
+        RowType rt = t.rowType();
+        for (Split sp : rb.newScan().plan().splits()) {
+            try (RecordReader<InternalRow> r = rb.newRead().createReader(sp)) {
+                RecordReader.RecordIterator<InternalRow> it;
+                while ((it = r.readBatch()) != null) {
+                    InternalRow row;
+                    while ((row = it.next()) != null) {
+                        StringBuilder sb = new StringBuilder();
+                        for (int i = 0; i < rt.getFieldCount(); i++) {
+                            if (i > 0) {
+                                sb.append(',');
+                            }
+                            if (row.isNullAt(i)) {
+                                continue;
+                            }
+                            switch (rt.getTypeAt(i).getTypeRoot()) {
+                                case BIGINT: sb.append(row.getLong(i)); break;
+                                case INTEGER: sb.append(row.getInt(i)); break;
+                                case DATE: sb.append(row.getInt(i)); break;
+                                case SMALLINT: sb.append(row.getShort(i)); break;
+                                case BOOLEAN: sb.append(row.getBoolean(i)); break;
+                                case FLOAT: sb.append(row.getFloat(i)); break;
+                                case DOUBLE: sb.append(row.getDouble(i)); break;
+                                case DECIMAL: sb.append(row.getDecimal(i, 10, 2).toBigDecimal().toPlainString()); break;
+                                default: sb.append('"').append(row.getString(i).toString()).append('"');
+                            }
+                        }
+                        lines.add(sb.toString());
+                    }
+                    it.releaseBatch();
+                }
+            }
+        }
+        Collections.sort(lines);
+        try (PrintWriter pw = new PrintWriter(Files.newBufferedWriter(Paths.get(path)))) {
+            pw.println(String.join(",", rt.getFieldNames()));
+            for (String l : lines) {
+                pw.println(l);
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+"""Reading Apache Paimon tables written by Java (Spark, Flink) with their file indexes and
+deletion vectors: ``arrowidx.paimon.open_table(path)``. See docs/paimon.md."""
+
+from .table import Explain, FilePlan, PaimonTable, open_table
+
+__all__ = ["Explain", "FilePlan", "PaimonTable", "open_table"]

@@ -1,0 +1,653 @@
+"""``PaimonTable``: plan and read a Paimon table with its statistics, file indexes and
+deletion vectors.
+
+Per data file, in the order Paimon applies them:
+
+1. partition values and the manifest's min/max statistics (``_VALUE_STATS``, honouring
+   ``_VALUE_STATS_COLS``; anything not decodable keeps the file);
+2. the file index: ``_EMBEDDED_FILE_INDEX`` or exactly one ``<data file>.index`` extra file,
+   evaluated with :class:`arrowidx.FileIndex` against the file's own column names;
+3. row selection: the index's bitmap answer and the file's deletion vector;
+4. the complete filter on what is read (indexes are inexact), after mapping the file's
+   columns to the latest schema by field id.
+
+Primary-key tables with deletion vectors are read as Java's batch read (level-0 files are
+not read); without deletion vectors, ``deduplicate`` and ``first-row`` tables are merged on
+read with Arrow kernels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..deletion import DeletionVector, read_deletion_vectors
+from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
+from ..file_index import FileIndex
+from ..lake.scan import expression_mask
+from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
+from ..result import REMAIN, IndexResult
+from .metadata import (
+    UNKNOWN,
+    DataFile,
+    DeletionRange,
+    TableSchema,
+    decode_binary_row,
+    deletion_ranges,
+    latest_snapshot_id,
+    live_files,
+    read_bytes,
+    read_schema,
+    read_snapshot,
+)
+
+SYSTEM_COLUMNS = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
+KEY_PREFIX = "_KEY_"
+POSTPONE_BUCKET = -2
+RETRACT_KINDS = (1, 3)  # -U, -D (RowKind byte values)
+MERGE_ENGINES = ("deduplicate", "first-row")
+
+
+def _truthy(value: str | None) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+# ----------------------------------------------------------------------------------------
+# Statistics pruning: may a file hold a row where the predicate is TRUE?
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ColumnStats:
+    min: Any
+    max: Any
+    nulls: int | None
+    rows: int
+
+
+def _comparable(s: ColumnStats) -> bool:
+    if s.min is None or s.max is None or s.min is UNKNOWN or s.max is UNKNOWN:
+        return False
+    if isinstance(s.min, float) and (s.min != s.min or s.max != s.max):
+        return False
+    return True
+
+
+def _in_range(s: ColumnStats, op: str, v: Any) -> bool:
+    if v is None or (isinstance(v, float) and v != v):
+        return True
+    if op == "eq":
+        return s.min <= v <= s.max
+    if op == "lt":
+        return s.min < v
+    if op == "le":
+        return s.min <= v
+    if op == "gt":
+        return s.max > v
+    if op == "ge":
+        return s.max >= v
+    return True
+
+
+def may_match(node: Node, stats: dict[str, ColumnStats]) -> tuple[bool, bool]:
+    """``(may be TRUE, may be FALSE)`` for some row of a file with ``stats``; conservative."""
+    if isinstance(node, Const):
+        return (node.value is True, node.value is False)
+    if isinstance(node, Not):
+        t, f = may_match(node.child, stats)
+        return f, t
+    if isinstance(node, And):
+        parts = [may_match(c, stats) for c in node.children]
+        return all(t for t, _ in parts), any(f for _, f in parts)
+    if isinstance(node, Or):
+        parts = [may_match(c, stats) for c in node.children]
+        return any(t for t, _ in parts), all(f for _, f in parts)
+    if isinstance(node, IsNull):
+        s = stats.get(node.column)
+        if s is None or s.nulls is None:
+            return True, True
+        return s.nulls > 0, s.nulls < s.rows
+    if isinstance(node, (Compare, IsIn)):
+        s = stats.get(node.column)
+        if s is None:
+            return True, True
+        if s.nulls is not None and s.nulls >= s.rows and not (isinstance(node, IsIn) and node.null_in_set):
+            return False, False  # every value NULL: the comparison is never TRUE nor FALSE
+        if not _comparable(s):
+            return True, True
+        try:
+            if isinstance(node, Compare):
+                return _in_range(s, node.op, node.literal.as_py()), True
+            if node.null_in_set:
+                return True, True
+            return any(_in_range(s, "eq", v) for v in node.values.to_pylist()), True
+        except TypeError:
+            return True, True
+    return True, True
+
+
+def rename_columns(node: Node, mapping: dict[str, str | None]) -> Node:
+    """``node`` with columns renamed by ``mapping``; a column mapped to None (absent from
+    an old file, or of another type there) makes its leaf Opaque."""
+    if isinstance(node, (Compare, IsIn, IsNull)):
+        new = mapping.get(node.column, node.column)
+        if new is None:
+            return Opaque(f"{node.column} not in this file's schema")
+        return dataclasses.replace(node, column=new) if new != node.column else node
+    if isinstance(node, Not):
+        return Not(rename_columns(node.child, mapping))
+    if isinstance(node, And):
+        return And(tuple(rename_columns(c, mapping) for c in node.children))
+    if isinstance(node, Or):
+        return Or(tuple(rename_columns(c, mapping) for c in node.children))
+    return node
+
+
+# ----------------------------------------------------------------------------------------
+# Plans
+# ----------------------------------------------------------------------------------------
+@dataclass
+class FilePlan:
+    """What planning decided for one data file."""
+
+    file: DataFile
+    path: str
+    status: str  # read | skipped
+    reason: str = ""  # partition | stats | index (why skipped), or how rows are selected
+    result: IndexResult = field(default_factory=lambda: REMAIN)
+    deletion: DeletionRange | None = None
+    exact: bool = False  # the bitmap holds exactly the rows where the filter is TRUE
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == "skipped"
+
+
+@dataclass
+class Explain:
+    """Per-file decisions for one filter. ``print()`` it for a table."""
+
+    filter: str
+    snapshot_id: int | None
+    files: list[FilePlan]
+    not_read: list[tuple[str, str]]  # (file, why): level-0 files of DV tables, postpone bucket
+
+    @property
+    def files_read(self) -> int:
+        return sum(not p.skipped for p in self.files)
+
+    @property
+    def files_skipped(self) -> int:
+        return sum(p.skipped for p in self.files)
+
+    def __str__(self) -> str:
+        lines = [
+            f"snapshot {self.snapshot_id}, filter {self.filter}: {self.files_read} of {len(self.files)} files read",
+        ]
+        for p in self.files:
+            rows = f"{p.file.rows} rows"
+            if p.result.kind == "bitmap":
+                rows += f", {len(p.result.bitmap)} selected by index"
+            if p.deletion is not None:
+                rows += f", deletion vector ({p.deletion.cardinality if p.deletion.cardinality is not None else '?'} deleted)"
+            lines.append(f"  {p.status:8} {p.reason:10} {p.path} ({rows})")
+        for name, why in self.not_read:
+            lines.append(f"  not read  {why}: {name}")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------
+# The table
+# ----------------------------------------------------------------------------------------
+class PaimonTable:
+    """One snapshot of a Paimon table (see :func:`open_table`)."""
+
+    def __init__(self, fs: pafs.FileSystem, path: str, snapshot: int | None = None, threads: int | None = None):
+        self.fs = fs
+        self.path = path.rstrip("/")
+        self.threads = threads or min(8, os.cpu_count() or 1)
+        sid = latest_snapshot_id(fs, self.path) if snapshot is None else int(snapshot)
+        self._snapshot = None if sid is None else read_snapshot(fs, self.path, sid)
+        self._schemas: dict[int, TableSchema] = {}
+        if self._snapshot is None:  # a table without any commit: its latest schema
+            ids = _schema_ids(fs, self.path)
+            if not ids:
+                raise PaimonTableError(f"{self.path}: not a Paimon table (no snapshot/ and no schema/schema-N)")
+            self.table_schema = self._schema(ids[-1])
+        else:
+            self.table_schema = self._schema(int(self._snapshot["schemaId"]))
+        self.options = self.table_schema.options
+        self.schema: pa.Schema = self.table_schema.arrow_schema()
+        self.primary_keys = self.table_schema.primary_keys
+        self.deletion_vectors = _truthy(self.options.get("deletion-vectors.enabled"))
+        self.merge_engine = self.options.get("merge-engine", "deduplicate")
+        if self.primary_keys and not self.deletion_vectors:
+            if self.merge_engine not in MERGE_ENGINES:
+                raise UnsupportedTableError(
+                    f"{self.path}: merge-engine={self.merge_engine!r} is not supported without deletion vectors"
+                    f" (supported: {', '.join(MERGE_ENGINES)}; or set deletion-vectors.enabled=true)"
+                )
+            for option in ("sequence.field", "partial-update", "fields.default-aggregate-function"):
+                if option in self.options:
+                    raise UnsupportedTableError(f"{self.path}: option {option!r} is not supported for merge-on-read")
+        self._files: list[DataFile] | None = None
+        self._dv_ranges: dict[str, DeletionRange] | None = None
+        self._name_index: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._blobs: dict[str, bytes] = {}  # deletion-vector index files, read once
+        self._indexes: dict[tuple[str, int], tuple[FileIndex | None, str]] = {}
+        self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
+
+    @property
+    def snapshot_id(self) -> int | None:
+        return None if self._snapshot is None else int(self._snapshot["id"])
+
+    @property
+    def merge_on_read(self) -> bool:
+        return bool(self.primary_keys) and not self.deletion_vectors
+
+    def _schema(self, schema_id: int) -> TableSchema:
+        if schema_id not in self._schemas:
+            self._schemas[schema_id] = read_schema(self.fs, self.path, schema_id)
+        return self._schemas[schema_id]
+
+    # -- metadata -------------------------------------------------------------------------------
+    @property
+    def files(self) -> list[DataFile]:
+        """The live data files of the snapshot (manifest ADD/DELETE merged)."""
+        if self._files is None:
+            self._files = [] if self._snapshot is None else live_files(self.fs, self.path, self._snapshot)
+        return self._files
+
+    @property
+    def deletion_ranges(self) -> dict[str, DeletionRange]:
+        if self._dv_ranges is None:
+            self._dv_ranges = {} if self._snapshot is None else deletion_ranges(self.fs, self.path, self._snapshot)
+        return self._dv_ranges
+
+    def partition_values(self, f: DataFile) -> dict[str, Any]:
+        keys = self.table_schema.partition_keys
+        if not keys:
+            return {}
+        schema = self._schema(f.schema_id)
+        types = [schema.field(k).type if k in [x.name for x in schema.fields] else self.table_schema.field(k).type for k in keys]
+        values = decode_binary_row(f.partition, types)
+        if values is None:
+            raise PaimonTableError(f"{self.path}: partition of {f.name} does not decode ({len(keys)} keys expected)")
+        return dict(zip(keys, values))
+
+    def file_path(self, f: DataFile) -> str:
+        if f.external_path:
+            return f.external_path
+        parts = []
+        default = self.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+        for k, v in self.partition_values(f).items():
+            text = default if v is None else ("true" if v is True else "false" if v is False else str(v))
+            parts.append(f"{_escape(k)}={_escape(text)}")
+        bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
+        return posixpath.join(self.path, *parts, bucket, f.name)
+
+    def _open(self, f: DataFile) -> pa.NativeFile:
+        """Open a data file at its computed path, else where a listing of the table finds it
+        (partition values this code does not format as Paimon does)."""
+        try:
+            return self.fs.open_input_file(self.file_path(f))
+        except FileNotFoundError:
+            if f.external_path:
+                raise PaimonTableError(f"{f.external_path}: data file of snapshot {self.snapshot_id} not found") from None
+        return self.fs.open_input_file(self._locate(f))
+
+    def _locate(self, f: DataFile) -> str:
+        """Where a listing of the table finds the file's name."""
+        path = self.file_path(f)
+        if self._name_index is None:
+            infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=True))
+            self._name_index = {i.base_name: i.path for i in infos if i.type == pafs.FileType.File}
+        found = self._name_index.get(f.name)
+        if found is None:
+            raise PaimonTableError(f"{path}: data file {f.name} of snapshot {self.snapshot_id} not found")
+        return found
+
+    def _column_map(self, f: DataFile, *, same_type: bool = True) -> dict[str, str | None]:
+        """latest column name -> the file's name for it, matched by field id (None: absent;
+        with ``same_type``, also when the type changed since: its stats and index are not used)."""
+        key = (f.schema_id, same_type)
+        if key in self._maps:
+            return self._maps[key]
+        old = self._schema(f.schema_id)
+        out: dict[str, str | None] = {}
+        for fld in self.table_schema.fields:
+            o = old.field_by_id(fld.id)
+            usable = o is not None and (not same_type or _same_type(o.type, fld.type))
+            out[fld.name] = o.name if usable else None
+        self._maps[key] = out
+        return out
+
+    def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
+        """Min/max/null-count per latest column name, from partition values and _VALUE_STATS."""
+        out: dict[str, ColumnStats] = {}
+        old = self._schema(f.schema_id)
+        mapping = self._column_map(f)
+        if f.value_stats is not None and not self.merge_on_read:
+            names = f.value_stats_cols if f.value_stats_cols is not None else [x.name for x in old.fields]
+            old_types = {x.name: x.type for x in old.fields}
+            if all(n in old_types for n in names):
+                types = [old_types[n] for n in names]
+                mins = decode_binary_row(f.value_stats[0], types)
+                maxs = decode_binary_row(f.value_stats[1], types)
+                nulls = f.value_stats[2]
+                if mins is not None and maxs is not None:
+                    by_old = {n: i for i, n in enumerate(names)}
+                    for latest, old_name in mapping.items():
+                        if latest not in columns or old_name is None or old_name not in by_old:
+                            continue
+                        i = by_old[old_name]
+                        nc = nulls[i] if nulls is not None and i < len(nulls) else None
+                        out[latest] = ColumnStats(mins[i], maxs[i], nc, f.rows)
+        for k, v in self.partition_values(f).items():
+            if k in columns:
+                out[k] = ColumnStats(v, v, f.rows if v is None else 0, f.rows)
+        return out
+
+    def _file_index(self, f: DataFile, path: str) -> tuple[FileIndex | None, str]:
+        """The file's index (embedded, or its one ``.index`` extra file), opened once."""
+        key = (f.name, f.level)
+        if key not in self._indexes:
+            self._indexes[key] = self._open_file_index(f, path)
+        return self._indexes[key]
+
+    def _open_file_index(self, f: DataFile, path: str) -> tuple[FileIndex | None, str]:
+        old = self._schema(f.schema_id)
+        schema = old.arrow_schema()
+        if f.embedded_index:
+            return FileIndex(f.embedded_index, schema, name=f"{path} (embedded index)"), "embedded"
+        extras = [e for e in f.extra_files if e.endswith(".index")]
+        if len(extras) != 1:
+            return None, ""
+        index_path = posixpath.join(posixpath.dirname(path), extras[0])
+        return FileIndex(read_bytes(self.fs, index_path), schema, name=index_path), "index file"
+
+    def plan(self, filter=None) -> Explain:
+        """Which files are read for ``filter`` and why (see :class:`Explain`)."""
+        node = bind(filter, self.schema) if filter is not None else None
+        columns = node.columns() if node is not None else set()
+        plans: list[FilePlan] = []
+        not_read: list[tuple[str, str]] = []
+        for f in self.files:
+            if f.write_cols is not None:
+                raise UnsupportedTableError(
+                    f"{self.path}: {f.name} holds only columns {f.write_cols} (data-evolution.enabled"
+                    " tables, whose rows span several files, are not supported)"
+                )
+            if f.bucket == POSTPONE_BUCKET:
+                not_read.append((f.name, "postpone bucket (not yet compacted)"))
+                continue
+            if self.primary_keys and self.deletion_vectors and f.level == 0:
+                not_read.append((f.name, "level 0 of a deletion-vector table"))
+                continue
+            plans.append(self._plan_file(f, node, columns))
+        return Explain(" ".join(str(filter).split()) if filter is not None else "None", self.snapshot_id, plans, not_read)
+
+    def _plan_file(self, f: DataFile, node: Node | None, columns: set[str]) -> FilePlan:
+        path = self.file_path(f)
+        plan = FilePlan(f, path, "read", deletion=self.deletion_ranges.get(f.name))
+        if node is None:
+            return plan
+        stats = self._stats(f, columns)
+        if not may_match(node, stats)[0]:
+            partition_only = {k: v for k, v in stats.items() if k in self.table_schema.partition_keys}
+            plan.status = "skipped"
+            plan.reason = "partition" if not may_match(node, partition_only)[0] else "stats"
+            return plan
+        if self.merge_on_read:
+            return plan  # a newer file may change a row: only partitions prune before merging
+        mapping = self._column_map(f)
+        local = rename_columns(node, mapping)
+        try:
+            index, where = self._file_index(f, path)
+            if index is not None:
+                plan.result = index.evaluate(local)
+                if plan.result.kind == "bitmap" and local.columns() == node.columns():
+                    plan.exact = is_exact(local, index.schema, index.readers)
+                if not plan.result.remain:
+                    plan.status, plan.reason = "skipped", "index"
+                elif plan.result.kind == "bitmap":
+                    plan.reason = "bitmap"
+        except ArrowIdxError:
+            plan.result = REMAIN  # a broken index only costs speed
+        return plan
+
+    def explain(self, filter=None) -> Explain:
+        return self.plan(filter)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _deletion_vector(self, rng: DeletionRange | None, name: str) -> DeletionVector | None:
+        if rng is None:
+            return None
+        with self._lock:
+            data = self._blobs.get(rng.index_file)
+        if data is None:
+            data = read_bytes(self.fs, rng.index_file)
+            with self._lock:
+                self._blobs[rng.index_file] = data
+        return read_deletion_vectors(data, ranges={name: (rng.offset, rng.length)})[name]
+
+    def _needed(self, filter, columns: list[str] | None) -> list[str]:
+        if columns is None:
+            return list(self.schema.names)
+        missing = [c for c in columns if c not in self.schema.names]
+        if missing:
+            raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
+        extra = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
+        return list(dict.fromkeys(list(columns) + extra))
+
+    def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
+        explain = self.plan(filter)
+        plans = [p for p in explain.files if not p.skipped]
+        needed = self._needed(filter, columns)
+        out_schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
+        if self.merge_on_read:
+            yield self._merge(plans, filter, columns, needed, out_schema)
+            return
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            for t in pool.map(lambda p: read_data_file(self, p, needed, filter), plans):
+                if t is not None and t.num_rows:
+                    yield t.select(out_schema.names).cast(out_schema)
+
+    def _merge(self, plans, filter, columns, needed, out_schema) -> pa.Table:
+        keys = list(self.primary_keys)
+        want = list(dict.fromkeys(needed + keys))
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            parts = [t for t in pool.map(lambda p: read_data_file(self, p, want, None, system=True), plans) if t is not None]
+        schema = pa.schema([self.schema.field(c) for c in want] + [pa.field(c, pa.int64()) for c in SYSTEM_COLUMNS])
+        if not parts:
+            return out_schema.empty_table()
+        table = pa.concat_tables([t.select(schema.names).cast(schema) for t in parts])
+        return merge_rows(table, keys, self.merge_engine).filter(filter if filter is not None else pc.scalar(True)).select(out_schema.names).cast(out_schema)
+
+    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Record batches of the rows matching ``filter`` (deleted and merged-away rows dropped)."""
+        for t in self._tables(filter, columns):
+            yield from t.to_batches()
+
+    def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches(filter, columns))
+
+    def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
+        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)`` over the table as Java reads it."""
+        schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
+        tables = list(self._tables(filter, columns))
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    def count_rows(self, filter=None) -> int:
+        if filter is None and not self.merge_on_read:
+            total = 0
+            for p in self.plan(None).files:
+                card = p.deletion.cardinality if p.deletion is not None else None
+                if p.deletion is not None and card is None:
+                    card = self._deletion_vector(p.deletion, p.file.name).cardinality
+                total += p.file.rows - (card or 0)
+            return total
+        cols = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
+        cols = cols or [self.schema.names[0]]
+        return sum(t.num_rows for t in self._tables(filter, cols))
+
+
+# ----------------------------------------------------------------------------------------
+# The per-file read (the one function to switch to the lake scan core)
+# ----------------------------------------------------------------------------------------
+def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filter, *, system: bool = False) -> pa.Table | None:
+    """Read one planned data file: the row groups holding index-selected rows, the bitmap
+    and deletion-vector masks, columns mapped from the file's schema to the latest by field
+    id (added columns NULL, changed types cast), then the complete ``filter``: evaluated on
+    the filter's columns first, so a file with no matching row never decodes the others
+    (an exact bitmap answer needs no filter at all).
+    ``system`` also returns ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
+    f = plan.file
+    if not f.name.endswith(".parquet"):
+        raise UnsupportedTableError(f"{table.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
+    mapping = table._column_map(f, same_type=False)
+    partition = table.partition_values(f)
+    with table._open(f) as handle:
+        pf = pq.ParquetFile(handle)
+        names = set(pf.schema_arrow.names)
+        counts = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        groups = list(range(len(counts)))
+        keep = None
+        if plan.result.kind == "bitmap":
+            full = plan.result.to_mask(f.rows).to_numpy(zero_copy_only=False)
+            groups = [g for g in groups if full[offsets[g] : offsets[g + 1]].any()]
+            if not groups:
+                return None
+            keep = np.concatenate([full[offsets[g] : offsets[g + 1]] for g in groups])
+        dv = table._deletion_vector(plan.deletion, f.name)
+        if dv is not None and dv.cardinality:
+            alive = np.concatenate([dv.keep_mask(int(offsets[g]), int(counts[g])).to_numpy(zero_copy_only=False) for g in groups])
+            keep = alive if keep is None else keep & alive
+        if keep is not None and not keep.any():
+            return None
+
+        def read(cols: list[str], match: np.ndarray | None = None) -> pa.Table:
+            wanted = list(dict.fromkeys([mapping[c] for c in cols if mapping.get(c) in names]))
+            if system:
+                wanted += [c for c in SYSTEM_COLUMNS if c in names]
+            data = pf.read_row_groups(groups, columns=wanted, use_threads=False)
+            if keep is not None and not keep.all():
+                data = data.filter(pa.array(keep))
+            if match is not None and not match.all():
+                data = data.filter(pa.array(match))
+            return _to_latest(table, data, cols, mapping, partition, system)
+
+        if filter is not None and plan.exact:
+            return read(columns)  # the bitmap (and deletions) are the answer
+        if filter is not None:
+            wanted = set(_filter_columns(filter, table.schema))
+            first = [c for c in columns if c in wanted]
+            if len(first) < len(columns):
+                match = expression_mask(read(first), filter)
+                if not match.any():
+                    return None
+                return read(columns, match)
+        out = read(columns)
+    return out.filter(filter) if filter is not None else out
+
+
+def _to_latest(table: PaimonTable, data: pa.Table, columns: list[str], mapping, partition, system: bool) -> pa.Table:
+    """A file's columns under the latest schema's names and types."""
+    arrays, fields = [], []
+    for c in columns:
+        fld = table.schema.field(c)
+        old = mapping.get(c)
+        if old is not None and old in data.column_names:
+            col = data.column(old)
+            if col.type != fld.type:
+                col = col.cast(fld.type)
+        elif c in partition:
+            col = pa.array([partition[c]] * data.num_rows, fld.type)
+        else:
+            col = pa.nulls(data.num_rows, fld.type)
+        arrays.append(col)
+        fields.append(fld)
+    if system:
+        for c in SYSTEM_COLUMNS:
+            arrays.append(data.column(c).cast(pa.int64()))
+            fields.append(pa.field(c, pa.int64()))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def merge_rows(table: pa.Table, keys: list[str], engine: str) -> pa.Table:
+    """Merge-on-read of a primary-key table: per key the row with the highest sequence
+    number (``deduplicate``, retractions dropped) or the first insert (``first-row``)."""
+    if engine == "first-row":
+        kind = table.column("_VALUE_KIND")
+        table = table.filter(pc.invert(pc.is_in(kind, pa.array(RETRACT_KINDS, pa.int64()))))
+    order = [(k, "ascending") for k in keys] + [("_SEQUENCE_NUMBER", "ascending")]
+    table = table.take(pc.sort_indices(table, sort_keys=order))
+    n = table.num_rows
+    if n == 0:
+        return table
+    change = np.zeros(n - 1, dtype=bool)
+    for k in keys:
+        col = table.column(k)
+        ne = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+        change |= pc.fill_null(ne, True).to_numpy(zero_copy_only=False)
+    if engine == "first-row":
+        pick = np.concatenate(([True], change))
+        return table.filter(pa.array(pick))
+    pick = np.concatenate((change, [True]))
+    table = table.filter(pa.array(pick))
+    kind = table.column("_VALUE_KIND")
+    return table.filter(pc.invert(pc.is_in(kind, pa.array(RETRACT_KINDS, pa.int64()))))
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def _escape(text: str) -> str:
+    """Hive-style partition path escaping, as Paimon's PartitionPathUtils."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED or ord(ch) < 0x20 else ch for ch in text)
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):
+        return a == b
+    strip = lambda t: " ".join(str(t).upper().replace(" NOT NULL", "").split())  # noqa: E731
+    return strip(a) == strip(b)
+
+
+def _schema_ids(fs: pafs.FileSystem, table: str) -> list[int]:
+    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(table, "schema"), allow_not_found=True))
+    return sorted(int(i.base_name[len("schema-") :]) for i in infos if i.base_name.startswith("schema-") and i.base_name[7:].isdigit())
+
+
+def _filter_columns(filter, schema: pa.Schema) -> set[str]:
+    from ..lake.scan import _expression_fields
+
+    return _expression_fields(filter, schema)
+
+
+def open_table(path: Any, *, snapshot: int | None = None, filesystem: pafs.FileSystem | None = None) -> PaimonTable:
+    """Open a Paimon table directory (``<warehouse>/<db>.db/<table>``) at its latest
+    snapshot, or at ``snapshot`` (an id)."""
+    path = os.fspath(path)
+    if filesystem is None:
+        if "://" in path:
+            filesystem, path = pafs.FileSystem.from_uri(path)
+        else:
+            filesystem, path = pafs.LocalFileSystem(), os.path.abspath(path)
+    return PaimonTable(filesystem, path, snapshot)
