@@ -245,6 +245,19 @@ def checksum(data: bytes) -> str:
     return xxhash.xxh64_hexdigest(data)
 
 
+def _write_new_file(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` (a temporary name); on a local disk fsync'd before returning."""
+    local = local_path(fs, path)
+    if local is not None:
+        with open(local, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    else:
+        with fs.open_output_stream(path) as out:
+            out.write(data)
+
+
 def write_atomic(fs: pafs.FileSystem, path: str, data: bytes, root: str | None = None) -> None:
     """Write under a temporary name in the same folder, then move into place (local disks:
     fsync'd first). With ``root``, refuse a folder that symlinks lead outside it."""
@@ -253,16 +266,8 @@ def write_atomic(fs: pafs.FileSystem, path: str, data: bytes, root: str | None =
     if root is not None:
         ensure_inside(fs, root, folder, "folder")
     tmp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(path)}")
-    local = local_path(fs, tmp)
     try:
-        if local is not None:
-            with open(local, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-        else:
-            with fs.open_output_stream(tmp) as out:
-                out.write(data)
+        _write_new_file(fs, tmp, data)
         fs.move(tmp, path)
     except BaseException:
         try:
@@ -643,16 +648,8 @@ def commit_manifest(fs: pafs.FileSystem, root: str, manifest: Manifest, base_ver
     final = join(root, manifest_path(manifest.version))
     tmp = posixpath.join(meta, f".tmp-{uuid.uuid4().hex}-manifest.json")
     data = manifest.to_json().encode()
-    local = local_path(fs, tmp)
     try:
-        if local is not None:
-            with open(local, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-        else:
-            with fs.open_output_stream(tmp) as out:
-                out.write(data)
+        _write_new_file(fs, tmp, data)
         fault_point("before-commit")
         won = _exclusive_create(fs, tmp, final)
     finally:
