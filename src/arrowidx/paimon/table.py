@@ -250,6 +250,7 @@ class PaimonTable:
         self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
         self._fragments: dict[str, ds.ParquetFileFragment] = {}
         self._scan_schemas: dict[tuple, pa.Schema] = {}
+        self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
 
     @property
     def snapshot_id(self) -> int | None:
@@ -353,7 +354,15 @@ class PaimonTable:
         return out
 
     def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
-        """Min/max/null-count per latest column name, from partition values and _VALUE_STATS."""
+        """Min/max/null-count per latest column name, from partition values and _VALUE_STATS
+        (decoded once per file and column set)."""
+        key = (f.name, f.level, frozenset(columns))
+        stats = self._stats_cache.get(key)
+        if stats is None:
+            stats = self._stats_cache[key] = self._decode_stats(f, columns)
+        return stats
+
+    def _decode_stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
         out: dict[str, ColumnStats] = {}
         old = self._schema(f.schema_id)
         mapping = self._column_map(f)
@@ -400,7 +409,7 @@ class PaimonTable:
         """Which files are read for ``filter`` and why (see :class:`Explain`)."""
         node = bind(filter, self.schema) if filter is not None else None
         columns = node.columns() if node is not None else set()
-        plans: list[FilePlan] = []
+        todo: list[DataFile] = []
         not_read: list[tuple[str, str]] = []
         for f in self.files:
             if f.write_cols is not None:
@@ -414,7 +423,8 @@ class PaimonTable:
             if self.primary_keys and self.deletion_vectors and f.level == 0:
                 not_read.append((f.name, "level 0 of a deletion-vector table"))
                 continue
-            plans.append(self._plan_file(f, node, columns))
+            todo.append(f)
+        plans = [self._plan_file(f, node, columns) for f in todo]
         return Explain(" ".join(str(filter).split()) if filter is not None else "None", self.snapshot_id, plans, not_read)
 
     def _plan_file(self, f: DataFile, node: Node | None, columns: set[str]) -> FilePlan:
@@ -466,7 +476,7 @@ class PaimonTable:
         if missing:
             raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
 
-    def _file_read(self, plan: FilePlan, filter, reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
+    def _file_read(self, plan: FilePlan, filter, filter_columns: list[str], reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
         """One planned file for the scan core (:mod:`arrowidx.lake.read`): its row groups
         holding index-selected rows, minus those Parquet statistics rule out for ``filter``,
         its deletion vector, and the mapping of its own columns (field ids) to the latest
@@ -484,7 +494,7 @@ class PaimonTable:
         mapping = dict(self._column_map(f, same_type=False))
         if system:
             mapping.update({c: c for c in SYSTEM_COLUMNS})
-        if filter is not None and groups and self._statistics_usable(f, filter, physical):
+        if filter is not None and groups and self._statistics_usable(f, filter_columns, physical):
             groups = statistics_groups(fragment, filter, physical, groups)
         partition = self.partition_values(f)
         names = set(physical.names)
@@ -502,21 +512,22 @@ class PaimonTable:
         dv = self._deletion_vector(plan.deletion, f.name)
         return FileRead(plan.path, lambda dictionary: fragment, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt)
 
-    def _statistics_usable(self, f: DataFile, filter, physical: pa.Schema) -> bool:
-        """Parquet statistics may prune the file's row groups for ``filter``: every column the
-        filter reads is in the file under its latest name and type."""
+    def _statistics_usable(self, f: DataFile, filter_columns: list[str], physical: pa.Schema) -> bool:
+        """Parquet statistics may prune the file's row groups for a filter reading
+        ``filter_columns``: each is in the file under its latest name and type."""
         mapping = self._column_map(f)
-        for c in _filter_columns(filter, self.schema):
+        for c in filter_columns:
             i = physical.get_field_index(c)
             if mapping.get(c) != c or i < 0 or physical.field(i).type != self.schema.field(c).type:
                 return False
         return True
 
     def _file_reads(self, plans: list[FilePlan], filter, reader_schema: pa.Schema, *, system: bool = False) -> list[FileRead]:
-        if len(plans) > 1:  # footers of many files: on threads
+        if sum(p.file.name not in self._fragments for p in plans) > 1:  # footers of many files: on threads
             with ThreadPoolExecutor(max_workers=self.threads) as pool:
                 list(pool.map(lambda p: self._fragment(p.file), plans))
-        return [self._file_read(p, filter, reader_schema, system=system) for p in plans]
+        filter_columns = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
+        return [self._file_read(p, filter, filter_columns, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
         self._check_columns(columns)
