@@ -104,6 +104,7 @@ class FileRead:
     schema: pa.Schema | None = None
     source_columns: Callable[[list[str]], list[str]] | None = None
     adapt: Callable[[pa.Table, list[str]], pa.Table] | None = None
+    dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None  # as FileReader's, for ``schema``
 
     def position_mask(self, groups: list[int]) -> np.ndarray | None:
         """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
@@ -204,26 +205,26 @@ class FileReader:
             part = [reads[i] for i in positions]
             part_masks = None if masks is None else [masks[i] for i in positions]
             if schemas[key] is None:
-                tables = self._scan_one(part, columns, part_masks, self.schema, dictionary=True)
+                tables = self._scan_one(part, columns, part_masks, self.schema, self.dictionary)
             else:
                 r0 = part[0][0]
                 source = r0.source_columns(columns) if r0.source_columns else columns
-                tables = self._scan_one(part, source, part_masks, schemas[key], dictionary=False)
+                tables = self._scan_one(part, source, part_masks, schemas[key], r0.dictionary)
                 tables = [r.adapt(t, columns) if r.adapt else t for (r, _), t in zip(part, tables)]
             for i, t in zip(positions, tables):
                 out[i] = t
         return out  # type: ignore[return-value]
 
-    def _scan_one(self, reads, columns, masks, schema: pa.Schema, *, dictionary: bool) -> list[pa.Table]:
-        """One pyarrow scan of ``columns`` over files sharing the scan ``schema`` (``dictionary``:
-        the reader's dictionary columns may be read as dictionaries)."""
-        as_dictionary = self.dictionary[1] if self.dictionary is not None and dictionary else set()
+    def _scan_one(self, reads, columns, masks, schema: pa.Schema, dictionary_format) -> list[pa.Table]:
+        """One pyarrow scan of ``columns`` over files sharing the scan ``schema``
+        (``dictionary_format``: the format reading its dictionary columns as dictionaries, and those)."""
+        as_dictionary = dictionary_format[1] if dictionary_format is not None else set()
         dictionary = masks is not None and bool(as_dictionary & set(columns))
         read_schema = schema
         if dictionary:
             read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in schema])
         fragments = [r.fragment(dictionary).subset(row_group_ids=groups) for r, groups in reads]
-        fmt = self.dictionary[0] if dictionary else self.format
+        fmt = dictionary_format[0] if dictionary else self.format
         data = ds.FileSystemDataset(fragments, read_schema, fmt, self.filesystem)
         index = {f.path: i for i, f in enumerate(fragments)}
         batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]

@@ -248,9 +248,10 @@ class PaimonTable:
         self._blobs: dict[str, bytes] = {}  # deletion-vector index files, read once
         self._indexes: dict[tuple[str, int], tuple[FileIndex | None, str]] = {}
         self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
-        self._fragments: dict[str, ds.ParquetFileFragment] = {}
+        self._fragments: dict[Any, ds.ParquetFileFragment] = {}
         self._scan_schemas: dict[tuple, pa.Schema] = {}
         self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
+        self._dictionary_formats: dict[tuple, tuple[ds.ParquetFileFormat, set[str]] | None] = {}
 
     @property
     def snapshot_id(self) -> int | None:
@@ -300,6 +301,31 @@ class PaimonTable:
             parts.append(f"{_escape(k)}={_escape(text)}")
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         return posixpath.join(self.path, *parts, bucket, f.name)
+
+    def _dictionary_fragment(self, f: DataFile, fmt: ds.ParquetFileFormat) -> ds.ParquetFileFragment:
+        """The data file's fragment read by ``fmt`` (string columns as dictionaries)."""
+        with self._lock:
+            fragment = self._fragments.get((f.name, "dictionary"))
+        if fragment is None:
+            fragment = fmt.make_fragment(self._fragment(f).path, self.fs)
+            fragment.ensure_complete_metadata()
+            with self._lock:
+                self._fragments[(f.name, "dictionary")] = fragment
+        return fragment
+
+    def _dictionary_format(self, fragment: ds.ParquetFileFragment) -> tuple[ds.ParquetFileFormat, set[str]] | None:
+        """A format reading the string columns this file stores dictionary-encoded as
+        dictionaries (as :class:`~arrowidx.lake.scan.IndexedDataset` does): rows a mask drops
+        are then never decoded to strings."""
+        metadata = fragment.metadata
+        arrow = fragment.physical_schema
+        if not metadata.num_row_groups or metadata.num_columns != len(arrow):
+            return None
+        group = metadata.row_group(0)
+        names = {f.name for i, f in enumerate(arrow) if pa.types.is_string(f.type) and group.column(i).has_dictionary_page}
+        if not names:
+            return None
+        return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=sorted(names))), names
 
     def _fragment(self, f: DataFile) -> ds.ParquetFileFragment:
         """The data file's pyarrow fragment (footer loaded), at its computed path, else where
@@ -502,6 +528,8 @@ class PaimonTable:
         scan_schema = self._scan_schemas.get(key)
         if scan_schema is None:  # one object per file schema: files sharing it share one scan
             scan_schema = self._scan_schemas[key] = pa.schema(list(physical), metadata=physical.metadata)
+            self._dictionary_formats[key] = self._dictionary_format(fragment)
+        dictionary = self._dictionary_formats[key]
 
         def source_columns(columns: list[str]) -> list[str]:
             return list(dict.fromkeys(mapping[c] for c in columns if mapping.get(c) in names))
@@ -510,7 +538,12 @@ class PaimonTable:
             return _to_latest(reader_schema, data, columns, mapping, partition)
 
         dv = self._deletion_vector(plan.deletion, f.name)
-        return FileRead(plan.path, lambda dictionary: fragment, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt)
+        def fragment_for(as_dictionary: bool) -> ds.ParquetFileFragment:
+            return self._dictionary_fragment(f, dictionary[0]) if as_dictionary and dictionary else fragment
+
+        return FileRead(
+            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary
+        )  # fmt: skip
 
     def _statistics_usable(self, f: DataFile, filter_columns: list[str], physical: pa.Schema) -> bool:
         """Parquet statistics may prune the file's row groups for a filter reading
