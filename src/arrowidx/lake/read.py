@@ -277,8 +277,7 @@ def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tu
     over the rows of those groups only."""
     sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    counts = np.add.reduceat(mask.astype(np.int64), starts) if mask.size else np.zeros(len(groups), np.int64)
-    live = counts > 0
+    live = np.logical_or.reduceat(mask, starts) if mask.size else np.zeros(len(groups), bool)
     if live.all():
         return groups, mask
     return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
