@@ -7,9 +7,14 @@ Per data file, in the order Paimon applies them:
    ``_VALUE_STATS_COLS``; anything not decodable keeps the file);
 2. the file index: ``_EMBEDDED_FILE_INDEX`` or exactly one ``<data file>.index`` extra file,
    evaluated with :class:`arrowidx.FileIndex` against the file's own column names;
-3. row selection: the index's bitmap answer and the file's deletion vector;
+3. Parquet row-group statistics (pyarrow's own), the index's bitmap answer and the file's
+   deletion vector;
 4. the complete filter on what is read (indexes are inexact), after mapping the file's
    columns to the latest schema by field id.
+
+Steps 3-4 are the scan core's per-file read (:mod:`arrowidx.lake.read`, shared with
+``arrowidx.dataset``): this module only says which files and row groups, and how each file's
+columns map to the latest schema (:meth:`PaimonTable._file_read`).
 
 Primary-key tables with deletion vectors are read as Java's batch read (level-0 files are
 not read); without deletion vectors, ``deduplicate`` and ``first-row`` tables are merged on
