@@ -153,6 +153,8 @@ def _utf16_units(text: str) -> list[int]:
 
 
 def decode_modified_utf8(raw: bytes) -> str:
+    if raw.isascii():  # the common case (column and index type names): the same bytes in ASCII
+        return raw.decode("ascii")
     units: list[int] = []
     i, n = 0, len(raw)
     while i < n:

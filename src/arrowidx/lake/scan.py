@@ -44,12 +44,11 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..predicate import bind, expression_text, is_exact
-from ..result import REMAIN, IndexResult, bitmap_to_mask
+from ..result import REMAIN, IndexResult
 from .footer import Footer, read_footer
 from .layout import (
     META_DIR,
@@ -66,24 +65,10 @@ from .layout import (
     load_manifest,
     resolve,
 )
+from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
 #: Footers and index files of a cold dataset are read on this many threads.
 IO_THREADS = 8
-
-
-def expression_mask(table: pa.Table, expr) -> np.ndarray:
-    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
-
-    The one re-filter of the scan core: every row the indexes keep passes through here,
-    evaluated with ``pyarrow.dataset`` filter semantics.
-    """
-    if expr is None:
-        return np.ones(table.num_rows, dtype=bool)
-    column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
-    mask = column.to_numpy(zero_copy_only=False)
-    if column.null_count:
-        mask = np.where(pa.compute.is_null(column).to_numpy(zero_copy_only=False), False, mask)
-    return mask.astype(bool, copy=False)
 
 
 @dataclass
@@ -533,13 +518,7 @@ class IndexedDataset:
         counts = self._counts[key]
         plan.row_groups_total = len(counts)
         if plan.result.kind == "bitmap":
-            # rank(x) = number of selected rows <= x: a row group holds selected rows iff
-            # the rank at its last row exceeds the rank just before its first row.
-            bitmap = plan.result.bitmap
-            plan.row_groups = [
-                g for g in range(len(counts))
-                if counts[g] and bitmap.rank(int(offsets[g + 1]) - 1) > (bitmap.rank(int(offsets[g]) - 1) if offsets[g] else 0)
-            ]  # fmt: skip  (per row group)
+            plan.row_groups = bitmap_groups(plan.result.bitmap, offsets)
             if not plan.row_groups:
                 plan.status = "skipped"
                 return plan
@@ -583,15 +562,7 @@ class IndexedDataset:
 
     def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
         """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
-        fragment = self.fragment(rel)
-        try:
-            if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
-                fragment = fragment.subset(row_group_ids=groups)
-            kept = fragment.subset(filter=expr, schema=self.schema).row_groups
-        except (pa.ArrowException, TypeError, ValueError):
-            return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
-        ids = {rg.id for rg in kept}
-        return [g for g in groups if g in ids]
+        return statistics_groups(self.fragment(rel), expr, self.schema, groups)
 
     def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
@@ -634,20 +605,17 @@ class IndexedDataset:
         scanner = ds.Scanner.from_fragment(fragment, schema=self.schema, columns=columns, filter=filter)
         return scanner.to_table()
 
+    def _file_read(self, plan: FilePlan, *, apply_deletions: bool = True) -> FileRead:
+        """The planned file as the scan core's :class:`~arrowidx.lake.read.FileRead`."""
+        dv = self.deletion_vector(plan.path) if apply_deletions and plan.deleted else None
+        return FileRead(
+            plan.path, lambda dictionary: self.fragment(plan.path, dictionary=dictionary), plan.row_groups,
+            plan.row_group_offsets, plan.result.bitmap if plan.result.kind == "bitmap" else None, dv, plan.exact,
+        )  # fmt: skip
+
     def _position_mask(self, plan: FilePlan, groups: list[int], apply_deletions: bool = True) -> np.ndarray | None:
         """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
-        offsets = plan.row_group_offsets
-        keep = None
-        if plan.result.kind == "bitmap":
-            keep = _bitmap_mask(plan.result.bitmap, offsets, groups)
-        if apply_deletions and plan.deleted:
-            dv = self.deletion_vector(plan.path)
-            if dv is not None and dv.cardinality:
-                alive = np.concatenate(
-                    [dv.keep_mask(int(offsets[g]), int(offsets[g + 1] - offsets[g])).to_numpy(zero_copy_only=False) for g in groups]
-                )
-                keep = alive if keep is None else keep & alive
-        return keep
+        return self._file_read(plan, apply_deletions=apply_deletions).position_mask(groups)
 
     def read_rows(
         self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
@@ -682,83 +650,13 @@ class IndexedDataset:
         (:func:`expression_mask`); then the other projected columns are read only for the
         row groups still holding rows (a second scan), keeping only those rows.
         """
-        out = list(self.schema.names) if columns is None else list(columns)
-        plans = [p for p in plans if p.row_groups]
-        late = [p for p in plans if expr is not None and not p.exact]
-        is_late = {id(p) for p in late}
-        # (a filter reading no column, e.g. a constant, still needs the row count: one column)
-        names = (sorted(self.bind_columns(expr)) or self.schema.names[:1]) if late else []
-        rest = [c for c in out if c not in names]
-        heads: dict[str, pa.Table] = {}
-        live: dict[str, tuple[list[int], np.ndarray | None]] = {}
+        reader = FileReader(self.fs, self.schema, self.format, self._dictionary_format())
+        reads = [self._file_read(p) for p in plans if p.row_groups]
+        filter_columns = sorted(self.bind_columns(expr)) if expr is not None else []
+        tables = iter(reader.read(reads, expr, columns, filter_columns, self._output_schema(columns)))
         for p in plans:
-            if id(p) not in is_late:
-                keep = self._position_mask(p, p.row_groups)
-                live[p.path] = (p.row_groups, None) if keep is None else _live_groups(p.row_group_offsets, p.row_groups, keep)
-        firsts = self._scan_files([(p, p.row_groups) for p in late], names)
-        masks = _split(expression_mask(pa.concat_tables(firsts), expr), [t.num_rows for t in firsts]) if late else []
-        for p, first, mask in zip(late, firsts, masks):
-            keep = self._position_mask(p, p.row_groups)
-            if keep is not None:
-                mask &= keep
-            live[p.path] = _live_groups(p.row_group_offsets, p.row_groups, mask)
-            heads[p.path] = first.filter(pa.array(mask)).select([c for c in names if c in out])
-        exact_reads = [(p, live[p.path][0]) for p in plans if id(p) not in is_late and live[p.path][0]]
-        late_reads = [(p, live[p.path][0]) for p in late if live[p.path][0] and rest]
-        tails: dict[str, pa.Table] = {}
-        for reads, cols in ((exact_reads, out), (late_reads, rest)):
-            masks = [live[p.path][1] for p, _ in reads]
-            for (p, _), table in zip(reads, self._scan_files(reads, cols, masks)):
-                tails[p.path] = table
-        schema = self._output_schema(columns)
-        for p in plans:
-            if not live[p.path][0]:
-                yield None
-            elif id(p) not in is_late:
-                yield tails[p.path]
-            elif not rest:
-                yield heads[p.path].select(out)
-            else:
-                head, tail = heads[p.path], tails[p.path]
-                arrays = {c: head.column(c) for c in head.column_names}
-                arrays.update({c: tail.column(c) for c in rest})
-                yield pa.table([arrays[c] for c in out], schema=schema)
-
-    def _scan_files(
-        self, reads: list[tuple[FilePlan, list[int]]], columns: list[str], masks: list[np.ndarray | None] | None = None
-    ) -> list[pa.Table]:
-        """``columns`` of the given row groups of each file, one table per file in order, read
-        by one pyarrow scan (its own parallel read-ahead) with the dataset schema. With
-        ``masks`` (one per file, over the rows read, or None), each batch is filtered as it
-        arrives, so only the kept rows are ever held."""
-        if not reads:
-            return []
-        schema = pa.schema([self.schema.field(c) for c in columns])
-        fmt, as_dictionary = self._dictionary_format()
-        dictionary = masks is not None and bool(as_dictionary & set(columns))
-        read_schema = self.schema
-        if dictionary:
-            read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in self.schema])
-        fragments = [self.fragment(p.path, dictionary=dictionary).subset(row_group_ids=groups) for p, groups in reads]
-        data = ds.FileSystemDataset(fragments, read_schema, fmt if dictionary else self.format, self.fs)
-        index = {f.path: i for i, f in enumerate(fragments)}
-        batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]
-        seen = [0] * len(fragments)
-        for tagged in data.scanner(columns=columns).scan_batches():
-            i, batch = index[tagged.fragment.path], tagged.record_batch
-            mask = None if masks is None else masks[i]
-            if mask is not None:
-                m = mask[seen[i] : seen[i] + batch.num_rows]
-                seen[i] += batch.num_rows
-                if not m.any():
-                    continue
-                if not m.all():
-                    batch = batch.filter(pa.array(m))
-            batches[i].append(batch)
-        if not dictionary:
-            return [pa.Table.from_batches(b, schema=schema) for b in batches]
-        scanned = pa.schema([read_schema.field(c) for c in columns])
-        return [pa.Table.from_batches(b, schema=scanned).cast(schema) for b in batches]
+            if p.row_groups:
+                yield next(tables)
 
     def _handover(self, plans: list[FilePlan]) -> bool:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
@@ -866,47 +764,6 @@ class IndexedDataset:
             return total
         columns = sorted(self.bind_columns(filter)) or [self.schema.names[0]]
         return sum(b.num_rows for b in self.to_batches(filter, columns))
-
-
-def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
-    """``values`` over the rows of ``groups`` (row ranges from ``offsets``), concatenated."""
-    if len(groups) == 1:
-        g = groups[0]
-        return values[offsets[g] : offsets[g + 1]]
-    return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
-
-
-def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
-    """The bitmap's rows as a mask over the rows of ``groups`` (concatenated)."""
-    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    total = int(sizes.sum())
-    mask = np.zeros(total, dtype=bool)
-    if len(bitmap) <= total // 8:  # few rows: place them one by one (vectorised)
-        rows = positions_of(bitmap).astype(np.int64)
-        first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
-        which = np.searchsorted(first, rows, side="right") - 1
-        ok = (which >= 0) & (rows < first[np.maximum(which, 0)] + sizes[np.maximum(which, 0)])
-        mask[starts[which[ok]] + rows[ok] - first[which[ok]]] = True
-        return mask
-    full = bitmap_to_mask(bitmap, int(offsets[-1])).to_numpy(zero_copy_only=False)
-    return _slices(full, offsets, groups)
-
-
-def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """The groups where ``mask`` (over the rows of ``groups``) keeps a row, and the mask
-    over the rows of those groups only."""
-    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    counts = np.add.reduceat(mask.astype(np.int64), starts) if mask.size else np.zeros(len(groups), np.int64)
-    live = counts > 0
-    if live.all():
-        return groups, mask
-    return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
-
-
-def _split(values: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
-    return np.split(values, np.cumsum(lengths)[:-1]) if lengths else []
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:

@@ -33,6 +33,9 @@ DELETION_VECTORS = "DELETION_VECTORS"
 
 def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
     try:
+        if isinstance(fs, pafs.LocalFileSystem):  # small metadata files: Python's open() costs less
+            with open(path, "rb") as f:
+                return f.read()
         with fs.open_input_stream(path) as f:
             return f.read()
     except FileNotFoundError:

@@ -7,9 +7,14 @@ Per data file, in the order Paimon applies them:
    ``_VALUE_STATS_COLS``; anything not decodable keeps the file);
 2. the file index: ``_EMBEDDED_FILE_INDEX`` or exactly one ``<data file>.index`` extra file,
    evaluated with :class:`arrowidx.FileIndex` against the file's own column names;
-3. row selection: the index's bitmap answer and the file's deletion vector;
+3. Parquet row-group statistics (pyarrow's own), the index's bitmap answer and the file's
+   deletion vector;
 4. the complete filter on what is read (indexes are inexact), after mapping the file's
    columns to the latest schema by field id.
+
+Steps 3-4 are the scan core's per-file read (:mod:`arrowidx.lake.read`, shared with
+``arrowidx.dataset``): this module only says which files and row groups, and how each file's
+columns map to the latest schema (:meth:`PaimonTable._file_read`).
 
 Primary-key tables with deletion vectors are read as Java's batch read (level-0 files are
 not read); without deletion vectors, ``deduplicate`` and ``first-row`` tables are merged on
@@ -30,13 +35,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
-from ..lake.scan import expression_mask
+from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
 from .metadata import (
@@ -56,6 +61,7 @@ from .metadata import (
 SYSTEM_COLUMNS = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
 KEY_PREFIX = "_KEY_"
 POSTPONE_BUCKET = -2
+PARQUET = ds.ParquetFileFormat()
 RETRACT_KINDS = (1, 3)  # -U, -D (RowKind byte values)
 MERGE_ENGINES = ("deduplicate", "first-row")
 
@@ -247,6 +253,10 @@ class PaimonTable:
         self._blobs: dict[str, bytes] = {}  # deletion-vector index files, read once
         self._indexes: dict[tuple[str, int], tuple[FileIndex | None, str]] = {}
         self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
+        self._fragments: dict[Any, ds.ParquetFileFragment] = {}
+        self._scan_schemas: dict[tuple, pa.Schema] = {}
+        self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
+        self._dictionary_formats: dict[tuple, tuple[ds.ParquetFileFormat, set[str]] | None] = {}
 
     @property
     def snapshot_id(self) -> int | None:
@@ -297,15 +307,56 @@ class PaimonTable:
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         return posixpath.join(self.path, *parts, bucket, f.name)
 
-    def _open(self, f: DataFile) -> pa.NativeFile:
-        """Open a data file at its computed path, else where a listing of the table finds it
-        (partition values this code does not format as Paimon does)."""
-        try:
-            return self.fs.open_input_file(self.file_path(f))
-        except FileNotFoundError:
-            if f.external_path:
-                raise PaimonTableError(f"{f.external_path}: data file of snapshot {self.snapshot_id} not found") from None
-        return self.fs.open_input_file(self._locate(f))
+    def _dictionary_fragment(self, f: DataFile, fmt: ds.ParquetFileFormat) -> ds.ParquetFileFragment:
+        """The data file's fragment read by ``fmt`` (string columns as dictionaries)."""
+        with self._lock:
+            fragment = self._fragments.get((f.name, "dictionary"))
+        if fragment is None:
+            fragment = fmt.make_fragment(self._fragment(f).path, self.fs)
+            fragment.ensure_complete_metadata()
+            with self._lock:
+                self._fragments[(f.name, "dictionary")] = fragment
+        return fragment
+
+    def _dictionary_format(self, fragment: ds.ParquetFileFragment) -> tuple[ds.ParquetFileFormat, set[str]] | None:
+        """A format reading the string columns this file stores dictionary-encoded as
+        dictionaries (as :class:`~arrowidx.lake.scan.IndexedDataset` does): rows a mask drops
+        are then never decoded to strings."""
+        metadata = fragment.metadata
+        arrow = fragment.physical_schema
+        if not metadata.num_row_groups or metadata.num_columns != len(arrow):
+            return None
+        group = metadata.row_group(0)
+        names = {f.name for i, f in enumerate(arrow) if pa.types.is_string(f.type) and group.column(i).has_dictionary_page}
+        if not names:
+            return None
+        return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=sorted(names))), names
+
+    def _fragment(self, f: DataFile) -> ds.ParquetFileFragment:
+        """The data file's pyarrow fragment (footer loaded), at its computed path, else where
+        a listing of the table finds it (partition values this code does not format as
+        Paimon does); created once per file."""
+        with self._lock:
+            fragment = self._fragments.get(f.name)
+        if fragment is not None:
+            return fragment
+        if not f.name.endswith(".parquet"):
+            raise UnsupportedTableError(f"{self.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
+        path = self.file_path(f)
+        for attempt in (0, 1):
+            fragment = PARQUET.make_fragment(path, self.fs)
+            try:
+                fragment.ensure_complete_metadata()
+                break
+            except FileNotFoundError:
+                if attempt or f.external_path:
+                    raise PaimonTableError(f"{path}: data file of snapshot {self.snapshot_id} not found") from None
+                path = self._locate(f)
+            except (OSError, pa.ArrowException) as e:
+                raise PaimonTableError(f"{path}: unreadable Parquet file: {e}") from None
+        with self._lock:
+            self._fragments[f.name] = fragment
+        return fragment
 
     def _locate(self, f: DataFile) -> str:
         """Where a listing of the table finds the file's name."""
@@ -334,7 +385,15 @@ class PaimonTable:
         return out
 
     def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
-        """Min/max/null-count per latest column name, from partition values and _VALUE_STATS."""
+        """Min/max/null-count per latest column name, from partition values and _VALUE_STATS
+        (decoded once per file and column set)."""
+        key = (f.name, f.level, frozenset(columns))
+        stats = self._stats_cache.get(key)
+        if stats is None:
+            stats = self._stats_cache[key] = self._decode_stats(f, columns)
+        return stats
+
+    def _decode_stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
         out: dict[str, ColumnStats] = {}
         old = self._schema(f.schema_id)
         mapping = self._column_map(f)
@@ -381,7 +440,7 @@ class PaimonTable:
         """Which files are read for ``filter`` and why (see :class:`Explain`)."""
         node = bind(filter, self.schema) if filter is not None else None
         columns = node.columns() if node is not None else set()
-        plans: list[FilePlan] = []
+        todo: list[DataFile] = []
         not_read: list[tuple[str, str]] = []
         for f in self.files:
             if f.write_cols is not None:
@@ -395,7 +454,8 @@ class PaimonTable:
             if self.primary_keys and self.deletion_vectors and f.level == 0:
                 not_read.append((f.name, "level 0 of a deletion-vector table"))
                 continue
-            plans.append(self._plan_file(f, node, columns))
+            todo.append(f)
+        plans = [self._plan_file(f, node, columns) for f in todo]
         return Explain(" ".join(str(filter).split()) if filter is not None else "None", self.snapshot_id, plans, not_read)
 
     def _plan_file(self, f: DataFile, node: Node | None, columns: set[str]) -> FilePlan:
@@ -442,34 +502,96 @@ class PaimonTable:
                 self._blobs[rng.index_file] = data
         return read_deletion_vectors(data, ranges={name: (rng.offset, rng.length)})[name]
 
-    def _needed(self, filter, columns: list[str] | None) -> list[str]:
-        if columns is None:
-            return list(self.schema.names)
-        missing = [c for c in columns if c not in self.schema.names]
+    def _check_columns(self, columns: list[str] | None) -> None:
+        missing = [c for c in columns or [] if c not in self.schema.names]
         if missing:
             raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
-        extra = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
-        return list(dict.fromkeys(list(columns) + extra))
+
+    def _file_read(self, plan: FilePlan, filter, filter_columns: list[str], reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
+        """One planned file for the scan core (:mod:`arrowidx.lake.read`): its row groups
+        holding index-selected rows, minus those Parquet statistics rule out for ``filter``,
+        its deletion vector, and the mapping of its own columns (field ids) to the latest
+        schema (renamed columns, added ones NULL, partition values; ``system``: also
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, for merge-on-read)."""
+        f = plan.file
+        fragment = self._fragment(f)
+        physical = fragment.physical_schema
+        offsets = row_group_offsets(fragment)
+        bitmap = plan.result.bitmap if plan.result.kind == "bitmap" else None
+        if bitmap is not None:
+            groups = bitmap_groups(bitmap, offsets)
+        else:
+            groups = [g for g in range(len(offsets) - 1) if offsets[g + 1] > offsets[g]]
+        mapping = dict(self._column_map(f, same_type=False))
+        if system:
+            mapping.update({c: c for c in SYSTEM_COLUMNS})
+        if filter is not None and groups and self._statistics_usable(f, filter_columns, physical):
+            groups = statistics_groups(fragment, filter, physical, groups)
+        partition = self.partition_values(f)
+        names = set(physical.names)
+        key = (f.schema_id, system, physical)
+        scan_schema = self._scan_schemas.get(key)
+        if scan_schema is None:  # one object per file schema: files sharing it share one scan
+            scan_schema = self._scan_schemas[key] = pa.schema(list(physical), metadata=physical.metadata)
+            self._dictionary_formats[key] = self._dictionary_format(fragment)
+        dictionary = self._dictionary_formats[key]
+
+        def source_columns(columns: list[str]) -> list[str]:
+            return list(dict.fromkeys(mapping[c] for c in columns if mapping.get(c) in names))
+
+        def adapt(data: pa.Table, columns: list[str]) -> pa.Table:
+            return _to_latest(reader_schema, data, columns, mapping, partition)
+
+        dv = self._deletion_vector(plan.deletion, f.name)
+        def fragment_for(as_dictionary: bool) -> ds.ParquetFileFragment:
+            return self._dictionary_fragment(f, dictionary[0]) if as_dictionary and dictionary else fragment
+
+        return FileRead(
+            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary
+        )  # fmt: skip
+
+    def _statistics_usable(self, f: DataFile, filter_columns: list[str], physical: pa.Schema) -> bool:
+        """Parquet statistics may prune the file's row groups for a filter reading
+        ``filter_columns``: each is in the file under its latest name and type."""
+        mapping = self._column_map(f)
+        for c in filter_columns:
+            i = physical.get_field_index(c)
+            if mapping.get(c) != c or i < 0 or physical.field(i).type != self.schema.field(c).type:
+                return False
+        return True
+
+    def _file_reads(self, plans: list[FilePlan], filter, reader_schema: pa.Schema, *, system: bool = False) -> list[FileRead]:
+        if sum(p.file.name not in self._fragments for p in plans) > 1:  # footers of many files: on threads
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                list(pool.map(lambda p: self._fragment(p.file), plans))
+        filter_columns = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
+        return [self._file_read(p, filter, filter_columns, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
+        self._check_columns(columns)
         explain = self.plan(filter)
         plans = [p for p in explain.files if not p.skipped]
-        needed = self._needed(filter, columns)
         out_schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
         if self.merge_on_read:
-            yield self._merge(plans, filter, columns, needed, out_schema)
+            yield self._merge(plans, filter, columns, out_schema)
             return
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            for t in pool.map(lambda p: read_data_file(self, p, needed, filter), plans):
-                if t is not None and t.num_rows:
-                    yield t.select(out_schema.names).cast(out_schema)
+        reader = FileReader(self.fs, self.schema, PARQUET)
+        filter_columns = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
+        reads = self._file_reads(plans, filter, self.schema)
+        for t in reader.read(reads, filter, columns, filter_columns, out_schema):
+            if t is not None and t.num_rows:
+                yield t if t.schema.equals(out_schema) else t.select(out_schema.names).cast(out_schema)
 
-    def _merge(self, plans, filter, columns, needed, out_schema) -> pa.Table:
+    def _merge(self, plans, filter, columns, out_schema) -> pa.Table:
+        """Merge-on-read: every planned file's rows with their sequence numbers and row kinds,
+        merged per key (:func:`merge_rows`), then filtered."""
         keys = list(self.primary_keys)
+        needed = list(columns or self.schema.names) + (sorted(_filter_columns(filter, self.schema)) if filter is not None else [])
         want = list(dict.fromkeys(needed + keys))
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            parts = [t for t in pool.map(lambda p: read_data_file(self, p, want, None, system=True), plans) if t is not None]
         schema = pa.schema([self.schema.field(c) for c in want] + [pa.field(c, pa.int64()) for c in SYSTEM_COLUMNS])
+        reader = FileReader(self.fs, schema, PARQUET)
+        reads = self._file_reads(plans, None, schema, system=True)
+        parts = [t for t in reader.read(reads, None, schema.names, [], schema) if t is not None]
         if not parts:
             return out_schema.empty_table()
         table = pa.concat_tables([t.select(schema.names).cast(schema) for t in parts])
@@ -504,86 +626,23 @@ class PaimonTable:
         return sum(t.num_rows for t in self._tables(filter, cols))
 
 
-# ----------------------------------------------------------------------------------------
-# The per-file read (the one function to switch to the lake scan core)
-# ----------------------------------------------------------------------------------------
-def read_data_file(table: PaimonTable, plan: FilePlan, columns: list[str], filter, *, system: bool = False) -> pa.Table | None:
-    """Read one planned data file: the row groups holding index-selected rows, the bitmap
-    and deletion-vector masks, columns mapped from the file's schema to the latest by field
-    id (added columns NULL, changed types cast), then the complete ``filter``: evaluated on
-    the filter's columns first, so a file with no matching row never decodes the others
-    (an exact bitmap answer needs no filter at all).
-    ``system`` also returns ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (for merge-on-read)."""
-    f = plan.file
-    if not f.name.endswith(".parquet"):
-        raise UnsupportedTableError(f"{table.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
-    mapping = table._column_map(f, same_type=False)
-    partition = table.partition_values(f)
-    with table._open(f) as handle:
-        pf = pq.ParquetFile(handle)
-        names = set(pf.schema_arrow.names)
-        counts = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        groups = list(range(len(counts)))
-        keep = None
-        if plan.result.kind == "bitmap":
-            full = plan.result.to_mask(f.rows).to_numpy(zero_copy_only=False)
-            groups = [g for g in groups if full[offsets[g] : offsets[g + 1]].any()]
-            if not groups:
-                return None
-            keep = np.concatenate([full[offsets[g] : offsets[g + 1]] for g in groups])
-        dv = table._deletion_vector(plan.deletion, f.name)
-        if dv is not None and dv.cardinality:
-            alive = np.concatenate([dv.keep_mask(int(offsets[g]), int(counts[g])).to_numpy(zero_copy_only=False) for g in groups])
-            keep = alive if keep is None else keep & alive
-        if keep is not None and not keep.any():
-            return None
-
-        def read(cols: list[str], match: np.ndarray | None = None) -> pa.Table:
-            wanted = list(dict.fromkeys([mapping[c] for c in cols if mapping.get(c) in names]))
-            if system:
-                wanted += [c for c in SYSTEM_COLUMNS if c in names]
-            data = pf.read_row_groups(groups, columns=wanted, use_threads=False)
-            if keep is not None and not keep.all():
-                data = data.filter(pa.array(keep))
-            if match is not None and not match.all():
-                data = data.filter(pa.array(match))
-            return _to_latest(table, data, cols, mapping, partition, system)
-
-        if filter is not None and plan.exact:
-            return read(columns)  # the bitmap (and deletions) are the answer
-        if filter is not None:
-            wanted = set(_filter_columns(filter, table.schema))
-            first = [c for c in columns if c in wanted]
-            if len(first) < len(columns):
-                match = expression_mask(read(first), filter)
-                if not match.any():
-                    return None
-                return read(columns, match)
-        out = read(columns)
-    return out.filter(filter) if filter is not None else out
-
-
-def _to_latest(table: PaimonTable, data: pa.Table, columns: list[str], mapping, partition, system: bool) -> pa.Table:
-    """A file's columns under the latest schema's names and types."""
+def _to_latest(schema: pa.Schema, data: pa.Table, columns: list[str], mapping, partition) -> pa.Table:
+    """A file's columns (as read) under ``schema``'s names and types: renamed columns by
+    ``mapping``, partition values as constants, columns the file lacks as NULL."""
     arrays, fields = [], []
     for c in columns:
-        fld = table.schema.field(c)
+        fld = schema.field(c)
         old = mapping.get(c)
         if old is not None and old in data.column_names:
             col = data.column(old)
             if col.type != fld.type:
                 col = col.cast(fld.type)
         elif c in partition:
-            col = pa.array([partition[c]] * data.num_rows, fld.type)
+            col = pa.repeat(pa.scalar(partition[c], fld.type), data.num_rows)
         else:
             col = pa.nulls(data.num_rows, fld.type)
         arrays.append(col)
         fields.append(fld)
-    if system:
-        for c in SYSTEM_COLUMNS:
-            arrays.append(data.column(c).cast(pa.int64()))
-            fields.append(pa.field(c, pa.int64()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 

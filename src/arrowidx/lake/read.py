@@ -1,0 +1,287 @@
+"""The per-file read of the scan core, independent of where the plan came from.
+
+Both :class:`arrowidx.lake.scan.IndexedDataset` (an arrowidx manifest) and
+:class:`arrowidx.paimon.PaimonTable` (a Paimon snapshot) plan their files their own way,
+then hand each surviving file here as a :class:`FileRead`: a pyarrow fragment, the row
+groups to read, the index's bitmap answer, the deletion vector, and (for files written
+under another schema) how to map its columns to the output. :func:`read_files` does the
+rest with late materialisation:
+
+1. the filter's columns of the kept row groups of every file whose index answer is not
+   already exact (one pyarrow scan over those files);
+2. the exact row mask: index bitmap AND not deleted AND the full filter
+   (:func:`expression_mask`, pyarrow.dataset semantics);
+3. the other projected columns, only of the row groups that still hold rows, keeping only
+   those rows (a second scan, batches filtered as they arrive).
+
+:func:`statistics_groups` is Parquet's own row-group pruning (pyarrow's
+``ParquetFileFragment.subset(filter=...)``), :func:`bitmap_groups` the row groups holding
+rows an index selected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from .._roaring import positions_of
+from ..deletion import DeletionVector
+from ..result import bitmap_to_mask
+
+
+def expression_mask(table: pa.Table, expr) -> np.ndarray:
+    """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
+
+    The one re-filter of the scan core: every row the indexes keep passes through here,
+    evaluated with ``pyarrow.dataset`` filter semantics.
+    """
+    if expr is None:
+        return np.ones(table.num_rows, dtype=bool)
+    column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
+    mask = column.to_numpy(zero_copy_only=False)
+    if column.null_count:
+        mask = np.where(pc.is_null(column).to_numpy(zero_copy_only=False), False, mask)
+    return mask.astype(bool, copy=False)
+
+
+def row_group_offsets(fragment: ds.ParquetFileFragment) -> np.ndarray:
+    """First row of each row group of a (metadata-complete) fragment, and the row count at the end."""
+    counts = [rg.num_rows for rg in fragment.row_groups]
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
+def bitmap_groups(bitmap, offsets: np.ndarray) -> list[int]:
+    """The row groups (of the row ranges ``offsets``) holding a row of ``bitmap``."""
+    # rank(x) = number of selected rows <= x: a row group holds selected rows iff the rank
+    # at its last row exceeds the rank just before its first row.
+    return [
+        g for g in range(len(offsets) - 1)
+        if offsets[g + 1] > offsets[g]
+        and bitmap.rank(int(offsets[g + 1]) - 1) > (bitmap.rank(int(offsets[g]) - 1) if offsets[g] else 0)
+    ]  # fmt: skip  (per row group)
+
+
+def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, schema: pa.Schema, groups: list[int]) -> list[int]:
+    """``groups`` minus those pyarrow's row-group statistics and the fragment's partition
+    expression rule out for ``expr`` (evaluated under ``schema``)."""
+    try:
+        if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
+            fragment = fragment.subset(row_group_ids=groups)
+        kept = fragment.subset(filter=expr, schema=schema).row_groups
+    except (pa.ArrowException, TypeError, ValueError):
+        return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
+    ids = {rg.id for rg in kept}
+    return [g for g in groups if g in ids]
+
+
+@dataclass
+class FileRead:
+    """One planned data file for :func:`read_files`.
+
+    ``fragment(dictionary)`` returns the file's pyarrow fragment (footer loaded); with
+    ``dictionary`` one whose format reads the reader's dictionary columns as dictionaries.
+    ``bitmap``: the rows the index selected (None: every row); ``exact``: the bitmap is
+    exactly the rows matching the filter (no re-filter). ``schema``: the schema to scan the
+    file with (None: the reader's); with it, ``source_columns`` names the file's columns to
+    read for output columns, and ``adapt(table, columns)`` maps what was read to the output
+    columns (renamed columns, added columns as NULL, constants).
+    """
+
+    name: str
+    fragment: Callable[[bool], ds.ParquetFileFragment]
+    row_groups: list[int]
+    offsets: np.ndarray
+    bitmap: Any = None
+    deletion: DeletionVector | None = None
+    exact: bool = False
+    schema: pa.Schema | None = None
+    source_columns: Callable[[list[str]], list[str]] | None = None
+    adapt: Callable[[pa.Table, list[str]], pa.Table] | None = None
+    dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None  # as FileReader's, for ``schema``
+
+    def position_mask(self, groups: list[int]) -> np.ndarray | None:
+        """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
+        offsets = self.offsets
+        keep = None
+        if self.bitmap is not None:
+            keep = _bitmap_mask(self.bitmap, offsets, groups)
+        dv = self.deletion
+        if dv is not None and dv.cardinality:
+            alive = np.concatenate(
+                [dv.keep_mask(int(offsets[g]), int(offsets[g + 1] - offsets[g])).to_numpy(zero_copy_only=False) for g in groups]
+            )
+            keep = alive if keep is None else keep & alive
+        return keep
+
+
+@dataclass
+class FileReader:
+    """Reads :class:`FileRead` s with late materialisation (see the module docstring).
+
+    ``schema``: the output schema every read is mapped to (the dataset schema);
+    ``dictionary``: a format reading the string columns ``dictionary[1]`` as dictionaries,
+    used when a mask drops rows (so dropped rows are never decoded to strings).
+    """
+
+    filesystem: pafs.FileSystem
+    schema: pa.Schema
+    format: ds.ParquetFileFormat
+    dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None
+
+    def read(
+        self, reads: list[FileRead], expr, columns: list[str] | None, filter_columns: list[str], out_schema: pa.Schema
+    ) -> Iterator[pa.Table | None]:
+        """Per read (in order), its rows matching ``expr`` minus deleted rows (or None).
+
+        ``filter_columns``: the columns ``expr`` reads (read first, for the mask);
+        ``out_schema``: the schema of the tables returned (``columns`` of :attr:`schema`).
+        """
+        out = list(self.schema.names) if columns is None else list(columns)
+        reads = [r for r in reads if r.row_groups]
+        late = [r for r in reads if expr is not None and not r.exact]
+        is_late = {id(r) for r in late}
+        # (a filter reading no column, e.g. a constant, still needs the row count: one column)
+        names = (list(filter_columns) or self.schema.names[:1]) if late else []
+        rest = [c for c in out if c not in names]
+        heads: dict[int, pa.Table] = {}
+        live: dict[int, tuple[list[int], np.ndarray | None]] = {}
+        for r in reads:
+            if id(r) not in is_late:
+                keep = r.position_mask(r.row_groups)
+                live[id(r)] = (r.row_groups, None) if keep is None else _live_groups(r.offsets, r.row_groups, keep)
+        firsts = self.scan([(r, r.row_groups) for r in late], names)
+        masks = _split(expression_mask(pa.concat_tables(firsts), expr), [t.num_rows for t in firsts]) if late else []
+        for r, first, mask in zip(late, firsts, masks):
+            keep = r.position_mask(r.row_groups)
+            if keep is not None:
+                mask &= keep
+            live[id(r)] = _live_groups(r.offsets, r.row_groups, mask)
+            heads[id(r)] = first.filter(pa.array(mask)).select([c for c in names if c in out])
+        exact_reads = [(r, live[id(r)][0]) for r in reads if id(r) not in is_late and live[id(r)][0]]
+        late_reads = [(r, live[id(r)][0]) for r in late if live[id(r)][0] and rest]
+        tails: dict[int, pa.Table] = {}
+        for pairs, cols in ((exact_reads, out), (late_reads, rest)):
+            masks = [live[id(r)][1] for r, _ in pairs]
+            for (r, _), table in zip(pairs, self.scan(pairs, cols, masks)):
+                tails[id(r)] = table
+        for r in reads:
+            if not live[id(r)][0]:
+                yield None
+            elif id(r) not in is_late:
+                yield tails[id(r)]
+            elif not rest:
+                yield heads[id(r)].select(out)
+            else:
+                head, tail = heads[id(r)], tails[id(r)]
+                arrays = {c: head.column(c) for c in head.column_names}
+                arrays.update({c: tail.column(c) for c in rest})
+                yield pa.table([arrays[c] for c in out], schema=out_schema)
+
+    def scan(
+        self, reads: list[tuple[FileRead, list[int]]], columns: list[str], masks: list[np.ndarray | None] | None = None
+    ) -> list[pa.Table]:
+        """``columns`` of the given row groups of each file, one table per file in order.
+
+        Files scanned with the reader's schema share one pyarrow scan (its own parallel
+        read-ahead); files with a schema of their own are scanned per schema and mapped by
+        their ``adapt``. With ``masks`` (one per file, over the rows read, or None), each
+        batch is filtered as it arrives, so only the kept rows are ever held."""
+        if not reads:
+            return []
+        groups: dict[int, list[int]] = {}  # scan schema -> positions in reads
+        schemas: dict[int, pa.Schema | None] = {}
+        for i, (r, _) in enumerate(reads):
+            groups.setdefault(id(r.schema), []).append(i)
+            schemas[id(r.schema)] = r.schema
+        out: list[pa.Table | None] = [None] * len(reads)
+        for key, positions in groups.items():
+            part = [reads[i] for i in positions]
+            part_masks = None if masks is None else [masks[i] for i in positions]
+            if schemas[key] is None:
+                tables = self._scan_one(part, columns, part_masks, self.schema, self.dictionary)
+            else:
+                r0 = part[0][0]
+                source = r0.source_columns(columns) if r0.source_columns else columns
+                tables = self._scan_one(part, source, part_masks, schemas[key], r0.dictionary)
+                tables = [r.adapt(t, columns) if r.adapt else t for (r, _), t in zip(part, tables)]
+            for i, t in zip(positions, tables):
+                out[i] = t
+        return out  # type: ignore[return-value]
+
+    def _scan_one(self, reads, columns, masks, schema: pa.Schema, dictionary_format) -> list[pa.Table]:
+        """One pyarrow scan of ``columns`` over files sharing the scan ``schema``
+        (``dictionary_format``: the format reading its dictionary columns as dictionaries, and those)."""
+        as_dictionary = dictionary_format[1] if dictionary_format is not None else set()
+        dictionary = masks is not None and bool(as_dictionary & set(columns))
+        read_schema = schema
+        if dictionary:
+            read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in schema])
+        fragments = [r.fragment(dictionary).subset(row_group_ids=groups) for r, groups in reads]
+        fmt = dictionary_format[0] if dictionary else self.format
+        data = ds.FileSystemDataset(fragments, read_schema, fmt, self.filesystem)
+        index = {f.path: i for i, f in enumerate(fragments)}
+        batches: list[list[pa.RecordBatch]] = [[] for _ in fragments]
+        seen = [0] * len(fragments)
+        for tagged in data.scanner(columns=columns).scan_batches():
+            i, batch = index[tagged.fragment.path], tagged.record_batch
+            mask = None if masks is None else masks[i]
+            if mask is not None:
+                m = mask[seen[i] : seen[i] + batch.num_rows]
+                seen[i] += batch.num_rows
+                if not m.any():
+                    continue
+                if not m.all():
+                    batch = batch.filter(pa.array(m))
+            batches[i].append(batch)
+        scanned = pa.schema([read_schema.field(c) for c in columns])
+        if not dictionary:
+            return [pa.Table.from_batches(b, schema=scanned) for b in batches]
+        plain = pa.schema([schema.field(c) for c in columns])
+        return [pa.Table.from_batches(b, schema=scanned).cast(plain) for b in batches]
+
+
+def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """``values`` over the rows of ``groups`` (row ranges from ``offsets``), concatenated."""
+    if len(groups) == 1:
+        g = groups[0]
+        return values[offsets[g] : offsets[g + 1]]
+    return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
+
+
+def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
+    """The bitmap's rows as a mask over the rows of ``groups`` (concatenated)."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    total = int(sizes.sum())
+    mask = np.zeros(total, dtype=bool)
+    if len(bitmap) <= total // 8:  # few rows: place them one by one (vectorised)
+        rows = positions_of(bitmap).astype(np.int64)
+        first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
+        which = np.searchsorted(first, rows, side="right") - 1
+        ok = (which >= 0) & (rows < first[np.maximum(which, 0)] + sizes[np.maximum(which, 0)])
+        mask[starts[which[ok]] + rows[ok] - first[which[ok]]] = True
+        return mask
+    full = bitmap_to_mask(bitmap, int(offsets[-1])).to_numpy(zero_copy_only=False)
+    return _slices(full, offsets, groups)
+
+
+def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The groups where ``mask`` (over the rows of ``groups``) keeps a row, and the mask
+    over the rows of those groups only."""
+    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    live = np.logical_or.reduceat(mask, starts) if mask.size else np.zeros(len(groups), bool)
+    if live.all():
+        return groups, mask
+    return [g for g, k in zip(groups, live) if k], mask[np.repeat(live, sizes)]
+
+
+def _split(values: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    return np.split(values, np.cumsum(lengths)[:-1]) if lengths else []
