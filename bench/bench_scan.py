@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def spark_part(scale: float, runs: int) -> list[str]:
-    """The clustered lake through Spark: ``format("arrowidx")`` against ``spark.read.parquet``."""
+    """The clustered lake through Spark: ``arrowidx.spark.read(spark, root, where)`` against
+    ``spark.read.parquet(root).filter(where)``."""
     import arrowidx.spark
 
     root, _ = lakes(scale, {"clustered"})["clustered"]
@@ -258,7 +259,7 @@ def spark_part(scale: float, runs: int) -> list[str]:
     print(f"{'query':32} {'rows':>9} {'arrowidx':>10} {'parquet':>10} {'x':>6}")
     for label, _expr, where, _targets in queries("clustered", root):
         fns = {
-            "arrowidx": lambda w=where: spark.read.format("arrowidx").load(str(root)).filter(w).toArrow(),
+            "arrowidx": lambda w=where: arrowidx.spark.read(spark, str(root), w).toArrow(),
             "spark": lambda w=where: spark.read.parquet(str(root)).filter(w).toArrow(),
         }
         got = fns["arrowidx"]().num_rows

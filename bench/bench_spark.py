@@ -14,7 +14,7 @@ Side by side in one run, on one ``local[2]`` session:
 1. index build: local ``arrowidx.build`` against ``arrowidx.spark.build`` (full rebuild,
    after a warm-up Spark job), and a check that both wrote the same index files;
 2. queries: after one warm-up, the median of ``--runs`` interleaved runs of
-   ``spark.read.format("arrowidx").load(root).filter(q).toArrow()`` and
+   ``arrowidx.spark.read(spark, root, q).toArrow()`` and
    ``spark.read.parquet(root).filter(q).toArrow()`` (Spark's defaults: vectorised reader,
    Parquet filter pushdown on), checking the answers agree (the Parquet side with the
    deleted rows filtered out by id). 0.1 % of the rows are deleted first.
@@ -121,6 +121,7 @@ def build_side_by_side(spark, root: Path, options: dict[str, str], work: Path) -
 
 def queries(spark, root: Path, rows: int, runs: int) -> int:
     import arrowidx
+    import arrowidx.spark
 
     deleted_below = max(1, int(rows * DELETED_BELOW))
     arrowidx.delete(str(root), pc.field("id") < deleted_below, progress=False)
@@ -138,12 +139,11 @@ def queries(spark, root: Path, rows: int, runs: int) -> int:
     print(f"\nqueries (median of {runs} warm runs, .toArrow(); {deleted_below:,} rows deleted)")
     print(f"{'query':38} {'rows':>6} {'files read':>10} {'tasks':>5} {'arrowidx':>10} {'parquet':>10} {'speed-up':>9}  agree")
     for name, condition in battery:
-        tasks = spark.read.format("arrowidx").load(str(root)).filter(condition).rdd.getNumPartitions()
-        one_per_file = spark.read.format("arrowidx").option("maxPartitionBytes", "1").load(str(root))
-        files_read = one_per_file.filter(condition).rdd.getNumPartitions()
+        tasks = arrowidx.spark.read(spark, str(root), condition).rdd.getNumPartitions()
+        files_read = arrowidx.spark.read(spark, str(root), condition, maxPartitionBytes="1").rdd.getNumPartitions()
 
         def ours(cond=condition):
-            return spark.read.format("arrowidx").load(str(root)).filter(cond).toArrow()
+            return arrowidx.spark.read(spark, str(root), cond).toArrow()
 
         def theirs(cond=condition):
             return spark.read.parquet(str(root)).filter(cond).toArrow()

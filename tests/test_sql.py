@@ -71,6 +71,21 @@ def test_random_where_matches_duckdb(where):
     assert sorted(mask) == expected, f"{where} -> {expr}"
 
 
+@pytest.mark.parametrize(
+    "where",
+    ["x IN (0.0, 2.5)", "x NOT IN (0.0, 2.5)", "x IN (-0.0)", "x NOT IN (-0.0)", "x IN ('NaN', 1)", "x NOT IN ('NaN')"],
+)
+def test_float_in_lists_match_duckdb_on_signed_zero_and_nan(where):
+    """pyarrow's is_in tells -0.0 from 0.0 (bit patterns); SQL does not (found by the Spark
+    differential test: NOT (amount IN (0.0, 60.5)) kept the -0.0 rows)."""
+    table = pa.table({"x": pa.array([-0.0, 0.0, float("nan"), 1.0, None, 2.5]), "_row": pa.array(range(6))})
+    got = table.filter(parse_where(where, table.schema.remove(1))).column("_row").to_pylist()
+    con = duckdb.connect()
+    con.register("t", table)
+    sql = where.replace("'NaN'", "CAST('NaN' AS DOUBLE)")
+    assert got == sorted(r[0] for r in con.execute(f"SELECT _row FROM t WHERE {sql}").fetchall())
+
+
 def test_refusals_name_what_to_write():
     for text, message in [
         ("qty = NULL", "qty IS NULL"), ("qty != NULL", "qty IS NOT NULL"), ("status = 5", "status = '5'"),

@@ -483,8 +483,19 @@ def _in(column: str, values: list[tuple[str, object]], negated: bool, schema: pa
     if not present:
         return pc.scalar(False)
     if pa.types.is_floating(t):
-        scalars = [_float(column, t, k, v) for k, v in present]
-    elif pa.types.is_integer(t):
+        # SQL: -0.0 = 0.0 and NaN = NaN; pyarrow's is_in compares bit patterns (-0.0 is not
+        # 0.0 there, nor one NaN payload another), so zeros go in with both signs and NaN
+        # becomes is_nan.
+        floats = [float(_float(column, t, k, v)) for k, v in present]
+        numbers = [f for f in floats if not math.isnan(f)]
+        if any(f == 0.0 for f in numbers):
+            numbers += [0.0, -0.0]
+        parts = [field.isin(pa.array(numbers, t))] if numbers else []
+        if len(numbers) < len(floats):
+            parts.append(pc.is_nan(field))
+        matched = parts[0] if len(parts) == 1 else parts[0] | parts[1]
+        return (~matched & field.is_valid()) if negated else matched
+    if pa.types.is_integer(t):
         numbers = [_number(column, t, k, v) for k, v in present]
         scalars = [int(n) for n in numbers if n == n.to_integral_value()]
         if not scalars:

@@ -13,10 +13,12 @@ index files themselves; the driver only ever gathers manifest rows):
   readers, which skip ``_`` names) and returns manifest rows; the driver moves the files of
   the successful task attempts into place and commits the manifest. Files of failed or
   retried attempts are never moved and are deleted with the staging folder.
-* :func:`register` registers the Python data source ``arrowidx``:
-  ``spark.read.format("arrowidx").load(path)``. Filters Spark pushes are translated to
-  ``pyarrow.compute`` expressions with Spark's semantics; the indexes prune files (a file
-  the indexes rule out is not a partition at all) and rows; deletion vectors are applied.
+* :func:`read` (or :func:`register`, then ``spark.read.format("arrowidx")``) reads an
+  indexed dataset with the filter given at load time (a ``pyarrow.compute`` Expression or
+  SQL text): the indexes prune files (a file the indexes rule out is not a partition at
+  all) and rows; deletion vectors are applied. Filters applied afterwards with
+  ``.filter()`` are Spark's own and do not prune: PySpark reuses a pushed-down reader
+  across queries on one DataFrame (see :mod:`arrowidx.spark.source`).
 * :func:`apply_deletions_and_index` returns a ``mapInArrow`` function for pipelines that
   read Parquet with Spark's own reader: given ``_metadata.file_path`` and
   ``_metadata.row_index`` it drops deleted rows and rows an index rules out.
@@ -27,7 +29,7 @@ See ``docs/spark.md`` for usage, the settings needed and which filters are accep
 from .build import FORMAT_NAME, PUSHDOWN_CONF, STAGING_DIR, WriteReport, build, write
 from .rowfilter import DeletionAndIndexFilter, apply_deletions_and_index, with_deletions_and_index
 from .session import ensure_worker_python
-from .source import ArrowIdxDataSource, FilePartition, local_session, register
+from .source import ArrowIdxDataSource, FilePartition, encode_filter, local_session, read, register
 from .translate import Translated, arrow_to_spark_schema, translate_filter
 
 __all__ = [
@@ -37,7 +39,9 @@ __all__ = [
     "apply_deletions_and_index",
     "arrow_to_spark_schema",
     "build",
+    "encode_filter",
     "ensure_worker_python",
+    "read",
     "register",
     "translate_filter",
     "with_deletions_and_index",

@@ -1,8 +1,16 @@
-"""The ``arrowidx`` Python data source: partitions on the driver, reads on the executors."""
+"""The ``arrowidx`` Python data source: partitions on the driver, reads on the executors.
+
+The indexes prune with the filter given when the DataFrame is loaded (``where`` or
+``filter`` option, or :func:`read`), never with filters Spark pushes from ``.filter()``:
+PySpark (4.1 to 4.3 at least) stores the reader of the last scan that pushed filters on the
+relation and reuses it, pruned for *that* query, for a later query on the same DataFrame
+that pushes none (``df.filter("id = 0").count()`` then ``df.count()`` returned 0). A filter
+given at load time belongs to the relation itself, so every query on it means the same rows.
+"""
 
 from __future__ import annotations
 
-import warnings
+import base64
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -13,16 +21,17 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..lake.layout import (
     resolve,
 )
 from ..lake.scan import IndexedDataset
 from ..options import parse_memory_size
-from .build import FORMAT_NAME, PUSHDOWN_CONF
+from ..sql import parse_where
+from .build import FORMAT_NAME
 from .datasets import _dataset_at, _refresh
 from .session import ensure_worker_python
-from .translate import _and_all, _to_spark_arrow, arrow_to_spark_schema, translate_filter
+from .translate import _to_spark_arrow, arrow_to_spark_schema
 
 
 class FilePartition(InputPartition):
@@ -63,8 +72,39 @@ def _pack(files: list[tuple[str, int]], max_bytes: int, min_partitions: int) -> 
     return [tuple(g) for g in groups]
 
 
+def encode_filter(expr: pc.Expression) -> str:
+    """``expr`` as the text of the ``filter`` option (pyarrow's own serialisation, base64)."""
+    if not isinstance(expr, pc.Expression):
+        raise OptionError(f"filter must be a pyarrow.compute.Expression or SQL text, not {type(expr).__name__}")
+    return base64.b64encode(expr.__reduce__()[1][0].to_pybytes()).decode("ascii")
+
+
+def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression | None:
+    """The filter of the ``where`` (SQL text, as the CLI's ``--where``) and ``filter``
+    (:func:`encode_filter`) options, AND-ed; None when neither is given."""
+    parts = []
+    where = options.get("where")
+    if where:
+        parts.append(parse_where(str(where), schema))
+    encoded = options.get("filter")
+    if encoded:
+        try:
+            parts.append(pc.Expression._deserialize(pa.py_buffer(base64.b64decode(str(encoded), validate=True))))
+        except Exception as e:  # noqa: BLE001 - any malformed option text
+            raise OptionError(
+                f"the filter option is not an encoded pyarrow Expression ({type(e).__name__}); pass it with"
+                " arrowidx.spark.read(spark, path, filter=expr) or give SQL text with .option('where', ...)"
+            ) from None
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = out & p
+    return out
+
+
 class _Reader(DataSourceReader):
-    """Reads the planned files; state set by ``pushFilters`` travels to the executors."""
+    """Reads the planned files with the load-time filter; its state travels to the executors."""
 
     def __init__(self, path: str, schema, options: Mapping[str, str]):
         import os
@@ -76,8 +116,7 @@ class _Reader(DataSourceReader):
             str(options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)), "maxPartitionBytes"
         )
         self.min_partitions = int(options.get("minPartitions", 2 * (os.cpu_count() or 1)))
-        self.exact: list[pc.Expression] = []  # accepted filters (applied exactly by read_plan)
-        self.prune: list[pc.Expression] = []  # everything the indexes may use
+        self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
 
     def _open(self) -> IndexedDataset:
         fs, root, _ = resolve(self.path)
@@ -85,14 +124,13 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> list[FilePartition]:
         data = self._open()
-        prune = _and_all(self.prune)
-        if prune is None:
+        expr = load_filter(self.options, data.schema)
+        if expr is None:
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             files = []
-            exact = _and_all(self.exact)
-            for plan in data.plan(prune, statistics=False if exact is None else exact):
+            for plan in data.plan(expr, statistics=expr):
                 if not plan.row_groups:
                     continue
                 share = len(plan.row_groups) / plan.row_groups_total if plan.row_groups_total else 1.0
@@ -108,45 +146,30 @@ class _Reader(DataSourceReader):
         fs, root, _ = resolve(self.path)
         data = _dataset_at(fs, root, partition.version, self.on_corrupt)
         _refresh(data, list(partition.paths))
-        prune, exact = _and_all(self.prune), _and_all(self.exact)
+        expr = load_filter(self.options, data.schema)
         names = self.schema.fieldNames()
         columns = None if names == data.schema.names else names
         target = to_arrow_schema(self.schema, timezone="UTC")
         for rel in partition.paths:
-            plan = data.plan_file(rel, prune, statistics=False if exact is None else exact)
+            plan = data.plan_file(rel, expr, statistics=False if expr is None else expr)
             if not plan.row_groups:
                 continue
-            table = data.read_plan(plan, exact, columns)
+            table = data.read_plan(plan, expr, columns)
             if table is None or table.num_rows == 0:
                 continue
             yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
 
 
-class _PushdownReader(_Reader):
-    def pushFilters(self, filters: list) -> list:
-        """Accept the filters ``read_plan`` applies exactly; hand the others back to Spark."""
-        data = self._open()
-        schema = data.schema if data.files else pa.schema([])
-        rejected = []
-        for f in filters:
-            tr = translate_filter(f, schema)
-            if tr.prune is not None:
-                self.prune.append(tr.prune)
-            if tr.exact is not None:
-                self.exact.append(tr.exact)
-            else:
-                rejected.append(f)
-        return rejected
-
-
 class ArrowIdxDataSource(DataSource):
     """``spark.read.format("arrowidx").load(path)``: an indexed Parquet dataset.
 
-    Options: ``on_corrupt`` (``raise``, default, or ``fallback``: read a file whose index is
-    damaged in full), ``pushdown`` (``true`` by default; ``false`` reads without filter
-    pushdown, for sessions where ``spark.sql.python.filterPushdown.enabled`` is off),
-    ``maxPartitionBytes`` (default ``128mb``) and ``minPartitions`` (default twice the
-    driver's cores): how the files that survive pruning are packed into Spark partitions.
+    Options: ``where`` (SQL text, as the CLI's ``--where``) and ``filter`` (a pyarrow
+    Expression, see :func:`read`): the rows of the dataset this DataFrame holds, pruned by
+    the indexes; ``on_corrupt`` (``raise``, default, or ``fallback``: read a file whose index
+    is damaged in full), ``maxPartitionBytes`` (default ``128mb``) and ``minPartitions``
+    (default twice the driver's cores): how the files that survive pruning are packed into
+    Spark partitions. Filters applied later with ``.filter()`` are applied by Spark and do
+    not prune (see the module docstring for why).
     """
 
     @classmethod
@@ -164,29 +187,30 @@ class ArrowIdxDataSource(DataSource):
         return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
 
     def reader(self, schema) -> DataSourceReader:
-        if str(self.options.get("pushdown", "true")).lower() == "false":
-            return _Reader(self._path(), schema, self.options)
-        return _PushdownReader(self._path(), schema, self.options)
+        return _Reader(self._path(), schema, self.options)
 
 
 def register(spark) -> None:
-    """Register the ``arrowidx`` data source and turn on Python filter pushdown.
-
-    Sets ``spark.sql.python.filterPushdown.enabled=true`` for the session (without it Spark
-    refuses a reader that implements ``pushFilters``); where the session does not allow
-    setting it, a warning says so and ``.option("pushdown", "false")`` still reads. In local
-    mode the workers run this interpreter unless one was set (:func:`ensure_worker_python`).
-    """
+    """Register the ``arrowidx`` data source. In local mode the workers run this
+    interpreter unless one was set (:func:`ensure_worker_python`)."""
     ensure_worker_python(spark)
     spark.dataSource.register(ArrowIdxDataSource)
-    try:
-        spark.conf.set(PUSHDOWN_CONF, "true")
-    except Exception as e:  # e.g. a Connect server that forbids it
-        warnings.warn(
-            f"could not set {PUSHDOWN_CONF}=true ({e}); set it when creating the session, or read"
-            ' with .option("pushdown", "false") (no index pruning)',
-            stacklevel=2,
-        )
+
+
+def read(spark, path: str, filter: pc.Expression | str | None = None, **options: str):
+    """``spark.read.format("arrowidx").load(path)`` holding the rows that match ``filter``
+    (a ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
+    dropped; the indexes prune files and rows with it. ``options`` are the data source's
+    other options (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``)."""
+    register(spark)
+    reader = spark.read.format(FORMAT_NAME)
+    if isinstance(filter, str):
+        reader = reader.option("where", filter)
+    elif filter is not None:
+        reader = reader.option("filter", encode_filter(filter))
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load(path)
 
 
 def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):
@@ -209,7 +233,6 @@ def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: 
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config(PUSHDOWN_CONF, "true")
     )  # fmt: skip
     for key, value in conf.items():
         builder = builder.config(key.replace("_", "."), value)
