@@ -356,13 +356,19 @@ def test_queries_on_one_dataframe_do_not_leak_into_each_other(spark, lake):
     """PySpark keeps the reader of the last scan that pushed filters on a relation and reuses
     it for a later query on the same DataFrame that pushes none: a reader pruned by
     ``.filter()`` made ``df.count()`` return the rows of the earlier query (0 here)."""
-    df = spark.read.format("arrowidx").load(lake["root"])
-    total = reference(spark, lake, None).num_rows
-    assert df.filter("id = 0").count() == reference(spark, lake, "id = 0").num_rows
-    assert df.count() == total
-    assert df.filter("(id = 5) OR (id IS NULL)").count() == reference(spark, lake, "(id = 5) OR (id IS NULL)").num_rows
-    assert df.filter("status = 'NO-SUCH-STATUS'").count() == 0
-    assert len(df.collect()) == total
+    key = "spark.sql.python.filterPushdown.enabled"  # on: Spark asks the reader to push filters
+    before = spark.conf.get(key, "false")
+    spark.conf.set(key, "true")
+    try:
+        df = spark.read.format("arrowidx").load(lake["root"])
+        total = reference(spark, lake, None).num_rows
+        assert df.filter("id = 0").count() == reference(spark, lake, "id = 0").num_rows
+        assert df.count() == total
+        assert df.filter("(id = 5) OR (id IS NULL)").count() == reference(spark, lake, "(id = 5) OR (id IS NULL)").num_rows
+        assert df.filter("status = 'NO-SUCH-STATUS'").count() == 0
+        assert len(df.collect()) == total
+    finally:
+        spark.conf.set(key, before)
     # a load filter belongs to the relation: every query on it means the same rows
     refunded = spark_mod.read(spark, lake["root"], "status = 'REFUNDED'")
     n = reference(spark, lake, "status = 'REFUNDED'").num_rows
