@@ -113,6 +113,32 @@ def test_deleted_rows_and_projections(tmp_path):
         data.fragments(pc.field("status") == "new")
 
 
+def test_unprunable_filter_with_deletions_reads_each_file_once(tmp_path, monkeypatch):
+    """Deletions in every file keep pyarrow from reading alone; when the indexes prune
+    nothing, the files are read in one pass (filter per batch) rather than filter columns
+    first, and the answer is still pyarrow's minus the deleted rows, in file order."""
+    from arrowidx.lake.read import FileReader
+
+    root = str(tmp_path)
+    rng = np.random.default_rng(3)
+    for i in range(3):
+        pq.write_table(_table(rng, 500, i * 500), os.path.join(root, f"p{i}.parquet"), row_group_size=100)
+    arrowidx.build(root, OPTIONS, progress=False)
+    deleted = pc.field("id").isin([3, 250, 777, 1499])  # one or two per file
+    arrowidx.delete(root, deleted, progress=False)
+    scans = []
+    original = FileReader._scan_one
+    monkeypatch.setattr(FileReader, "_scan_one", lambda self, *a, **k: scans.append(a[1]) or original(self, *a, **k))
+    data, plain = arrowidx.dataset(root), ds.dataset(root, format="parquet")
+    for expr, columns in [(pc.field("amount") > 15.0, None), (pc.field("ts") > 100, ["id"]), (pc.field("amount") > 15.0, ["id"])]:
+        scans.clear()
+        check(data, plain, expr, columns, deleted)
+        assert len(scans) == 2, scans  # one pass for to_table, one for scanner(): no second pass per read
+    scans.clear()
+    check(data, plain, pc.field("status") == "paid", ["amount"], deleted)  # the bitmap index prunes: exact rows
+    assert scans and all(cols == ["amount"] for cols in scans)
+
+
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("hive"))

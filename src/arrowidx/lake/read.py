@@ -36,7 +36,7 @@ from ..deletion import DeletionVector
 from ..result import bitmap_to_mask
 
 
-def expression_mask(table: pa.Table, expr) -> np.ndarray:
+def expression_mask(table: pa.Table | pa.RecordBatch, expr) -> np.ndarray:
     """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
 
     The one re-filter of the scan core: every row the indexes keep passes through here,
@@ -45,10 +45,16 @@ def expression_mask(table: pa.Table, expr) -> np.ndarray:
     if expr is None:
         return np.ones(table.num_rows, dtype=bool)
     column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
-    mask = column.to_numpy(zero_copy_only=False)
-    if column.null_count:
-        mask = np.where(pc.is_null(column).to_numpy(zero_copy_only=False), False, mask)
-    return mask.astype(bool, copy=False)
+    return boolean_to_numpy(pc.fill_null(column, False).combine_chunks())
+
+
+def boolean_to_numpy(values: pa.BooleanArray) -> np.ndarray:
+    """A null-free Arrow boolean array as a numpy bool array (its bits unpacked at once)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=bool)
+    bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+    start = values.offset
+    return np.unpackbits(bits, count=start + len(values), bitorder="little")[start:].view(bool)
 
 
 def row_group_offsets(fragment: ds.ParquetFileFragment) -> np.ndarray:
@@ -136,15 +142,25 @@ class FileReader:
     dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None
 
     def read(
-        self, reads: list[FileRead], expr, columns: list[str] | None, filter_columns: list[str], out_schema: pa.Schema
+        self, reads: list[FileRead], expr, columns: list[str] | None, filter_columns: list[str], out_schema: pa.Schema,
+        *, one_pass: bool = False,
     ) -> Iterator[pa.Table | None]:
         """Per read (in order), its rows matching ``expr`` minus deleted rows (or None).
 
         ``filter_columns``: the columns ``expr`` reads (read first, for the mask);
         ``out_schema``: the schema of the tables returned (``columns`` of :attr:`schema`).
-        """
+        ``one_pass``: the indexes pruned nothing, so the filter is probably not selective:
+        reads without an index bitmap are read in one pass, every column at once, filtered
+        batch by batch as they arrive (what ``pyarrow.dataset`` itself does, plus the
+        deletions), instead of filter columns first.
+        """  # fmt: skip
         out = list(self.schema.names) if columns is None else list(columns)
         reads = [r for r in reads if r.row_groups]
+        if one_pass and expr is not None:
+            whole = [r for r in reads if not r.exact and r.bitmap is None and r.schema is None]
+            if whole:
+                yield from self._read_one_pass(reads, whole, expr, out, filter_columns, out_schema)
+                return
         late = [r for r in reads if expr is not None and not r.exact]
         is_late = {id(r) for r in late}
         # (a filter reading no column, e.g. a constant, still needs the row count: one column)
@@ -184,6 +200,21 @@ class FileReader:
                 arrays.update({c: tail.column(c) for c in rest})
                 yield pa.table([arrays[c] for c in out], schema=out_schema)
 
+    def _read_one_pass(self, reads, whole, expr, out, filter_columns, out_schema) -> Iterator[pa.Table | None]:
+        """:meth:`read` with the reads in ``whole`` scanned once (filter applied per batch)
+        and the others (index bitmaps, exact answers, own schemas) read as usual."""
+        chosen = {id(r) for r in whole}
+        names = list(dict.fromkeys(out + [c for c in filter_columns if c in self.schema.names]))
+        masks = [r.position_mask(r.row_groups) for r in whole]
+        tables = iter(self._scan_one([(r, r.row_groups) for r in whole], names, masks, self.schema, None, expr))
+        rest = iter(self.read([r for r in reads if id(r) not in chosen], expr, out, filter_columns, out_schema))
+        for r in reads:
+            if id(r) not in chosen:
+                yield next(rest)
+                continue
+            table = next(tables)
+            yield table.select(out).cast(out_schema) if table.num_rows else None
+
     def scan(
         self, reads: list[tuple[FileRead, list[int]]], columns: list[str], masks: list[np.ndarray | None] | None = None
     ) -> list[pa.Table]:
@@ -215,9 +246,10 @@ class FileReader:
                 out[i] = t
         return out  # type: ignore[return-value]
 
-    def _scan_one(self, reads, columns, masks, schema: pa.Schema, dictionary_format) -> list[pa.Table]:
+    def _scan_one(self, reads, columns, masks, schema: pa.Schema, dictionary_format, expr=None) -> list[pa.Table]:
         """One pyarrow scan of ``columns`` over files sharing the scan ``schema``
-        (``dictionary_format``: the format reading its dictionary columns as dictionaries, and those)."""
+        (``dictionary_format``: the format reading its dictionary columns as dictionaries, and those).
+        With ``expr``, each batch keeps only the rows where it is TRUE (``columns`` must hold its fields)."""
         as_dictionary = dictionary_format[1] if dictionary_format is not None else set()
         dictionary = masks is not None and bool(as_dictionary & set(columns))
         read_schema = schema
@@ -232,9 +264,14 @@ class FileReader:
         for tagged in data.scanner(columns=columns).scan_batches():
             i, batch = index[tagged.fragment.path], tagged.record_batch
             mask = None if masks is None else masks[i]
+            m = None
             if mask is not None:
                 m = mask[seen[i] : seen[i] + batch.num_rows]
                 seen[i] += batch.num_rows
+            if expr is not None:
+                matches = expression_mask(batch, expr)
+                m = matches if m is None else m & matches
+            if m is not None:
                 if not m.any():
                     continue
                 if not m.all():

@@ -636,12 +636,15 @@ class IndexedDataset:
             numbers = numbers[keep] if numbers is not None else None
         return table, numbers
 
-    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None) -> pa.Table | None:
-        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None."""
-        tables = [t for t in self.read_plans([plan], expr, columns) if t is not None]
+    def read_plan(self, plan: FilePlan, expr, columns: list[str] | None, *, one_pass: bool | None = None) -> pa.Table | None:
+        """The rows of one planned file that match ``expr`` (deleted rows dropped), or None.
+        ``one_pass``: as :meth:`read_plans` (None: decided from this plan alone)."""
+        tables = [t for t in self.read_plans([plan], expr, columns, one_pass=one_pass) if t is not None]
         return tables[0] if tables else None
 
-    def read_plans(self, plans: list[FilePlan], expr, columns: list[str] | None) -> Iterator[pa.Table | None]:
+    def read_plans(
+        self, plans: list[FilePlan], expr, columns: list[str] | None, *, one_pass: bool | None = None
+    ) -> Iterator[pa.Table | None]:
         """Per planned file (in order), its rows matching ``expr`` minus deleted rows (or None).
 
         Late materialisation: for files whose index answer is not already exact, the
@@ -649,18 +652,30 @@ class IndexedDataset:
         those files); the row mask is index bitmap AND not deleted AND ``expr``
         (:func:`expression_mask`); then the other projected columns are read only for the
         row groups still holding rows (a second scan), keeping only those rows.
+
+        When the indexes pruned nothing (``one_pass`` None: no plan skipped or narrowed to
+        rows; the caller passes the plans it skipped too), the filter is probably not
+        selective and the files are read in one pass instead, as ``pyarrow.dataset`` would.
         """
+        if one_pass is None:
+            one_pass = not self._index_pruned(plans)
         reader = FileReader(self.fs, self.schema, self.format, self._dictionary_format())
         reads = [self._file_read(p) for p in plans if p.row_groups]
         filter_columns = sorted(self.bind_columns(expr)) if expr is not None else []
-        tables = iter(reader.read(reads, expr, columns, filter_columns, self._output_schema(columns)))
+        out_schema = self._output_schema(columns)
+        tables = iter(reader.read(reads, expr, columns, filter_columns, out_schema, one_pass=one_pass))
         for p in plans:
             if p.row_groups:
                 yield next(tables)
 
+    @staticmethod
+    def _index_pruned(plans: list[FilePlan]) -> bool:
+        """True when an index ruled a file out or narrowed one to rows."""
+        return any(p.skipped or p.result.kind == "bitmap" for p in plans)
+
     def _handover(self, plans: list[FilePlan]) -> bool:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
-        return not any(p.skipped or p.result.kind == "bitmap" or p.deleted for p in plans)
+        return not self._index_pruned(plans) and not any(p.deleted for p in plans)
 
     def indexes_cannot_help(self, filter) -> bool:
         """True when no index covers a column of ``filter`` and nothing is deleted."""
@@ -680,10 +695,9 @@ class IndexedDataset:
         plans = self.plan(filter, statistics=False)
         if self._handover(plans):
             return self._pyarrow_dataset()
-        live = [p for p in plans if p.row_groups]
-        for p in live:
+        for p in plans:
             self.prune_with_statistics(p, filter)
-        return [p for p in live if p.row_groups]
+        return plans  # the skipped ones too: read_plans decides from them how to read
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (minus deleted rows), in file order.

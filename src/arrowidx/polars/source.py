@@ -76,7 +76,8 @@ class _Read:
 
     @property
     def whole(self) -> bool:
-        return self.runs == [(0, self.plan.rows)] and not self.deleted.size
+        """Every row of the file is read (deleted rows aside)."""
+        return self.runs == [(0, self.plan.rows)]
 
 
 _FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group (each row is one Polars scan)
@@ -161,6 +162,7 @@ class _Source:
     def _run(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         start = time.perf_counter()
         translation, plans, vectors = self._plan(predicate)
+        selective = IndexedDataset._index_pruned(plans)
         reads = self._reads(plans, vectors, n_rows, predicate)
         columns = list(self.schema) if with_columns is None else list(with_columns)
         needed = list(
@@ -176,7 +178,7 @@ class _Source:
         )  # fmt: skip
         returned = 0
         frames = (
-            self._native(reads, predicate, needed)
+            self._native(reads, predicate, needed, selective)
             if self.native
             else self._pyarrow(reads, predicate, needed)
         )
@@ -208,25 +210,47 @@ class _Source:
         if wave:
             yield wave
 
-    def _native(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
+    def _native(self, reads: list[_Read], predicate, needed: list[str], selective: bool) -> Iterator[pl.DataFrame]:
         """Kept row ranges read by Polars (its own row-group statistics and late
-        materialisation apply), deleted rows dropped by row position, predicate applied."""
+        materialisation apply), deleted rows dropped by row position, predicate applied.
+        ``selective``: the indexes pruned, so few rows are expected to match."""
         for wave in self._waves(reads):
-            queries: list[pl.LazyFrame] = []
-            whole: list[str] = []  # consecutive files read in full: one Polars scan
+            queries: list[tuple[pl.LazyFrame, Callable[[pl.DataFrame], pl.DataFrame] | None]] = []
+            whole: list[_Read] = []  # consecutive files read in full: one Polars scan
             for r in wave:
-                path = join(self.data.root, r.plan.path)
                 if r.whole:
-                    whole.append(path)
+                    whole.append(r)
                     continue
                 if whole:
-                    queries.append(_scan_whole(whole, predicate, needed))
+                    queries.append(self._scan_whole(whole, predicate, needed, selective))
                     whole = []
+                path = join(self.data.root, r.plan.path)
                 parts = [self._run_query(path, a, b, r, predicate, needed) for a, b in r.runs]
-                queries.append(parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical"))
+                queries.append((parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical"), None))
             if whole:
-                queries.append(_scan_whole(whole, predicate, needed))
-            yield from (pl.collect_all(queries) if len(queries) > 1 else [queries[0].collect()])
+                queries.append(self._scan_whole(whole, predicate, needed, selective))
+            frames = pl.collect_all([q for q, _ in queries]) if len(queries) > 1 else [queries[0][0].collect()]
+            for df, (_, after) in zip(frames, queries):
+                yield df if after is None else after(df)
+
+    def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool):
+        """One Polars scan of whole files, and what to do to its result (None: nothing).
+
+        Deleted rows are found by a row index over the files in order (the file's row
+        offset plus the position). When the indexes pruned (``selective``), the predicate
+        runs alone in Polars' reader (its late materialisation intact) and the deleted rows
+        are dropped from the few rows it returns; otherwise both run in the one filter.
+        """
+        paths = [join(self.data.root, r.plan.path) for r in reads]
+        starts = np.cumsum([0] + [r.plan.rows for r in reads[:-1]])
+        deleted = np.concatenate([r.deleted + start for r, start in zip(reads, starts)])
+        if not deleted.size:
+            return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed), None
+        lf = pl.scan_parquet(paths, glob=False, hive_partitioning=False, row_index_name=_ROW_INDEX)
+        alive = ~pl.col(_ROW_INDEX).cast(pl.Int64).is_in(_collection(deleted))
+        if not selective:
+            return _finish(lf, alive if predicate is None else alive & predicate, needed), None
+        return _finish(lf, predicate, [*needed, _ROW_INDEX]), lambda df: df.filter(alive).drop(_ROW_INDEX)
 
     def _run_query(self, path: str, a: int, b: int, r: _Read, predicate, needed) -> pl.LazyFrame:
         deleted = r.deleted[(r.deleted >= a) & (r.deleted < b)]
@@ -318,10 +342,6 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         length += n
     if length:
         yield from df.slice(start, length).iter_slices(size)
-
-
-def _scan_whole(paths: list[str], predicate, needed: list[str]) -> pl.LazyFrame:
-    return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed)
 
 
 def _finish(lf: pl.LazyFrame, predicate, needed: list[str]) -> pl.LazyFrame:

@@ -35,12 +35,15 @@ from .translate import _to_spark_arrow, arrow_to_spark_schema
 
 
 class FilePartition(InputPartition):
-    """Data files to read in one task, at the manifest version the query was planned on."""
+    """Data files to read in one task, at the manifest version the query was planned on;
+    ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
+    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
 
-    def __init__(self, paths: tuple[str, ...], version: int):
-        super().__init__((paths, version))
+    def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
+        super().__init__((paths, version, one_pass))
         self.paths = paths
         self.version = version
+        self.one_pass = one_pass
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20  # as Spark's spark.sql.files.maxPartitionBytes
@@ -125,18 +128,22 @@ class _Reader(DataSourceReader):
     def partitions(self) -> list[FilePartition]:
         data = self._open()
         expr = load_filter(self.options, data.schema)
+        one_pass = True
         if expr is None:
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             files = []
-            for plan in data.plan(expr, statistics=expr):
+            plans = data.plan(expr, statistics=expr)
+            one_pass = not data._index_pruned(plans)
+            for plan in plans:
                 if not plan.row_groups:
                     continue
                 share = len(plan.row_groups) / plan.row_groups_total if plan.row_groups_total else 1.0
                 files.append((plan.path, int(data._info(plan.path).size * share)))
         version = data.manifest.version
-        return [FilePartition(group, version) for group in _pack(files, self.max_partition_bytes, self.min_partitions)]
+        groups = _pack(files, self.max_partition_bytes, self.min_partitions)
+        return [FilePartition(group, version, one_pass) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -154,7 +161,7 @@ class _Reader(DataSourceReader):
             plan = data.plan_file(rel, expr, statistics=False if expr is None else expr)
             if not plan.row_groups:
                 continue
-            table = data.read_plan(plan, expr, columns)
+            table = data.read_plan(plan, expr, columns, one_pass=partition.one_pass)
             if table is None or table.num_rows == 0:
                 continue
             yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
