@@ -587,3 +587,47 @@ def test_nan_and_signed_zero_follow_polars(lake):
         assert_frame_equal(
             apl.scan(root).filter(expr).collect(), plain(root, deleted).filter(expr).collect()
         )
+
+
+def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeypatch):
+    """No index on the filter's columns and nothing deleted: without a listener the files go
+    to Polars whole and no file is planned (no footer or index read); the answer is
+    pl.scan_parquet's. With a listener (on_scan) every file is planned for the report."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    rng = np.random.default_rng(11)
+    for i in range(4):
+        n = 0 if i == 2 else 500  # an empty file among them
+        pq.write_table(
+            pa.table({"id": np.arange(i * 500, i * 500 + n), "k": rng.integers(0, 9, n),
+                      "v": rng.normal(size=n), "s": rng.choice(["ab", "cd", "ef"], n)}),
+            tmp_path / f"part-{i}.parquet", row_group_size=100,
+        )  # fmt: skip
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "k"}, progress=False)
+    pq.write_table(  # added after the build: not in the manifest
+        pa.table({"id": [9000, 9001], "k": [1, 2], "v": [7.5, -1.0], "s": ["ab", "zz"]}),
+        tmp_path / "part-9.parquet",
+    )
+    planned: list[str] = []
+    plan_file = IndexedDataset.plan_file
+    monkeypatch.setattr(
+        IndexedDataset, "plan_file", lambda self, rel, *a, **k: planned.append(rel) or plan_file(self, rel, *a, **k)
+    )
+    reference = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    for expr in [pl.col("v") > 0.5, pl.col("s").str.contains("b"), (pl.col("id") % 7 == 0) & (pl.col("v") < 0)]:
+        assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
+        assert_frame_equal(
+            apl.scan(tmp_path).filter(expr).select("s", "id").collect(engine="streaming"),
+            reference.filter(expr).select("s", "id").collect(),
+        )
+    assert_frame_equal(apl.scan(tmp_path).collect(), reference.collect())
+    assert planned == []
+    seen = []
+    got = apl.scan(tmp_path, on_scan=seen.append).filter(pl.col("v") > 0.5).collect()
+    assert_frame_equal(got, reference.filter(pl.col("v") > 0.5).collect())
+    assert sorted(planned) == sorted(p.path for p in seen[0].plans) and len(seen[0].plans) == 5
+    planned.clear()  # a filter on the indexed column is planned, as before
+    assert_frame_equal(
+        apl.scan(tmp_path).filter(pl.col("k") == 3).collect(), reference.filter(pl.col("k") == 3).collect()
+    )
+    assert len(planned) == 5

@@ -52,3 +52,30 @@ def test_top_n_ignores_a_filter_no_index_answers_exactly():
     assert len(exact.bitmap) == 5
     picked = table.take(pa.array(sorted(exact.bitmap))).column("score").to_pylist()
     assert sorted(picked) == sorted(expected.column("score").to_pylist())
+
+
+def test_one_bound_predicate_answers_every_files_index():
+    """A scan binds a predicate once per index schema and evaluates it against every file's
+    index (the lowered key predicate is cached on the bound leaf): each file still gets
+    its own answer: the one a freshly bound predicate gets, holding every row pyarrow
+    selects."""
+    import pyarrow.dataset as ds
+
+    rng = np.random.default_rng(5)
+    expr = (pc.field("c") == 5) | (pc.field("c") > 200) | pc.field("c").isin([2, 9]) | pc.field("c").is_null()
+    for arrow_type in [pa.int32(), pa.int64(), pa.float64()]:
+        node = bind(expr, pa.schema([("c", arrow_type)]))
+        exact = "range-bitmap" if arrow_type == pa.float64() else "bsi"  # BSI: integers only
+        for options in [{"file-index.bitmap.columns": "c"}, {f"file-index.{exact}.columns": "c"}]:
+            for _ in range(4):
+                values = pa.array(rng.integers(0, 260, 50), arrow_type, mask=rng.random(50) < 0.1)
+                table = pa.table({"c": values, "row": range(50)})
+                want = BitMap(ds.dataset(table).to_table(filter=expr).column("row").to_pylist())
+                index = FileIndex(write_file_index(table, options), table.schema)
+                got, fresh = index.evaluate(node), index.evaluate(bind(expr, table.schema))
+                assert (got.kind, got.bitmap if got.kind == "bitmap" else None) == (
+                    fresh.kind, fresh.bitmap if fresh.kind == "bitmap" else None
+                ), (arrow_type, options)
+                assert got.remain and (got.kind != "bitmap" or want <= got.bitmap)
+                if exact in str(options):  # BSI and range-bitmap answer all four leaves exactly
+                    assert got.kind == "bitmap" and got.bitmap == want

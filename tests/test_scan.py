@@ -199,3 +199,28 @@ def test_scanner_is_an_arrow_stream(flat):
     pl = pytest.importorskip("polars")
     df = pl.from_arrow(arrowidx.dataset(flat).scanner(filter=pc.field("status") == "paid", columns=["id"]))
     assert df.height == ds.dataset(flat, format="parquet").count_rows(filter=pc.field("status") == "paid")
+
+
+def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
+    """Data files on a local disk are listed with os.scandir; the list equals the one the
+    generic pyarrow listing gives (nested folders, ``_`` / ``.`` names skipped) and the
+    files pyarrow.dataset reads."""
+    import pyarrow.fs as pafs
+
+    from arrowidx.lake.layout import discover
+
+    t = pa.table({"x": [1, 2]})
+    for rel in ["a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet",
+                "_arrowidx/e.parquet", ".hidden/f.parquet", "dt=1/_tmp.parquet", "dt=2/.g.parquet"]:  # fmt: skip
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(t, tmp_path / rel)
+    root = str(tmp_path)
+    local = discover(pafs.LocalFileSystem(), root)
+    wrapped = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # not a LocalFileSystem: generic listing
+    assert local == ["/" + p.lstrip("/") for p in discover(wrapped, root)]
+    assert local == sorted(f.path for f in ds.dataset(root).get_fragments())
+    assert [os.path.relpath(p, root) for p in local] == [
+        "a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet"
+    ]
+    with pytest.raises(FileNotFoundError):
+        discover(pafs.LocalFileSystem(), str(tmp_path / "missing"))

@@ -555,12 +555,10 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     column_readers = readers(column)
     if not column_readers:
         return UNKNOWN
-    field = schema.field(column)
-    try:
-        ptype = paimon_type(field.type)
-        t_expr, f_expr = lower(node, ptype, field.type)
-    except ArrowIdxError:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
+    lowered = _lowered(node, schema.field(column).type)
+    if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
         return UNKNOWN
+    t_expr, f_expr = lowered
 
     def side(expr) -> IndexResult:
         # Several index types on one column: AND their answers, stopping at the first
@@ -573,6 +571,21 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
         return result
 
     return Answer(lambda: side(t_expr), lambda: side(f_expr))
+
+
+def _lowered(node: Node, arrow_type: pa.DataType) -> tuple[object, object] | None:
+    """:func:`lower` for a column of ``arrow_type`` (None: no index can answer), computed once
+    per leaf and type: a scan evaluates one bound predicate against every file's index."""
+    cache = node.__dict__.get("_lowered")
+    if cache is None:
+        cache = {}
+        object.__setattr__(node, "_lowered", cache)  # frozen dataclass: a private cache only
+    if arrow_type not in cache:
+        try:
+            cache[arrow_type] = lower(node, paimon_type(arrow_type), arrow_type)
+        except ArrowIdxError:
+            cache[arrow_type] = None
+    return cache[arrow_type]
 
 
 def _memo(thunk: Callable[[], Answer]) -> Callable[[], Answer]:

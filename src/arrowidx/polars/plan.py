@@ -72,16 +72,24 @@ def _lock(data: IndexedDataset) -> threading.Lock:
         return _LOCKS.setdefault(data, threading.Lock())
 
 
-def _plan(data: IndexedDataset, predicate):
-    """Translate, refresh the manifest and plan every file; one manifest version per call."""
+def _plan(data: IndexedDataset, predicate, *, always: bool = True):
+    """Translate, refresh the manifest and plan every file; one manifest version per call.
+
+    Returns ``(translation, plans, deletion vectors)``. With ``always=False`` the plans
+    are ``None`` when there is nothing to plan: no index covers a column of the predicate
+    and nothing is deleted, so every file is read whole (no footer, index or file is
+    touched here; the caller hands the files to Polars as they are).
+    """
     with _lock(data):
         data.refresh()
         translation = translate(predicate, data.schema)
-        data._infos = {}  # one stat of every file per execution
-        data._warm_up(data.files)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
         unprunable = data.indexes_cannot_help(translation.expression)
+        if unprunable and not always:
+            return translation, None, {}
+        data._infos = {}  # one stat of every file per execution
+        data._warm_up(data.files)
         expr = None if unprunable else translation.expression
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
