@@ -31,6 +31,7 @@ from ..._bytes import ByteReader
 from ..._roaring import (
     _KIND_BITMAP,
     MalformedBitmap,
+    PortableLayout,
     bitmap_of,
     portable_layout,
     positions_of,
@@ -344,6 +345,7 @@ class BitSliceIndexBitmap(SliceSet):
         self.source = r.source
         self.data = r.data
         self._buf: np.ndarray | None = None
+        self._layouts: dict[int, PortableLayout] = {}  # slice -> its container layout
         self.rows = rows
         at = r.pos
         header_length = r.i32("bit-slice header length")
@@ -413,13 +415,16 @@ class BitSliceIndexBitmap(SliceSet):
         None if a row falls in an array or run container (then the slice is decoded)."""
         if self._buf is None:
             self._buf = np.frombuffer(self.data, dtype=np.uint8)
-        start = self.slices_start + self.offsets[i]
-        try:
-            layout = portable_layout(self._buf, start, start + self.lengths[i])
-        except MalformedBitmap as e:
-            raise CorruptIndexError(
-                f"slice {i} is not a valid portable Roaring bitmap ({e})", source=self.source, offset=e.offset
-            ) from None
+        layout = self._layouts.get(i)
+        if layout is None:  # parsed once per opened index: a scan asks it again per query
+            start = self.slices_start + self.offsets[i]
+            try:
+                layout = portable_layout(self._buf, start, start + self.lengths[i])
+            except MalformedBitmap as e:
+                raise CorruptIndexError(
+                    f"slice {i} is not a valid portable Roaring bitmap ({e})", source=self.source, offset=e.offset
+                ) from None
+            self._layouts[i] = layout
         if not len(layout.keys):
             return np.zeros(len(rows), dtype=bool)
         high = (rows >> 16).astype(np.int64)
