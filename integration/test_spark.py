@@ -383,6 +383,23 @@ def test_user_schema_reads_fewer_columns(spark, lake):
     assert_same(got, expected, "user schema")
 
 
+def test_columns_given_at_load_time(spark, lake):
+    """``columns=`` reads only those columns (the filter may use others), in that order, as
+    the types Spark's own reader gives them; unknown names are refused with their names."""
+    where = "status = 'RETURNED' AND amount > 20"
+    df = spark_mod.read(spark, lake["root"], where, columns=["amount", "id"])
+    assert df.columns == ["amount", "id"]
+    parquet = spark.read.parquet(lake["root"]).schema
+    assert [f.dataType for f in df.schema] == [parquet["amount"].dataType, parquet["id"].dataType]
+    expected = reference(spark, lake, where).select(["amount", "id"])
+    assert_same(df.toArrow(), expected, "columns")
+    assert df.count() == expected.num_rows
+    with pytest.raises(arrowidx.ArrowIdxError, match="no column 'nope'"):
+        spark_mod.read(spark, lake["root"], where, columns=["id", "nope"])
+    with pytest.raises(Exception, match="no column 'nope'"):
+        spark.read.format("arrowidx").schema("id long, nope string").load(lake["root"]).count()
+
+
 def test_reference_reader_nan_pushdown(spark, lake):
     """Why the reference disables Parquet pushdown: with it, Spark's own reader loses NaN rows."""
     condition = "amount = double('NaN')"

@@ -11,7 +11,7 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +22,7 @@ from pyspark.sql.datasource import (
 )
 
 from ..errors import ArrowIdxError, OptionError
+from ..file_index import UnknownColumnError
 from ..lake.layout import (
     resolve,
 )
@@ -127,6 +128,7 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> list[FilePartition]:
         data = self._open()
+        _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
         expr = load_filter(self.options, data.schema)
         one_pass = True
         if expr is None:
@@ -204,13 +206,23 @@ def register(spark) -> None:
     spark.dataSource.register(ArrowIdxDataSource)
 
 
-def read(spark, path: str, filter: pc.Expression | str | None = None, **options: str):
+def read(
+    spark, path: str, filter: pc.Expression | str | None = None, *, columns: Sequence[str] | None = None,
+    **options: str,
+):  # fmt: skip
     """``spark.read.format("arrowidx").load(path)`` holding the rows that match ``filter``
     (a ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
     dropped; the indexes prune files and rows with it. ``options`` are the data source's
-    other options (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``)."""
+    other options (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``).
+
+    ``columns``: only these columns (the filter may use others). Spark cannot tell a Python
+    data source which columns a query needs, so give them here when a query uses few of
+    them: a ``count()`` over one column is about twice as fast as over six.
+    """
     register(spark)
     reader = spark.read.format(FORMAT_NAME)
+    if columns is not None:
+        reader = reader.schema(_columns_schema(path, list(columns)))
     if isinstance(filter, str):
         reader = reader.option("where", filter)
     elif filter is not None:
@@ -218,6 +230,24 @@ def read(spark, path: str, filter: pc.Expression | str | None = None, **options:
     for key, value in options.items():
         reader = reader.option(key, str(value))
     return reader.load(path)
+
+
+def _columns_schema(path: str, columns: list[str]):
+    """The Spark schema of ``columns`` of the dataset at ``path`` (types as :meth:`schema`)."""
+    fs, root, _ = resolve(path)
+    schema = IndexedDataset(fs, root).schema
+    _check_columns(columns, schema, root)
+    return arrow_to_spark_schema(pa.schema([schema.field(c) for c in columns]))
+
+
+def _check_columns(columns: list[str], schema: pa.Schema, root: str) -> None:
+    if not columns:
+        raise OptionError("columns must name at least one column (Spark reads no zero-column data source)")
+    missing = [c for c in columns if schema.get_field_index(c) < 0]
+    if missing:
+        raise UnknownColumnError(
+            f"{root}: no column {', '.join(map(repr, missing))} in the dataset (columns: {', '.join(schema.names)})"
+        )
 
 
 def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):
