@@ -78,10 +78,14 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
     Returns ``(translation, plans, deletion vectors)``. With ``always=False`` the plans
     are ``None`` when there is nothing to plan: no index covers a column of the predicate
     and nothing is deleted, so every file is read whole (no footer, index or file is
-    touched here; the caller hands the files to Polars as they are).
+    touched here; the caller hands the files to Polars as they are; the translation is
+    then None when the predicate names no indexed column).
     """
     with _lock(data):
         data.refresh()
+        names = None if always else _column_names(predicate)
+        if names is not None and not (names & data.indexed_columns()) and data.indexes_cannot_help(None):
+            return None, None, {}  # no index on a column the predicate names, nothing deleted: not even translated
         translation = translate(predicate, data.schema)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
@@ -98,3 +102,13 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
         plans = [data.plan_file(rel, expr, bound, statistics=False) for rel in data.files]
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
     return translation, plans, vectors
+
+
+def _column_names(predicate) -> set[str] | None:
+    """The columns a Polars predicate names (None when it cannot tell)."""
+    if predicate is None:
+        return set()
+    try:
+        return set(predicate.meta.root_names())
+    except Exception:  # noqa: BLE001
+        return None
