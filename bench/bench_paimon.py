@@ -98,7 +98,7 @@ def ensure_table(warehouse: Path, rows: int, files: int) -> None:
         return
     print(f"writing the benchmark table with Java Paimon 0.9.0 into {warehouse} ...", flush=True)
     subprocess.run([str(HERE / "paimon_writer" / "run.sh"), str(warehouse), "bench", str(rows), str(files)], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)})
     marker.touch()
 
 
@@ -133,7 +133,7 @@ def run_engine(python: str, engine: str, warehouse: Path, runs: int, needle: int
 
 
 def run_java(warehouse: Path, needle: int) -> dict:
-    env = dict(os.environ, JAVA_OPTS=f"-Xmx3g -Xms3g -Dneedle={needle}")
+    env = dict(os.environ, JAVA_OPTS=f"-Xmx3g -Xms3g -Dneedle={needle}", PYTHON=os.environ.get("PYTHON", sys.executable))
     try:
         out = subprocess.run([str(HERE / "paimon_writer" / "run.sh"), str(warehouse), "bench-read"],
                              capture_output=True, text=True, env=env, timeout=900)

@@ -4,7 +4,12 @@
 # J09: path of deps/jars/paimon-python-java-bridge-0.9.0.jar (downloaded here if unset).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-PY="${PYTHON:-/work/venv/bin/python}"
+# PYTHON: an interpreter with pyspark (its jars give the Hadoop classes); default: the
+# project's .venv (made by make test / make demo), else python3 on the PATH
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  if [ -x "$HERE/../../.venv/bin/python" ]; then PY="$HERE/../../.venv/bin/python"; else PY=python3; fi
+fi
 SJ="${SJ:-$("$PY" -c "import os,pyspark;print(os.path.join(os.path.dirname(pyspark.__file__),'jars'))")}"
 CACHE="${ARROWIDX_CACHE:-$HOME/.cache/arrowidx}"
 if [ -z "${J09:-}" ]; then
