@@ -224,3 +224,18 @@ def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
     ]
     with pytest.raises(FileNotFoundError):
         discover(pafs.LocalFileSystem(), str(tmp_path / "missing"))
+
+
+def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
+    """A symlinked folder is followed, as pyarrow.dataset follows it (the same file under
+    both names); a link back to a folder above ends there instead of looping."""
+    import pyarrow.fs as pafs
+
+    from arrowidx.lake.layout import discover
+
+    (tmp_path / "a").mkdir()
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "a" / "x.parquet")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
+    (tmp_path / "a" / "loop").symlink_to(tmp_path)
+    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
