@@ -589,11 +589,14 @@ def test_nan_and_signed_zero_follow_polars(lake):
         )
 
 
-def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeypatch):
+def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeypatch, caplog):
     """No index on the filter's columns and nothing deleted: without a listener the files go
     to Polars whole and no file is planned (no footer or index read); the answer is
-    pl.scan_parquet's. With a listener (on_scan) every file is planned for the report."""
+    pl.scan_parquet's. With a listener (on_scan, or the INFO log) every file is planned for
+    the report."""
     from arrowidx.lake.scan import IndexedDataset
+
+    caplog.set_level(logging.WARNING, logger="arrowidx.polars")  # nobody listens
 
     rng = np.random.default_rng(11)
     for i in range(4):
@@ -626,6 +629,11 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
     got = apl.scan(tmp_path, on_scan=seen.append).filter(pl.col("v") > 0.5).collect()
     assert_frame_equal(got, reference.filter(pl.col("v") > 0.5).collect())
     assert sorted(planned) == sorted(p.path for p in seen[0].plans) and len(seen[0].plans) == 5
+    planned.clear()
+    caplog.set_level(logging.INFO, logger="arrowidx.polars")  # the INFO log listens too
+    assert_frame_equal(apl.scan(tmp_path).filter(pl.col("v") > 0.5).collect(), reference.filter(pl.col("v") > 0.5).collect())
+    assert len(planned) == 5 and "indexes skipped 0/5 files" in caplog.text
+    caplog.set_level(logging.WARNING, logger="arrowidx.polars")
     planned.clear()  # a filter on the indexed column is planned, as before
     assert_frame_equal(
         apl.scan(tmp_path).filter(pl.col("k") == 3).collect(), reference.filter(pl.col("k") == 3).collect()
