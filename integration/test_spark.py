@@ -400,6 +400,36 @@ def test_columns_given_at_load_time(spark, lake):
         spark.read.format("arrowidx").schema("id long, nope string").load(lake["root"]).count()
 
 
+def test_planning_sees_deletes_and_files_after_earlier_queries(spark, tmp_path):
+    """The planner keeps the dataset it planned on between queries (its indexes stay
+    opened); a delete, a new file or a rewritten file since the last query is still seen."""
+    rng = np.random.default_rng(4)
+    for i in range(3):
+        pq.write_table(pa.table({"id": np.arange(i * 1000, i * 1000 + 1000), "k": rng.integers(0, 5, 1000)}),
+                       tmp_path / f"part-{i}.parquet", row_group_size=250)  # fmt: skip
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "k"}, progress=False)
+    root = str(tmp_path)
+
+    deleted_below = 0  # ids below this were deleted
+
+    def expected(where: str) -> int:  # pyarrow.dataset on the files as they are now
+        import pyarrow.dataset as pads
+
+        assert where == "k = 3"
+        return pads.dataset(root).to_table(filter=(pc.field("k") == 3) & (pc.field("id") >= deleted_below)).num_rows
+
+    for _ in range(2):  # the second query is planned on the kept dataset
+        assert spark_mod.read(spark, root, "k = 3", columns=["id"]).count() == expected("k = 3")
+    arrowidx.delete(tmp_path, pc.field("id") < 500, progress=False)
+    deleted_below = 500
+    got = spark_mod.read(spark, root, "k = 3", columns=["id"]).toArrow().column("id").to_pylist()
+    assert min(got) >= 500 and len(got) == expected("k = 3")
+    pq.write_table(pa.table({"id": np.arange(5000, 5010), "k": np.full(10, 3)}), tmp_path / "part-9.parquet")
+    assert spark_mod.read(spark, root, "k = 3", columns=["id"]).count() == expected("k = 3")
+    (tmp_path / "part-1.parquet").unlink()
+    assert spark_mod.read(spark, root, "k = 3", columns=["id"]).count() == expected("k = 3")
+
+
 def test_reference_reader_nan_pushdown(spark, lake):
     """Why the reference disables Parquet pushdown: with it, Spark's own reader loses NaN rows."""
     condition = "amount = double('NaN')"

@@ -11,6 +11,7 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -107,6 +108,10 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression 
     return out
 
 
+_PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
+_PLANNED_LOCK = threading.Lock()
+
+
 class _Reader(DataSourceReader):
     """Reads the planned files with the load-time filter; its state travels to the executors."""
 
@@ -123,8 +128,20 @@ class _Reader(DataSourceReader):
         self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
 
     def _open(self) -> IndexedDataset:
+        """The dataset to plan on, kept by the planning process across queries (its opened
+        indexes, footers and deletion vectors are cached per file identity) and refreshed:
+        the manifest re-read when its version changed, the files listed and stat-ed again."""
         fs, root, _ = resolve(self.path)
-        return IndexedDataset(fs, root, on_corrupt=self.on_corrupt)
+        key = (fs.type_name, root, self.on_corrupt)
+        with _PLANNED_LOCK:
+            data = _PLANNED.get(key)
+            if data is None:
+                if len(_PLANNED) >= 16:
+                    _PLANNED.clear()
+                data = _PLANNED[key] = IndexedDataset(fs, root, on_corrupt=self.on_corrupt)
+            else:
+                data.refresh()
+        return data
 
     def partitions(self) -> list[FilePartition]:
         data = self._open()
