@@ -42,12 +42,11 @@ def portable_of_sorted(rows: np.ndarray) -> bytes:
     cards = np.diff(bounds)
     if int(cards.max()) > 4096:
         return to_portable(bitmap_of(rows))
-    run_start = np.empty(n, dtype=bool)
-    run_start[0] = True
-    np.not_equal(rows[1:], rows[:-1] + 1, out=run_start[1:])
-    run_start[bounds[:-1]] = True
-    runs_before = np.concatenate(([0], np.cumsum(run_start, dtype=np.int64)))
-    runs = runs_before[bounds[1:]] - runs_before[bounds[:-1]]
+    # runs per container = rows - pairs of consecutive rows inside it (``after`` indexes the
+    # second row of each pair; a pair straddling two containers is not inside either)
+    after = np.flatnonzero(rows[1:] == rows[:-1] + 1) + 1
+    pairs = np.searchsorted(after, bounds[1:], "left") - np.searchsorted(after, bounds[:-1], "right")
+    runs = cards - pairs
     if bool((2 * runs <= cards + 2).any()):
         return to_portable(bitmap_of(rows))
     m = len(cards)
@@ -57,10 +56,10 @@ def portable_of_sorted(rows: np.ndarray) -> bytes:
     offsets = 8 + 8 * m + 2 * bounds[:-1]
     return b"".join(
         [
-            np.array([_COOKIE_NO_RUN, m], dtype="<u4").tobytes(),
-            header.tobytes(),
-            offsets.astype("<u4").tobytes(),
-            (rows & 0xFFFF).astype("<u2").tobytes(),
+            np.array([_COOKIE_NO_RUN, m], dtype="<u4"),
+            header,
+            offsets.astype("<u4"),
+            rows.astype("<u2"),  # the low 16 bits (the cast wraps)
         ]
     )
 

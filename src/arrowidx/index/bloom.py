@@ -205,7 +205,7 @@ class BloomFilterWriter(IndexWriter):
 
     def finish(self) -> bytes:
         packed = np.packbits(self.bits, bitorder="little")
-        return self.k.to_bytes(4, "big", signed=True) + packed.tobytes()
+        return b"".join([self.k.to_bytes(4, "big", signed=True), packed])  # one copy
 
 
 class BloomFilterReader(IndexReader):

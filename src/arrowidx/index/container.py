@@ -37,15 +37,17 @@ def write_container(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
     index over a column with no values.
     """
     head_entries = []
-    body = bytearray()
+    bodies: list[bytes] = []  # joined once at the end: an index can be tens of MB
+    body_size = 0
     for column, by_type in indexes.items():
         entries = []
         for index_type, data in by_type.items():
             if data is None:
                 entries.append((index_type, EMPTY_INDEX_FLAG, 0))
             else:
-                entries.append((index_type, len(body), len(data)))
-                body += data
+                entries.append((index_type, body_size, len(data)))
+                bodies.append(data)
+                body_size += len(data)
         head_entries.append((column, entries))
     names = b"".join(write_utf(c) + b"".join(write_utf(t) for t, _, _ in e) for c, e in head_entries)
     n_indexes = sum(len(e) for _, e in head_entries)
@@ -60,7 +62,7 @@ def write_container(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
             out += write_utf(index_type) + start.to_bytes(4, "big", signed=True) + length.to_bytes(4, "big")
     out += (0).to_bytes(4, "big")  # redundant length
     assert len(out) == head_length
-    return bytes(out + body)
+    return b"".join([out, *bodies])
 
 
 @dataclass(frozen=True)
