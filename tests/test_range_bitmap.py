@@ -647,3 +647,21 @@ def test_random_corruption_never_crashes(data):
         probe(bytes(raw), load_table(case["dataset"]).schema, "range-bitmap")
     except ArrowIdxError:
         pass
+
+
+@pytest.mark.parametrize("kind", ["range-bitmap", "bsi"])
+def test_in_lists_and_ranges_over_dense_slices(kind):
+    """400k rows, uniform plus one hot value: the first slices are dense bitsets, so the
+    queries pass where CRoaring's containers turn from bitsets into arrays (there an AND
+    is computed as AND-NOT of the complement, kept across the values of an IN list)."""
+    rng = np.random.default_rng(11)
+    values = np.concatenate([rng.integers(0, 100_000, 300_000), np.full(100_000, 7)]).astype(np.int32)
+    rng.shuffle(values)
+    table = pa.table({"c": pa.array(values, mask=rng.random(len(values)) < 0.03)})
+    index = FileIndex(write_file_index(table, {f"file-index.{kind}.columns": "c"}), table.schema)
+    c = pc.field("c")
+    present = values[:12].tolist()
+    for expr in (c.isin(present + [7, 0, 99_999, 123_456, -1]), c.isin(present[:3]), c == present[0], c == 7,
+                 c < 50_000, c < 8, c >= 99_000, c <= 7, ~c.isin(present)):  # fmt: skip
+        ours = index.evaluate(expr).to_mask(len(values)).to_numpy(zero_copy_only=False)
+        assert (ours == pyarrow_rows(table, expr)).all(), expr

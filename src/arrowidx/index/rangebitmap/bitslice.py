@@ -181,6 +181,7 @@ class SliceSet:
     def __init__(self) -> None:
         self._ebm: BitMap | None = None
         self._slices: dict[int, BitMap] | None = None
+        self._complements: dict[int, BitMap] | None = None
 
     def _load_ebm(self) -> BitMap:
         raise NotImplementedError
@@ -211,17 +212,40 @@ class SliceSet:
             found = self._slices[i] = self._load_slice(i)
         return found
 
+    def _complement(self, i: int, s: BitMap) -> BitMap:
+        """The rows with a value whose bit ``i`` is 0 (``s``: slice ``i``; kept like the slices)."""
+        if self._complements is None:
+            return self.ebm() - s
+        found = self._complements.get(i)
+        if found is None:
+            found = self._complements[i] = self.ebm() - s
+        return found
+
+    def _keep_bit(self, state: BitMap, i: int, s: BitMap) -> None:
+        """``state &= slice i`` for ``state`` within the existence bitmap.
+
+        CRoaring turns an AND of two bitset containers whose result is sparse into an array
+        bit by bit, ~4x slower than the vectorised extraction of its AND-NOT; where most of
+        the result's containers will be arrays, ``state -= ebm - slice`` gives the same rows
+        (the halving of a uniform column there costs 0.39 instead of 1.18 ms per 10M rows).
+        """
+        stats = state.get_statistics()
+        if stats["n_bitset_containers"] and state.intersection_cardinality(s) <= _ARRAY_MAX * stats["n_containers"]:
+            state -= self._complement(i, s)
+        else:
+            state &= s
+
     @contextmanager
     def kept(self):
         """Keep every slice loaded inside the block (several queries over the same slices)."""
         outer = self._slices is not None
         if not outer:
-            self._slices = {}
+            self._slices, self._complements = {}, {}
         try:
             yield self
         finally:
             if not outer:
-                self._slices = None
+                self._slices = self._complements = None
 
     def lt(self, t: int) -> BitMap:
         """Rows whose value is ``< t``."""
@@ -253,7 +277,7 @@ class SliceSet:
             s = self.slice(i)
             if bit:
                 below |= prefix - s
-                prefix &= s
+                self._keep_bit(prefix, i, s)
             else:
                 prefix -= s
             del s
@@ -288,7 +312,7 @@ class SliceSet:
             if rows is not None:
                 state, rows = bitmap_of(rows), None
             if bit:
-                state &= self.slice(i)
+                self._keep_bit(state, i, self.slice(i))
             else:
                 state -= self.slice(i)
             if not state:
@@ -408,7 +432,9 @@ class BitSliceIndexBitmap(SliceSet):
         return ebm
 
     def sparse_limit(self) -> int:
-        return max(4096, self.rows // 512)
+        # measured on W4 (10M rows): 4,096 beats rows/512 for IN (the slices are shared by
+        # the values) and ties for = and <; 256-8,192 are within 10 %
+        return 4096
 
     def slice_contains(self, i: int, rows: np.ndarray) -> np.ndarray | None:
         """Probe slice ``i``'s bitset containers at ``rows`` without decoding the slice;
