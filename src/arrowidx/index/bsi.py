@@ -208,8 +208,11 @@ class BsiReader(ExactIndexReader):
     def matching_rows(self, op: str, keys: tuple) -> BitMap:
         """The non-null rows where ``<column> <op> keys`` holds (exact)."""
         if op in ("eq", "in"):
+            distinct = set(keys)
+            if len(distinct) == 1:  # one key: nothing to share
+                return self._eq(int(keys[0]))
             with self.positive.kept(), self.negative.kept():  # the keys share the slices
-                return BitMap.union(BitMap(), *[self._eq(int(k)) for k in set(keys)])
+                return BitMap.union(BitMap(), *[self._eq(int(k)) for k in distinct])
         v = int(keys[0])
         p, n = self.positive, self.negative
         if op in ("lt", "le"):

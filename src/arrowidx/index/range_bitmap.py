@@ -249,8 +249,11 @@ class RangeBitmapReader(ExactIndexReader):
             return BitMap()
         ordered = [self.codec.order_of(k) for k in keys]
         if op in ("eq", "in"):
+            distinct = set(ordered)
+            if len(distinct) == 1:  # one key (a needle, per file of a scan): nothing to share
+                return self._eq(ordered[0])
             with self.bsi.kept():  # the keys share the slices
-                return BitMap.union(BitMap(), *[self._eq(k) for k in set(ordered)])
+                return BitMap.union(BitMap(), *[self._eq(k) for k in distinct])
         key = ordered[0]
         # min/max settle many ranges without the dictionary (as Java does)
         if op in ("lt", "le"):
