@@ -424,10 +424,9 @@ class IndexedDataset:
         """The dataset columns ``expr`` reads."""
         if expr is None:
             return set()
-        try:
-            return bind(expr, self.schema).columns() | _expression_fields(expr, self.schema)
-        except Exception:  # noqa: BLE001 - an expression we cannot read: read every column
-            return set(self.schema.names)
+        # every field the expression names (a superset of the columns its bound predicate
+        # reads): one parse of the expression, not two
+        return _expression_fields(expr, self.schema)
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
