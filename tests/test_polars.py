@@ -624,6 +624,11 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
             reference.filter(expr).select("s", "id").collect(),
         )
     assert_frame_equal(apl.scan(tmp_path).collect(), reference.collect())
+    from arrowidx.polars.source import _Source
+
+    monkeypatch.setattr(_Source, "WAVE_ROWS", 600)  # a wave per file or two: order and rows kept
+    for expr in [pl.col("v") > 0.5, pl.col("id") >= 0]:
+        assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
     assert planned == []
     seen = []
     got = apl.scan(tmp_path, on_scan=seen.append).filter(pl.col("v") > 0.5).collect()

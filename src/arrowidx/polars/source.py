@@ -171,7 +171,7 @@ class _Source:
         translation, plans, vectors = _plan(self.data, predicate, always=always)
         report = None
         if plans is None:
-            frames = self._native(self._whole_files(), predicate, needed, selective=False)
+            frames = self._whole_files(predicate, needed)
         else:
             selective = IndexedDataset._index_pruned(plans)
             reads = self._reads(plans, vectors, n_rows, predicate)
@@ -207,27 +207,36 @@ class _Source:
         if self.on_scan is not None:
             self.on_scan(report)
 
-    def _whole_files(self) -> list[_Read]:
-        """Every non-empty file, read whole: nothing to prune, nothing deleted. Sized from
-        the manifest (only wave sizes depend on it); footers are read only for files it
-        lacks or lists as empty."""
-        manifest, none = self.data.manifest, np.zeros(0, np.int64)
-        reads = []
+    def _whole_files(self, predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
+        """Every non-empty file read whole by Polars (nothing to prune, nothing deleted), in
+        waves of at most ``WAVE_ROWS`` rows. Sized from the manifest; footers are read only
+        for files it lacks or lists as empty. Per file this is a dict lookup and a path: a
+        lake of 1,000 files pays no planning objects."""
+        manifest, root = self.data.manifest.files, self.data.root
+        wave: list[str] = []
+        rows = 0
         for rel in self.data.files:
-            entry = manifest.files.get(rel)
-            rows = entry.rows if entry is not None and entry.rows else self.data.row_count(rel)
-            if rows:  # empty files are left out, as planning leaves them out
-                reads.append(_Read(FilePlan(rel, rows, "remain"), [(0, rows)], none))
-        return reads
+            entry = manifest.get(rel)
+            n = entry.rows if entry is not None and entry.rows else self.data.row_count(rel)
+            if not n:
+                continue  # empty files are left out, as planning leaves them out
+            if wave and rows + n > self.WAVE_ROWS:
+                yield _finish(pl.scan_parquet(wave, glob=False, hive_partitioning=False), predicate, needed).collect()
+                wave, rows = [], 0
+            wave.append(join(root, rel))
+            rows += n
+        if wave:
+            yield _finish(pl.scan_parquet(wave, glob=False, hive_partitioning=False), predicate, needed).collect()
 
     def _waves(self, reads: list[_Read]) -> Iterator[list[_Read]]:
         wave, rows = [], 0
         for r in reads:
-            if wave and rows + r.rows > self.WAVE_ROWS:
+            n = r.rows
+            if wave and rows + n > self.WAVE_ROWS:
                 yield wave
                 wave, rows = [], 0
             wave.append(r)
-            rows += r.rows
+            rows += n
         if wave:
             yield wave
 
