@@ -213,6 +213,10 @@ class _Source:
         for files it lacks or lists as empty. Per file this is a dict lookup and a path: a
         lake of 1,000 files pays no planning objects."""
         manifest, root = self.data.manifest.files, self.data.root
+
+        def read(paths: list[str]) -> pl.DataFrame:
+            return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed).collect()
+
         wave: list[str] = []
         rows = 0
         for rel in self.data.files:
@@ -221,12 +225,12 @@ class _Source:
             if not n:
                 continue  # empty files are left out, as planning leaves them out
             if wave and rows + n > self.WAVE_ROWS:
-                yield _finish(pl.scan_parquet(wave, glob=False, hive_partitioning=False), predicate, needed).collect()
+                yield read(wave)
                 wave, rows = [], 0
             wave.append(join(root, rel))
             rows += n
         if wave:
-            yield _finish(pl.scan_parquet(wave, glob=False, hive_partitioning=False), predicate, needed).collect()
+            yield read(wave)
 
     def _waves(self, reads: list[_Read]) -> Iterator[list[_Read]]:
         wave, rows = [], 0
