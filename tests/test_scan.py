@@ -239,3 +239,22 @@ def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
     assert discover(pafs.LocalFileSystem(), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
     (tmp_path / "a" / "loop").symlink_to(tmp_path)
     assert discover(pafs.LocalFileSystem(), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_expression_mask_is_pyarrows_filter_in_either_thread_mode(threads):
+    """The scan core's one re-filter: TRUE rows only (NULL is not selected), whether evaluated
+    on pyarrow's thread pool (whole tables) or in the calling thread (a batch taken from a
+    running scan, whose pool is busy decoding)."""
+    from arrowidx.lake.read import expression_mask
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    amount = pa.array(rng.normal(20, 5, n), mask=rng.random(n) < 0.1)
+    status = pa.array(rng.choice(["new", "paid", "lost"], n), mask=rng.random(n) < 0.05)
+    batch = pa.record_batch({"amount": amount, "status": status})
+    for expr in [pc.field("amount") > 21.0, (pc.field("status") == "paid") | (pc.field("amount") < 10.0), ~(pc.field("status") == "new")]:
+        expected = ds.dataset(pa.Table.from_batches([batch])).to_table(filter=expr)
+        mask = expression_mask(batch, expr, threads=threads)
+        assert mask.dtype == bool and mask.size == n
+        assert pa.Table.from_batches([batch.filter(pa.array(mask))]).equals(expected.combine_chunks())

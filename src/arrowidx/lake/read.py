@@ -36,15 +36,18 @@ from ..deletion import DeletionVector
 from ..result import bitmap_to_mask
 
 
-def expression_mask(table: pa.Table | pa.RecordBatch, expr) -> np.ndarray:
+def expression_mask(table: pa.Table | pa.RecordBatch, expr, *, threads: bool = True) -> np.ndarray:
     """Where ``expr`` is TRUE for each row of ``table`` (NULL counts as not selected).
 
     The one re-filter of the scan core: every row the indexes keep passes through here,
-    evaluated with ``pyarrow.dataset`` filter semantics.
+    evaluated with ``pyarrow.dataset`` filter semantics. ``threads=False`` evaluates in the
+    calling thread: for a batch taken from a running pyarrow scan, whose thread pool is busy
+    decoding the next batches (a threaded evaluation would queue behind them: 8 ms instead
+    of 1 ms per 100,000-row batch).
     """
     if expr is None:
         return np.ones(table.num_rows, dtype=bool)
-    column = ds.dataset(table).to_table(columns={"m": expr}).column("m")
+    column = ds.dataset(table).to_table(columns={"m": expr}, use_threads=threads).column("m")
     return boolean_to_numpy(pc.fill_null(column, False).combine_chunks())
 
 
@@ -269,7 +272,7 @@ class FileReader:
                 m = mask[seen[i] : seen[i] + batch.num_rows]
                 seen[i] += batch.num_rows
             if expr is not None:
-                matches = expression_mask(batch, expr)
+                matches = expression_mask(batch, expr, threads=False)
                 m = matches if m is None else m & matches
             if m is not None:
                 if not m.any():
