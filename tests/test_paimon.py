@@ -221,3 +221,22 @@ def test_merge_rows_reference():
     assert sorted(zip(last["k"].to_pylist(), last["v"].to_pylist())) == [(1, "b"), (2, "c")]
     first = merge_rows(t, ["k"], "first-row")
     assert sorted(zip(first["k"].to_pylist(), first["v"].to_pylist())) == [(1, "a"), (2, "d"), (3, "e")]
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "wrong magic"])
+def test_damaged_index_extra_files_only_cost_speed(tmp_path, damage):
+    """``.index`` extra files are mapped in place, not read whole; an empty, truncated or
+    foreign one answers REMAIN (the data file is read), so the answer stays exact."""
+    d = _copy(tmp_path, "paimon-0.9.0", "append_idx")
+    t = paimon.open_table(d)
+    pred = pc.field("name") == "zzz"
+    assert t.explain(pred).files_read < len(t.explain(pred).files)  # the intact indexes prune
+    for p in d.rglob("*.parquet.index"):
+        data = p.read_bytes()
+        p.write_bytes({"empty": b"", "truncated": data[:20], "wrong magic": b"\0" * 8 + data[8:]}[damage])
+    t = paimon.open_table(d)
+    full = t.to_table()
+    for expr in (pred, pc.field("status") == "pending", pc.field("id") > 3):
+        assert sort(t.to_table(filter=expr)) == sort(full.filter(expr))
+    plan = t.explain(pred)
+    assert "index" not in {p.reason for p in plan.files if p.skipped}

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import mmap
+import os
 import posixpath
 import re
 import struct
@@ -38,6 +40,21 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
                 return f.read()
         with fs.open_input_stream(path) as f:
             return f.read()
+    except FileNotFoundError:
+        raise PaimonTableError(f"{path}: file not found") from None
+
+
+def map_bytes(fs: pafs.FileSystem, path: str) -> bytes | memoryview:
+    """A file's bytes for reading in place: a read-only memory map of a local file (only the
+    pages a reader touches are read, e.g. a bloom filter's few words of a large index
+    file), else the bytes read whole. For immutable files only (Paimon never rewrites one)."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return read_bytes(fs, path)
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b""
+            return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     except FileNotFoundError:
         raise PaimonTableError(f"{path}: file not found") from None
 
@@ -236,9 +253,10 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-def decode_binary_row(data: bytes, ptypes: list[Any]) -> list[Any] | None:
+def decode_binary_row(data: bytes, ptypes: list[Any], wanted: set[int] | None = None) -> list[Any] | None:
     """The values of a serialized ``BinaryRow`` (4-byte arity, then the row), as Python
-    values; None for NULL, :data:`UNKNOWN` for types not decoded. None if the arity differs."""
+    values; None for NULL, :data:`UNKNOWN` for types not decoded and for fields not in
+    ``wanted`` (positions; None: all). None if the arity differs."""
     if len(data) < 4:
         return None
     arity = int.from_bytes(data[:4], "big")
@@ -250,6 +268,9 @@ def decode_binary_row(data: bytes, ptypes: list[Any]) -> list[Any] | None:
         return None
     out: list[Any] = []
     for i, ptype in enumerate(ptypes):
+        if wanted is not None and i not in wanted:
+            out.append(UNKNOWN)
+            continue
         bit = i + 8
         if row[bit >> 3] & (1 << (bit & 7)):
             out.append(None)

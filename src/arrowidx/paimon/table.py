@@ -53,6 +53,7 @@ from .metadata import (
     deletion_ranges,
     latest_snapshot_id,
     live_files,
+    map_bytes,
     read_bytes,
     read_schema,
     read_snapshot,
@@ -402,11 +403,12 @@ class PaimonTable:
             old_types = {x.name: x.type for x in old.fields}
             if all(n in old_types for n in names):
                 types = [old_types[n] for n in names]
-                mins = decode_binary_row(f.value_stats[0], types)
-                maxs = decode_binary_row(f.value_stats[1], types)
+                by_old = {n: i for i, n in enumerate(names)}
+                wanted = {by_old[o] for c, o in mapping.items() if c in columns and o in by_old}
+                mins = decode_binary_row(f.value_stats[0], types, wanted)
+                maxs = decode_binary_row(f.value_stats[1], types, wanted)
                 nulls = f.value_stats[2]
                 if mins is not None and maxs is not None:
-                    by_old = {n: i for i, n in enumerate(names)}
                     for latest, old_name in mapping.items():
                         if latest not in columns or old_name is None or old_name not in by_old:
                             continue
@@ -434,7 +436,7 @@ class PaimonTable:
         if len(extras) != 1:
             return None, ""
         index_path = posixpath.join(posixpath.dirname(path), extras[0])
-        return FileIndex(read_bytes(self.fs, index_path), schema, name=index_path), "index file"
+        return FileIndex(map_bytes(self.fs, index_path), schema, name=index_path), "index file"
 
     def plan(self, filter=None) -> Explain:
         """Which files are read for ``filter`` and why (see :class:`Explain`)."""
