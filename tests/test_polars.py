@@ -644,3 +644,44 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
         apl.scan(tmp_path).filter(pl.col("k") == 3).collect(), reference.filter(pl.col("k") == 3).collect()
     )
     assert len(planned) == 5
+
+
+
+def test_deletions_outside_the_index_bitmap_need_no_row_index(tmp_path, monkeypatch):
+    """A deleted row the index's bitmap leaves out can never match, so files whose deleted
+    rows all lie outside the bitmap are read by plain Polars scans (no row index); a deleted
+    row inside it is still dropped. The answer is plain Polars' minus the deleted ids."""
+    rng = np.random.default_rng(5)
+    tables = [
+        pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "k": rng.integers(0, 6, 1000), "v": rng.normal(size=1000)})
+        for i in range(3)
+    ]
+    for i, t in enumerate(tables):
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "k"}, progress=False)
+    k_1500 = tables[1].column("k")[500].as_py()  # id 1500: deleted, and its k is queried below
+    assert k_1500 != 5
+    arrowidx.delete(tmp_path, (pc.field("k") == 5) | (pc.field("id") == 1500), progress=False)
+    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    deleted_ids = everything.filter((pl.col("k") == 5) | (pl.col("id") == 1500)).select("id").collect().to_series()
+    reference = everything.filter(~pl.col("id").is_in(deleted_ids.implode()))
+    row_indexes: list[str | None] = []
+    scan_parquet = pl.scan_parquet
+
+    def recording(*args, **kwargs):
+        row_indexes.append(kwargs.get("row_index_name"))
+        return scan_parquet(*args, **kwargs)
+
+    monkeypatch.setattr(pl, "scan_parquet", recording)
+    others = [k for k in range(5) if k != k_1500]
+    for expr, deletion_inside in [
+        (pl.col("k") == others[0], False),
+        (pl.col("k").is_in(others[1:3]), False),
+        ((pl.col("k") == others[3]) & (pl.col("v") > 0), False),
+        (pl.col("k") == k_1500, True),  # the bitmap holds row 1500 of part-1
+        (pl.col("k").is_in([5, others[0]]), True),  # the bitmap holds every deleted k = 5 row
+    ]:
+        row_indexes.clear()
+        assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
+        assert row_indexes, expr
+        assert any(name is not None for name in row_indexes) == deletion_inside, (expr, row_indexes)

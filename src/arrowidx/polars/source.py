@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._roaring import bitmap_of, positions_of
 from ..lake.layout import join
 from ..lake.scan import FilePlan, IndexedDataset
 from .explain import ScanReport
@@ -68,7 +69,8 @@ class _Read:
 
     plan: FilePlan
     runs: list[tuple[int, int]]
-    deleted: np.ndarray  # sorted positions (int64) within the runs
+    deleted: np.ndarray  # sorted positions (int64) within the runs that can change the answer
+    deleted_elsewhere: int = 0  # deleted rows within the runs outside the index's bitmap (never matched)
 
     @property
     def rows(self) -> int:
@@ -152,7 +154,14 @@ class _Source:
                 for a, b in runs:
                     inside |= (deleted >= a) & (deleted < b)
                 deleted = deleted[inside]
-            reads.append(_Read(plan, runs, deleted))
+            elsewhere = 0
+            if deleted.size and plan.result.kind == "bitmap" and deleted[-1] < 1 << 32:
+                # Rows outside the index's bitmap never match the predicate, so only deleted
+                # rows inside it can change the answer; often none is, and the file is then
+                # read without a row index (Polars' own late materialisation intact).
+                relevant = positions_of(bitmap_of(deleted) & plan.result.bitmap).astype(np.int64)
+                elsewhere, deleted = deleted.size - relevant.size, relevant
+            reads.append(_Read(plan, runs, deleted, elsewhere))
         return reads
 
     # -- running ---------------------------------------------------------------------------------
@@ -179,7 +188,7 @@ class _Source:
                 self.data.root, None if predicate is None else str(predicate), translation, plans,
                 with_columns=with_columns, n_rows=n_rows, files_read=len(reads),
                 row_groups_read=sum(_groups(r) for r in reads),
-                rows_read=sum(r.rows - r.deleted.size for r in reads),
+                rows_read=sum(r.rows - r.deleted.size - r.deleted_elsewhere for r in reads),
             )  # fmt: skip
             frames = (
                 self._native(reads, predicate, needed, selective)
