@@ -240,3 +240,41 @@ def test_damaged_index_extra_files_only_cost_speed(tmp_path, damage):
         assert sort(t.to_table(filter=expr)) == sort(full.filter(expr))
     plan = t.explain(pred)
     assert "index" not in {p.reason for p in plan.files if p.skipped}
+
+
+def test_file_names_in_metadata_cannot_leave_the_table(tmp_path):
+    """Paimon writes generated plain file names; a name with a separator or ``..`` in a
+    snapshot, manifest list, manifest or index manifest is damage, refused with an error
+    naming the metadata file, and nothing outside the table is opened."""
+    import fastavro
+
+    d = _copy(tmp_path, "paimon-master", "pk_dv")
+    latest = (d / "snapshot" / "LATEST").read_text().strip()
+    snapshot = d / "snapshot" / f"snapshot-{latest}"
+    original = snapshot.read_text()
+    doc = json.loads(original)
+    for key in ("baseManifestList", "indexManifest"):
+        _edit_json(snapshot, lambda doc, key=key: doc.update({key: "../../../etc/passwd"}))
+        with pytest.raises(PaimonTableError, match=r"not a plain file name"):
+            paimon.open_table(d).to_table()
+        snapshot.write_text(original)
+
+    def rewrite(path: Path, edit) -> None:
+        with open(path, "rb") as f:
+            reader = fastavro.reader(f)
+            schema, codec, records = reader.writer_schema, reader.codec, list(reader)
+        edit(records)
+        with open(path, "wb") as f:
+            fastavro.writer(f, schema, records, codec=codec)
+
+    manifest_list = d / "manifest" / doc["baseManifestList"]
+    saved = manifest_list.read_bytes()
+    rewrite(manifest_list, lambda recs: recs[0].update({"_FILE_NAME": "../x"}))
+    with pytest.raises(PaimonTableError, match=rf"{manifest_list.name}.*'../x' is not a plain file name"):
+        paimon.open_table(d).to_table()
+    manifest_list.write_bytes(saved)
+    with open(manifest_list, "rb") as f:
+        manifest = d / "manifest" / next(iter(fastavro.reader(f)))["_FILE_NAME"]
+    rewrite(manifest, lambda recs: recs[0]["_FILE"].update({"_FILE_NAME": "sub/../../data.parquet"}))
+    with pytest.raises(PaimonTableError, match=rf"{manifest.name}.*data file 'sub/../../data.parquet'"):
+        paimon.open_table(d).to_table()

@@ -375,15 +375,24 @@ class DataFile:
     write_cols: list[str] | None = None
 
 
+def plain_name(value: Any, where: str, what: str) -> str:
+    """A file name from table metadata, checked to be a plain name: Paimon writes generated
+    names (``data-<uuid>-0.parquet``), so a separator or ``..`` is damage, and would make
+    arrowidx read outside the table directory."""
+    if not isinstance(value, str) or not value or value in (".", "..") or "/" in value or "\\" in value:
+        raise PaimonTableError(f"{where}: {what} {value!r} is not a plain file name (damaged metadata)")
+    return value
+
+
 def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> list[str]:
     if not name:
         return []
-    path = posixpath.join(table, "manifest", name)
+    path = posixpath.join(table, "manifest", plain_name(name, table, "manifest list"))
     out = []
     for rec in read_avro(fs, path):
         _check_version(rec, MANIFEST_FILE_VERSIONS, path, "manifest file meta")
         try:
-            out.append(str(rec["_FILE_NAME"]))
+            out.append(plain_name(rec["_FILE_NAME"], path, "manifest"))
         except KeyError:
             raise PaimonTableError(f"{path}: manifest list record has no _FILE_NAME") from None
     return out
@@ -391,7 +400,7 @@ def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> lis
 
 def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int, DataFile]]:
     """``[(kind, file)]`` of one manifest, in file order."""
-    path = posixpath.join(table, "manifest", name)
+    path = posixpath.join(table, "manifest", plain_name(name, table, "manifest"))
     out = []
     for rec in read_avro(fs, path):
         _check_version(rec, MANIFEST_ENTRY_VERSIONS, path, "manifest entry")
@@ -405,7 +414,7 @@ def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int,
                         partition=bytes(rec["_PARTITION"]),
                         bucket=int(rec["_BUCKET"]),
                         total_buckets=int(rec.get("_TOTAL_BUCKETS") or 0),
-                        name=str(f["_FILE_NAME"]),
+                        name=plain_name(f["_FILE_NAME"], path, "data file"),
                         size=int(f["_FILE_SIZE"]),
                         rows=int(f["_ROW_COUNT"]),
                         level=int(f["_LEVEL"]),
@@ -414,7 +423,7 @@ def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int,
                         max_seq=int(f.get("_MAX_SEQUENCE_NUMBER") or 0),
                         value_stats=None if stats is None else (stats["_MIN_VALUES"], stats["_MAX_VALUES"], stats.get("_NULL_COUNTS")),
                         value_stats_cols=f.get("_VALUE_STATS_COLS"),
-                        extra_files=list(f.get("_EXTRA_FILES") or []),
+                        extra_files=[plain_name(x, path, "extra file") for x in f.get("_EXTRA_FILES") or []],
                         embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
                         external_path=f.get("_EXTERNAL_PATH"),
                         delete_row_count=f.get("_DELETE_ROW_COUNT"),
@@ -460,13 +469,13 @@ def deletion_ranges(fs: pafs.FileSystem, table: str, snapshot: dict) -> dict[str
     name = snapshot.get("indexManifest")
     if not name:
         return {}
-    path = posixpath.join(table, "manifest", name)
+    path = posixpath.join(table, "manifest", plain_name(name, table, "index manifest"))
     entries: dict[str, dict] = {}
     for rec in read_avro(fs, path):
         _check_version(rec, INDEX_ENTRY_VERSIONS, path, "index manifest entry")
         if rec.get("_INDEX_TYPE") != DELETION_VECTORS:
             continue
-        key = rec["_FILE_NAME"]
+        key = plain_name(rec.get("_FILE_NAME"), path, "index file")
         if rec.get("_KIND") == DELETE:
             entries.pop(key, None)
         else:
