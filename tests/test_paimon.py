@@ -278,3 +278,24 @@ def test_file_names_in_metadata_cannot_leave_the_table(tmp_path):
     rewrite(manifest, lambda recs: recs[0]["_FILE"].update({"_FILE_NAME": "sub/../../data.parquet"}))
     with pytest.raises(PaimonTableError, match=rf"{manifest.name}.*data file 'sub/../../data.parquet'"):
         paimon.open_table(d).to_table()
+
+
+def test_index_files_are_read_whole_when_they_cannot_be_mapped(monkeypatch):
+    """Mapping an ``.index`` file can fail (the process's limit of mappings): the file is then
+    read whole, and the plan is the same as with mapped files."""
+    import mmap
+
+    from arrowidx.paimon import metadata
+
+    table = ROOT / "paimon-0.9.0" / "db.db" / "append_idx"
+    pred = pc.field("name") == "zzz"
+    mapped = paimon.open_table(table).explain(pred)
+
+    def refuse(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(metadata.mmap, "mmap", refuse)
+    assert mmap.mmap is refuse
+    read = paimon.open_table(table).explain(pred)
+    assert [p.status for p in read.files] == [p.status for p in mapped.files]
+    assert read.files_read < len(read.files)

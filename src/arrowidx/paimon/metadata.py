@@ -57,6 +57,8 @@ def map_bytes(fs: pafs.FileSystem, path: str) -> bytes | memoryview:
             return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     except FileNotFoundError:
         raise PaimonTableError(f"{path}: file not found") from None
+    except (OSError, ValueError):  # e.g. the process's limit of mappings reached: read it whole
+        return read_bytes(fs, path)
 
 
 def _exists(fs: pafs.FileSystem, path: str) -> bool:
