@@ -1,4 +1,4 @@
-"""Issue 10 benchmark: the scan core against the same engines without arrowidx, on four lakes,
+"""Issue 10 benchmark: the scan core against the same engines without arrowidx, on five lakes,
 side by side in one run (warm medians, runs interleaved so both see the same load).
 
     .venv/bin/python bench/bench_scan.py [--scale 1.0] [--runs 5] [--only demo,clustered,...] [--no-polars]
@@ -12,6 +12,10 @@ Lakes (under ``bench-data/``, generated once, fixed seed; ``--scale`` multiplies
   *only bloom filters*, ``status`` a bitmap.
 * ``small-files``: 1,000 files x 2,000 rows; bitmap status, range-bitmap id, bloom user_id.
 * ``one-file``: one 20M-row file, 100k-row groups; the demo's indexes.
+* ``deleted``: the demo lake again, with the demo's deletions in every file (``status =
+  'CANCELLED' AND amount > 150``, 2,293 rows as deletion vectors). The engines alone cannot
+  read deletion vectors, so their baseline is the same filter AND NOT the deleted rows'
+  condition (what ``make demo`` compares too): the rows are the same.
 
 Engines: ``pyarrow.dataset`` to_table vs ``arrowidx.dataset`` to_table; ``pl.scan_parquet``
 vs ``arrowidx.polars.scan``; DuckDB printed beside. Each line prints arrowidx's time, the
@@ -42,6 +46,9 @@ from arrowidx.demo import demo_options, generate
 DATA = Path("bench-data")
 STATUSES = ["DELIVERED", "SHIPPED", "PENDING", "CANCELLED", "RETURNED", "LOST"]
 WEIGHTS = [0.55, 0.25, 0.12, 0.05, 0.0299, 0.0001]
+DELETED = (pc.field("status") == "CANCELLED") & (pc.field("amount") > 150.0)  # the ``deleted`` lake's deletions
+ALIVE = ~DELETED | DELETED.is_null()  # rows the deletions keep, for the engines alone
+ALIVE_SQL = "(NOT (status = 'CANCELLED' AND amount > 150.0) OR (status = 'CANCELLED' AND amount > 150.0) IS NULL)"
 
 
 def _rows(n: int, rng, ids: np.ndarray, ts0: int) -> pa.Table:
@@ -89,6 +96,13 @@ def lakes(scale: float, only: set[str] | None) -> dict[str, tuple[Path, dict]]:
         root = generate(DATA / f"scan-demo-{rows}", rows, 20)
         arrowidx.build(root, demo_options(), progress=False)
         out["demo"] = (root, demo_options())
+    if want("deleted"):
+        rows = int(10_000_000 * scale)
+        root = generate(DATA / f"scan-deleted-{rows}", rows, 20)
+        if arrowidx.dataset(root).manifest.version < 2:  # built, then the deletions committed once
+            arrowidx.build(root, demo_options(), progress=False)
+            arrowidx.delete(root, DELETED, progress=False)
+        out["deleted"] = (root, demo_options())
     if want("clustered"):
         opts = {"file-index.bloom-filter.columns": "user_id,id", "file-index.bloom-filter.user_id.fpp": "0.01",
                 "file-index.bloom-filter.id.fpp": "0.01", "file-index.bitmap.columns": "status"}  # fmt: skip
@@ -112,7 +126,7 @@ def queries(name: str, root: Path) -> list[tuple[str, pc.Expression, str, dict]]
     user, rid = col.column("user_id")[row].as_py(), col.column("id")[row].as_py()
     tmin = pq.read_metadata(first).row_group(0).column(0)  # noqa: F841 - (footer touched)
     q = []
-    if name == "demo":
+    if name in ("demo", "deleted"):
         q += [
             ("needle user_id (range-bitmap)", pc.field("user_id") == user, f"user_id = {user}", {"pyarrow": 50, "duckdb": 5}),
             ("needle id (range-bitmap)", pc.field("id") == rid, f"id = {rid}", {"pyarrow": 50, "duckdb": 5}),
@@ -213,20 +227,22 @@ def main(argv: list[str] | None = None) -> int:
               f" {'apl.scan':>10} {'scan_pq':>10} {'x':>6}")  # fmt: skip
         table_rows: list[tuple[str, float, float | None, str]] = []
         for label, expr, where, targets in queries(name, root):
-            sql = f"SELECT * FROM read_parquet('{glob}') WHERE {where}"
+            # the engines alone, on the lake with deletions: the same filter minus the deleted rows
+            plain_expr, plain_where = (expr & ALIVE, f"({where}) AND {ALIVE_SQL}") if name == "deleted" else (expr, where)
+            sql = f"SELECT * FROM read_parquet('{glob}') WHERE {plain_where}"
             fns = {
                 "arrowidx": lambda e=expr, d=data: d.to_table(filter=e),
-                "pyarrow": lambda e=expr, d=plain: d.to_table(filter=e),
+                "pyarrow": lambda e=plain_expr, d=plain: d.to_table(filter=e),
                 "duckdb": lambda s=sql: con.sql(s).to_arrow_table(),
             }
-            got, want = data.to_table(filter=expr), plain.to_table(filter=expr)
+            got, want = data.to_table(filter=expr), plain.to_table(filter=plain_expr)
             assert got.num_rows == want.num_rows, f"{name} {label}: {got.num_rows} != {want.num_rows}"
             t = timed(fns, args.runs)
             if pl is not None:  # the Polars pair side by side in rounds of its own
-                pexpr = _polars_expr(pl, expr, where)
+                pexpr, plain_pexpr = _polars_expr(pl, expr, where), _polars_expr(pl, plain_expr, plain_where)
                 t |= timed({
                     "apl": lambda e=pexpr, r=root: apl.scan(r).filter(e).collect(),
-                    "polars": lambda e=pexpr, g=glob: pl.scan_parquet(g).filter(e).collect(),
+                    "polars": lambda e=plain_pexpr, g=glob: pl.scan_parquet(g).filter(e).collect(),
                 }, args.runs)  # fmt: skip
             x_pa, x_duck = t["pyarrow"] / t["arrowidx"], t["duckdb"] / t["arrowidx"]
             line = f"{label:32} {got.num_rows:>9,} {t['arrowidx']:>8.1f}ms {t['pyarrow']:>8.1f}ms {x_pa:>5.1f}x {t['duckdb']:>8.1f}ms {x_duck:>5.1f}x"
