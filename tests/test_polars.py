@@ -685,3 +685,61 @@ def test_deletions_outside_the_index_bitmap_need_no_row_index(tmp_path, monkeypa
         assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
         assert row_indexes, expr
         assert any(name is not None for name in row_indexes) == deletion_inside, (expr, row_indexes)
+
+
+def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path, monkeypatch):
+    """In a selective scan, whole files an inexact index kept are first scanned on the
+    predicate's columns alone, then read only where rows match: the rows themselves when at
+    most two, else their row groups; files without a match are not read. Deleted rows stay
+    dropped, and the answer is plain Polars' minus the deleted ids."""
+    from arrowidx.polars import source
+
+    rng = np.random.default_rng(8)
+    tables = []
+    for i in range(8):
+        u = rng.integers(0, 2**40, 1000)
+        if i == 2:
+            u[[10, 700, 710]] = 77  # a value three times in one file: two row groups hold it
+        tables.append(pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "u": u, "v": rng.normal(size=1000)}))
+    for i, t in enumerate(tables):
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
+    options = {"file-index.bloom-filter.columns": "u", "file-index.bloom-filter.u.items": "1000",
+               "file-index.bloom-filter.u.fpp": "0.05"}  # fmt: skip
+    arrowidx.build(tmp_path, options, progress=False)
+    data = arrowidx.dataset(tmp_path)
+    known = set(np.concatenate([t.column("u").to_numpy() for t in tables]).tolist())
+    # a value no file holds that one file's bloom filter (fpp 0.05) still keeps
+    phantom = next(x for x in range(1, 10_000) if x not in known and sum(not p.skipped for p in data.explain(pc.field("u") == x).files) == 1)
+    needle = tables[5].column("u")[333].as_py()
+    reads: list[tuple[str, int, int]] = []
+    run_query = source._Source._run_query
+
+    def recording(self, path, a, b, r, predicate, needed):
+        reads.append((Path(path).name, a, b))
+        return run_query(self, path, a, b, r, predicate, needed)
+
+    monkeypatch.setattr(source._Source, "_run_query", recording)
+
+    def check(expr, reference):
+        reads.clear()
+        got = apl.scan(tmp_path).filter(expr).collect()
+        assert_frame_equal(got.sort("id"), reference.filter(expr).collect().sort("id"))
+        return sorted(reads)
+
+    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    assert check(pl.col("u") == needle, everything) == [("part-5.parquet", 333, 334)]
+    assert check((pl.col("u") == needle) & (pl.col("v") > 9), everything) == []  # the row fails v > 9
+    assert check(pl.col("u") == 77, everything) == [("part-2.parquet", 0, 250), ("part-2.parquet", 500, 750)]
+    assert check(pl.col("u") == phantom, everything) == []
+    # only the predicate's column is read: nothing to narrow, the kept file is scanned whole
+    got = apl.scan(tmp_path).filter(pl.col("u") == needle).select("u").collect()
+    assert got.to_series().to_list() == [needle]
+    # kept files holding more than a quarter of the rows are read as before
+    three = [tables[i].column("u")[1].as_py() for i in (0, 3, 6)]
+    assert check(pl.col("u").is_in(three), everything) == []
+
+    arrowidx.delete(tmp_path, pc.field("id").isin([2010, 5333]), progress=False)
+    alive = everything.filter(~pl.col("id").is_in([2010, 5333]))
+    assert check(pl.col("u") == needle, alive) == []  # its only match is deleted: not read
+    assert check(pl.col("u") == 77, alive) == [("part-2.parquet", 700, 701), ("part-2.parquet", 710, 711)]
+    check((pl.col("u") == 77) | (pl.col("u") == needle), alive)  # the answer alone (a false positive may keep a third file)

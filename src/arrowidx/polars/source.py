@@ -83,6 +83,7 @@ class _Read:
 
 
 _FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group (each row is one Polars scan)
+_NARROW_SHARE = 4  # whole files are narrowed (_Source._narrow) when they hold at most 1/4 of the lake's rows
 
 
 class _Source:
@@ -191,7 +192,7 @@ class _Source:
                 rows_read=sum(r.rows - r.deleted.size - r.deleted_elsewhere for r in reads),
             )  # fmt: skip
             frames = (
-                self._native(reads, predicate, needed, selective)
+                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans))
                 if self.native
                 else self._pyarrow(reads, predicate, needed)
             )
@@ -253,11 +254,18 @@ class _Source:
         if wave:
             yield wave
 
-    def _native(self, reads: list[_Read], predicate, needed: list[str], selective: bool) -> Iterator[pl.DataFrame]:
+    def _native(
+        self, reads: list[_Read], predicate, needed: list[str], selective: bool, lake_rows: int
+    ) -> Iterator[pl.DataFrame]:
         """Kept row ranges read by Polars (its own row-group statistics and late
         materialisation apply), deleted rows dropped by row position, predicate applied.
-        ``selective``: the indexes pruned, so few rows are expected to match."""
+        ``selective``: the indexes pruned, so few rows are expected to match (whole files an
+        inexact index kept are then narrowed first, :meth:`_narrow`)."""
         for wave in self._waves(reads):
+            if selective:
+                wave = self._narrow(wave, predicate, needed, lake_rows)
+                if not wave:
+                    continue
             queries: list[tuple[pl.LazyFrame, Callable[[pl.DataFrame], pl.DataFrame] | None]] = []
             whole: list[_Read] = []  # consecutive files read in full: one Polars scan
             for r in wave:
@@ -275,6 +283,45 @@ class _Source:
             frames = pl.collect_all([q for q, _ in queries]) if len(queries) > 1 else [queries[0][0].collect()]
             for df, (_, after) in zip(frames, queries):
                 yield df if after is None else after(df)
+
+    def _narrow(self, wave: list[_Read], predicate, needed: list[str], lake_rows: int) -> list[_Read]:
+        """``wave`` with the whole files an inexact index (a bloom filter) kept narrowed to
+        their matching rows' row groups, or to the rows themselves when at most
+        ``_FEW_ROWS`` match (files with none are dropped), as a bitmap would narrow them.
+
+        The matches are found by one Polars scan of the predicate's columns alone. Reading a
+        kept file whole, even with Polars' late materialisation, decodes every column's
+        dictionary pages in every row group: for a needle in a 500,000-row file that is
+        7.3 ms, against 3.7 ms for the predicate column plus ~2 ms for the matching row.
+        Only done when the files to narrow hold at most 1/``_NARROW_SHARE`` of the lake's
+        rows, so a kept file with many matches costs that scan of its predicate columns
+        more, never more than the engine's scan of the whole lake. If the scan fails (a
+        file lacking a column, say), the files are read as they were.
+        """
+        names = [c for c in _root_names(predicate) if c in self.schema]
+        if not names or not set(needed) - set(names):
+            return wave  # nothing but the predicate's columns to read anyway
+        todo = [r for r in wave if r.whole and r.plan.result.kind != "bitmap"]
+        if not todo or sum(r.rows for r in todo) * _NARROW_SHARE > lake_rows:
+            return wave
+        paths = [join(self.data.root, r.plan.path) for r in todo]
+        try:
+            lf = pl.scan_parquet(paths, glob=False, hive_partitioning=False, row_index_name=_ROW_INDEX)
+            found = lf.select(_ROW_INDEX, *names).filter(predicate).select(_ROW_INDEX).collect()
+        except pl.exceptions.PolarsError:
+            return wave
+        hits = found.to_series().cast(pl.Int64).to_numpy()
+        starts = np.cumsum([0] + [r.plan.rows for r in todo])
+        narrowed: dict[int, _Read | None] = {}
+        for r, start in zip(todo, starts):
+            rows = hits[(hits >= start) & (hits < start + r.plan.rows)] - start
+            narrowed[id(r)] = _rows_read(r, rows)
+        out = []
+        for r in wave:
+            n = narrowed.get(id(r), r)
+            if n is not None:
+                out.append(n)
+        return out
 
     def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool):
         """One Polars scan of whole files, and what to do to its result (None: nothing).
@@ -351,6 +398,31 @@ class _Source:
             finally:  # Polars may stop early (a row limit): drop what was not started
                 for future in futures:
                     future.cancel()
+
+
+def _rows_read(r: _Read, rows: np.ndarray) -> _Read | None:
+    """``r`` restricted to sorted file positions ``rows`` that are not deleted: those rows
+    when at most ``_FEW_ROWS``, else the row groups holding them; None when none is left."""
+    if r.deleted.size:
+        rows = rows[~np.isin(rows, r.deleted)]
+    if not rows.size:
+        return None
+    offsets = r.plan.row_group_offsets
+    if rows.size <= _FEW_ROWS:
+        spans = [(int(x), int(x) + 1) for x in rows]
+    else:
+        groups = np.unique(np.searchsorted(offsets, rows, side="right") - 1)
+        spans = [(int(offsets[g]), int(offsets[g + 1])) for g in groups]
+    runs: list[tuple[int, int]] = []
+    for a, b in spans:
+        if runs and runs[-1][1] == a:
+            runs[-1] = (runs[-1][0], b)
+        else:
+            runs.append((a, b))
+    inside = np.zeros(r.deleted.size, dtype=bool)
+    for a, b in runs:
+        inside |= (r.deleted >= a) & (r.deleted < b)
+    return _Read(r.plan, runs, r.deleted[inside])
 
 
 _POOL: ThreadPoolExecutor | None = None
