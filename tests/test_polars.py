@@ -743,3 +743,45 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
     assert check(pl.col("u") == needle, alive) == []  # its only match is deleted: not read
     assert check(pl.col("u") == 77, alive) == [("part-2.parquet", 700, 701), ("part-2.parquet", 710, 711)]
     check((pl.col("u") == 77) | (pl.col("u") == needle), alive)  # the answer alone (a false positive may keep a third file)
+
+
+def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatch):
+    """Polars re-applies the predicate, so an index bitmap holding a row in every row group
+    buys nothing: after four such files in a row the rest are read without asking their
+    indexes. A file the index skips resets the count, and a file with deleted rows is always
+    asked. Every answer is plain Polars' (minus deleted rows)."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    rng = np.random.default_rng(9)
+    tables = []
+    for i in range(9):
+        u = rng.integers(600_000 if i == 2 else 0, 1_000_000, 1000)  # part-2: nothing below 600,000
+        tables.append(pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "u": u, "v": rng.normal(size=1000)}))
+    for i, t in enumerate(tables):
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
+    arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u"}, progress=False)
+    asked: list[str] = []
+    plan_file = IndexedDataset.plan_file
+
+    def recording(self, rel, expr, *args, **kwargs):
+        if expr is not None:
+            asked.append(rel)
+        return plan_file(self, rel, expr, *args, **kwargs)
+
+    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
+    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+
+    def check(expr, reference=everything):
+        asked.clear()
+        got = apl.scan(tmp_path).filter(expr).collect()
+        assert_frame_equal(got, reference.filter(expr).collect())
+        return [int(rel[5:-8]) for rel in asked]
+
+    # 0, 1 keep every row group; 2 is skipped (reset); 3-6 keep every row group; 7, 8 not asked
+    assert check(pl.col("u") < 500_000) == [0, 1, 2, 3, 4, 5, 6]
+    assert check((pl.col("u") < 500_000) & (pl.col("v") > 0)) == [0, 1, 2, 3, 4, 5, 6]
+    needle = tables[8].column("u")[3].as_py()
+    assert check(pl.col("u") == needle) == list(range(9))  # files skipped: every index asked
+    arrowidx.delete(tmp_path, pc.field("id") == 7010, progress=False)
+    alive = everything.filter(pl.col("id") != 7010)
+    assert check(pl.col("u") < 500_000, alive) == [0, 1, 2, 3, 4, 5, 6, 7]  # part-7 has a deleted row
