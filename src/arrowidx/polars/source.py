@@ -127,34 +127,16 @@ class _Source:
             if plan.skipped or not plan.row_groups:
                 continue
             offsets = plan.row_group_offsets
-            runs: list[tuple[int, int]] = []
             if plan.result.kind == "bitmap" and len(plan.result.bitmap) <= _FEW_ROWS:
                 # A handful of rows: slice just them (Polars then decodes less than a row group).
-                for row in plan.result.bitmap:
-                    if row >= cutoff:
-                        break
-                    if runs and runs[-1][1] == row:
-                        runs[-1] = (runs[-1][0], row + 1)
-                    else:
-                        runs.append((row, row + 1))
-                plan_groups: list[int] = []
+                spans = [(row, row + 1) for row in plan.result.bitmap if row < cutoff]
             else:
-                plan_groups = plan.row_groups
-            for g in plan_groups:
-                a, b = int(offsets[g]), min(int(offsets[g + 1]), cutoff)
-                if a >= b:
-                    continue
-                if runs and runs[-1][1] == a:
-                    runs[-1] = (runs[-1][0], b)
-                else:
-                    runs.append((a, b))
+                spans = [(int(offsets[g]), min(int(offsets[g + 1]), cutoff)) for g in plan.row_groups]
+            runs = _merged([(a, b) for a, b in spans if a < b])
             if not runs:
                 continue
             if deleted.size:
-                inside = np.zeros(deleted.size, dtype=bool)
-                for a, b in runs:
-                    inside |= (deleted >= a) & (deleted < b)
-                deleted = deleted[inside]
+                deleted = deleted[_within(deleted, runs)]
             elsewhere = 0
             if deleted.size and plan.result.kind == "bitmap" and deleted[-1] < 1 << 32:
                 # Rows outside the index's bitmap never match the predicate, so only deleted
@@ -379,9 +361,7 @@ class _Source:
             positions = np.concatenate(
                 [np.arange(offsets[g], offsets[g + 1], dtype=np.int64) for g in groups]
             )
-            keep = np.zeros(positions.size, dtype=bool)
-            for a, b in r.runs:
-                keep |= (positions >= a) & (positions < b)
+            keep = _within(positions, r.runs)
             if r.deleted.size:
                 keep &= ~np.isin(positions, r.deleted, assume_unique=True)
             if not keep.all():
@@ -413,16 +393,27 @@ def _rows_read(r: _Read, rows: np.ndarray) -> _Read | None:
     else:
         groups = np.unique(np.searchsorted(offsets, rows, side="right") - 1)
         spans = [(int(offsets[g]), int(offsets[g + 1])) for g in groups]
+    runs = _merged(spans)
+    return _Read(r.plan, runs, r.deleted[_within(r.deleted, runs)])
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Row ranges ``spans`` (in order, non-empty) with adjacent ones joined."""
     runs: list[tuple[int, int]] = []
     for a, b in spans:
         if runs and runs[-1][1] == a:
             runs[-1] = (runs[-1][0], b)
         else:
             runs.append((a, b))
-    inside = np.zeros(r.deleted.size, dtype=bool)
+    return runs
+
+
+def _within(positions: np.ndarray, runs: list[tuple[int, int]]) -> np.ndarray:
+    """Whether each of ``positions`` lies in one of the row ranges ``runs``."""
+    inside = np.zeros(positions.size, dtype=bool)
     for a, b in runs:
-        inside |= (r.deleted >= a) & (r.deleted < b)
-    return _Read(r.plan, runs, r.deleted[inside])
+        inside |= (positions >= a) & (positions < b)
+    return inside
 
 
 _POOL: ThreadPoolExecutor | None = None
