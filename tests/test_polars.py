@@ -737,6 +737,12 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
     # kept files holding more than a quarter of the rows are read as before
     three = [tables[i].column("u")[1].as_py() for i in (0, 3, 6)]
     assert check(pl.col("u").is_in(three), everything) == []
+    # decided for the whole scan, not per wave of files read together
+    monkeypatch.setattr(source._Source, "WAVE_ROWS", 1000)
+    assert check(pl.col("u").is_in(three), everything) == []
+    assert check(pl.col("u") == needle, everything) == [("part-5.parquet", 333, 334)]
+    monkeypatch.undo()
+    monkeypatch.setattr(source._Source, "_run_query", recording)
 
     arrowidx.delete(tmp_path, pc.field("id").isin([2010, 5333]), progress=False)
     alive = everything.filter(~pl.col("id").is_in([2010, 5333]))

@@ -243,9 +243,11 @@ class _Source:
         materialisation apply), deleted rows dropped by row position, predicate applied.
         ``selective``: the indexes pruned, so few rows are expected to match (whole files an
         inexact index kept are then narrowed first, :meth:`_narrow`)."""
+        # narrowing is decided for the whole scan (its waves share the budget)
+        narrow = selective and sum(r.rows for r in reads if _narrowable(r)) * _NARROW_SHARE <= lake_rows
         for wave in self._waves(reads):
-            if selective:
-                wave = self._narrow(wave, predicate, needed, lake_rows)
+            if narrow:
+                wave = self._narrow(wave, predicate, needed)
                 if not wave:
                     continue
             queries: list[tuple[pl.LazyFrame, Callable[[pl.DataFrame], pl.DataFrame] | None]] = []
@@ -266,7 +268,7 @@ class _Source:
             for df, (_, after) in zip(frames, queries):
                 yield df if after is None else after(df)
 
-    def _narrow(self, wave: list[_Read], predicate, needed: list[str], lake_rows: int) -> list[_Read]:
+    def _narrow(self, wave: list[_Read], predicate, needed: list[str]) -> list[_Read]:
         """``wave`` with the whole files an inexact index (a bloom filter) kept narrowed to
         their matching rows' row groups, or to the rows themselves when at most
         ``_FEW_ROWS`` match (files with none are dropped), as a bitmap would narrow them.
@@ -275,16 +277,16 @@ class _Source:
         kept file whole, even with Polars' late materialisation, decodes every column's
         dictionary pages in every row group: for a needle in a 500,000-row file that is
         7.3 ms, against 3.7 ms for the predicate column plus ~2 ms for the matching row.
-        Only done when the files to narrow hold at most 1/``_NARROW_SHARE`` of the lake's
-        rows, so a kept file with many matches costs that scan of its predicate columns
-        more, never more than the engine's scan of the whole lake. If the scan fails (a
-        file lacking a column, say), the files are read as they were.
+        :meth:`_native` calls it only when the files to narrow hold at most
+        1/``_NARROW_SHARE`` of the lake's rows, so a kept file with many matches costs that
+        scan of its predicate columns more, never more than the engine's scan of the whole
+        lake. If the scan fails (a file lacking a column, say), the files are read as they were.
         """
         names = [c for c in _root_names(predicate) if c in self.schema]
         if not names or not set(needed) - set(names):
             return wave  # nothing but the predicate's columns to read anyway
-        todo = [r for r in wave if r.whole and r.plan.result.kind != "bitmap"]
-        if not todo or sum(r.rows for r in todo) * _NARROW_SHARE > lake_rows:
+        todo = [r for r in wave if _narrowable(r)]
+        if not todo:
             return wave
         paths = [join(self.data.root, r.plan.path) for r in todo]
         try:
@@ -378,6 +380,11 @@ class _Source:
             finally:  # Polars may stop early (a row limit): drop what was not started
                 for future in futures:
                     future.cancel()
+
+
+def _narrowable(r: _Read) -> bool:
+    """A file read whole that no bitmap narrowed (an inexact index, or none, kept it)."""
+    return r.whole and r.plan.result.kind != "bitmap"
 
 
 def _rows_read(r: _Read, rows: np.ndarray) -> _Read | None:
