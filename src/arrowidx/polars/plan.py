@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow.fs as pafs
 
+from .._roaring import bitmap_of
 from ..lake.layout import join
 from ..lake.scan import IndexedDataset
 from ..lake.scan import dataset as _open_dataset
@@ -103,12 +104,14 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
         plans = []
         futile = 0  # files in a row whose index bitmap kept every row group
         for rel in data.files:
-            if futile >= _FUTILE_FILES and data.deletion_vector(rel) is None:
+            if futile >= _FUTILE_FILES:
                 plan = data.plan_file(rel, None, bound, statistics=False)
                 plan.note = f"index not asked: it kept every row group of the {futile} files before"
             else:
                 plan = data.plan_file(rel, expr, bound, statistics=False)
-                if not plan.deleted:  # a file with deleted rows neither counts nor resets
+                if _spares_row_index(plan, data.deletion_vector(rel)):
+                    pass  # the bitmap bought something, but says nothing of the next file
+                else:
                     futile = futile + 1 if _kept_every_row_group(plan) else 0
             plans.append(plan)
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
@@ -119,10 +122,25 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
 # with no index (the predicate is applied again either way), so such a bitmap buys nothing
 # but its cost: evaluating a 1 % range on the range bitmaps of the demo lake's 20 files
 # takes ~12 ms of a 150 ms query. After this many such files in a row the remaining files
-# are read without asking their indexes, except files with deleted rows (their bitmap also
-# spares a row index; they neither count nor reset); a file the index skips, narrows, or
-# only "maybe" keeps resets the count.
+# are read without asking their indexes; a file the index skips, narrows, or only "maybe"
+# keeps resets the count. A file with deleted rows none of which the bitmap holds neither
+# counts nor resets: there the bitmap spared a row index (only deleted rows that match can
+# change the answer), which a file not asked pays for.
 _FUTILE_FILES = 4
+
+
+def _spares_row_index(plan, dv) -> bool:
+    """The file has deleted rows and its index bitmap holds none of them, so it is read
+    without a row index (see ``_Source._reads``); not asking its index would cost one."""
+    if dv is None or not dv.cardinality or plan.result.kind != "bitmap":
+        return False
+    deleted = dv.bitmap
+    if dv.bitmap64:  # the bitmaps of an index are 32-bit (a file's rows fit in them)
+        positions = dv.positions()
+        if positions[-1] >= 1 << 32:
+            return False
+        deleted = bitmap_of(positions)
+    return not deleted.intersect(plan.result.bitmap)
 
 
 def _kept_every_row_group(plan) -> bool:
