@@ -60,3 +60,15 @@ def tables_equal(a, b) -> bool:
         elif not x.equals(y):
             return False
     return True
+
+
+@pytest.fixture(params=["rows taken as shipped", "Polars takes every kept row"])
+def row_takes(request, monkeypatch):
+    """Runs a test twice: as shipped (Polars takes kept rows only from large row groups), and
+    with Polars taking every row a mask keeps (``arrowidx.lake.read.take_with_polars``)."""
+    from arrowidx.lake import read
+
+    if request.param != "rows taken as shipped":
+        monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
+        monkeypatch.setattr(read, "TAKE_SHARE", 1)
+    return request.param

@@ -78,7 +78,7 @@ def test_full_read_equals_java(version, name):
 
 
 @pytest.mark.parametrize("version,name,pred,splits", java_answers())
-def test_predicates_exact_and_no_more_files_than_java(version, name, pred, splits):
+def test_predicates_exact_and_no_more_files_than_java(version, name, pred, splits, row_takes):
     t = paimon.open_table(ROOT / version / "db.db" / name)
     expr = parse_predicate(pred)
     want = expected(version, name, t.schema).filter(expr)
@@ -117,7 +117,7 @@ def _edit_json(path: Path, fn) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_schema_evolution_rename_and_add(tmp_path, version):
+def test_schema_evolution_rename_and_add(tmp_path, version, row_takes):
     """A later schema renames ``name``, widens ``amount`` and adds ``extra``: old files are read with their own
     names (and their indexes evaluated against them); the new column is NULL."""
     d = _copy(tmp_path, version, "append_idx")

@@ -62,7 +62,7 @@ def _reference(table, expr, columns, keep):
 
 
 @pytest.mark.parametrize("expr", [None, pc.field("k") == 3, pc.field("k") < 10])
-def test_bitmap_deletions_and_filter_equal_pyarrow(data_file, expr):
+def test_bitmap_deletions_and_filter_equal_pyarrow(data_file, expr, row_takes):
     path, table = data_file
     rows = np.random.default_rng(1).choice(N, 1_500, replace=False)
     bitmap = BitMap(rows.tolist())
@@ -74,7 +74,7 @@ def test_bitmap_deletions_and_filter_equal_pyarrow(data_file, expr):
     assert got.equals(_reference(table, expr, ["id", "s"], keep))
 
 
-def test_file_schema_mapped_to_output(data_file):
+def test_file_schema_mapped_to_output(data_file, row_takes):
     """A file read with its own column names (``k``) mapped to the output's (``key``), as a
     Paimon file written before a rename; the filter names the output column."""
     path, table = data_file

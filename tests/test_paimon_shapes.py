@@ -66,7 +66,7 @@ def test_full_read_equals_java(name):
 
 
 @pytest.mark.parametrize("name,i", [(n, i) for n in TABLES for i in range(len(FILTERS[n]))])
-def test_filters_equal_java_rows(name, i):
+def test_filters_equal_java_rows(name, i, row_takes):
     t = paimon.open_table(ROOT / "db.db" / name)
     expr = FILTERS[name][i]
     want = expected(name, t.schema).filter(expr)

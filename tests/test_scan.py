@@ -258,3 +258,160 @@ def test_expression_mask_is_pyarrows_filter_in_either_thread_mode(threads):
         mask = expression_mask(batch, expr, threads=threads)
         assert mask.dtype == bool and mask.size == n
         assert pa.Table.from_batches([batch.filter(pa.array(mask))]).equals(expected.combine_chunks())
+
+
+# -- rows taken by Polars (arrowidx.lake.read.take_with_polars) -----------------------------
+
+
+def _typed_table(n: int) -> pa.Table:
+    """Every column type Polars takes, with NULLs, NaN, -0.0, empty and multi-byte strings."""
+    rng = np.random.default_rng(5)
+    nulls = rng.random(n) < 0.1
+    ints = rng.integers(-(2**62), 2**62, n)
+    floats = rng.normal(size=n)
+    floats[::97] = np.nan
+    floats[::89] = -0.0
+    words = np.array(["", "a", "zürich", "東京", "x" * 40])[rng.integers(0, 5, n)]
+    arrays = {
+        "i8": pa.array(ints % 100, pa.int8(), mask=nulls),
+        "i16": pa.array(ints % 30_000, pa.int16()),
+        "i32": pa.array(ints % 2**31, pa.int32(), mask=nulls),
+        "i64": pa.array(ints, pa.int64(), mask=nulls),
+        "u8": pa.array(np.abs(ints) % 256, pa.uint8()),
+        "u16": pa.array(np.abs(ints) % 65_536, pa.uint16()),
+        "u32": pa.array(np.abs(ints) % 2**32, pa.uint32(), mask=nulls),
+        "u64": pa.array(np.abs(ints).astype(np.uint64) * 2, pa.uint64()),
+        "f32": pa.array(floats.astype(np.float32), mask=nulls),
+        "f64": pa.array(floats, mask=nulls),
+        "flag": pa.array(ints % 2 == 0, mask=nulls),
+        "s": pa.array(words, mask=nulls),
+        "ls": pa.array(words, pa.large_string()),
+        "b": pa.array([w.encode() for w in words], pa.binary(), mask=nulls),
+        "lb": pa.array([w.encode() for w in words], pa.large_binary()),
+        "d": pa.array(np.abs(ints) % 100_000, pa.int32()).cast(pa.date32()),
+        "ts_ms": pa.array(ints % 10**13, pa.int64()).cast(pa.timestamp("ms")),
+        "ts_us": pa.array(ints % 10**16, pa.int64(), mask=nulls).cast(pa.timestamp("us", tz="Europe/Zurich")),
+        "dec": pa.array([None if k else v for k, v in zip(nulls, (ints % 10**9).tolist())], pa.int64())
+        .cast(pa.decimal128(19, 0)).cast(pa.decimal128(21, 2)),
+    }
+    return pa.table(arrays)
+
+
+def _same_values(a: pa.Table, b: pa.Table) -> bool:
+    """Equal tables, floats compared bit for bit (NaN equals NaN, -0.0 differs from 0.0)."""
+    for x, y in zip(a.columns, b.columns):
+        x, y = x.combine_chunks(), y.combine_chunks()
+        if pa.types.is_floating(x.type):
+            if not pc.is_null(x).equals(pc.is_null(y)):
+                return False
+            bits = np.uint32 if x.type == pa.float32() else np.uint64
+            xs, ys = (v.fill_null(0).to_numpy(zero_copy_only=False).view(bits) for v in (x, y))
+            if not np.array_equal(xs, ys):
+                return False
+        elif not x.equals(y):
+            return False
+    return a.schema == b.schema
+
+
+def _file_reads(path, data: pa.Table, schema: pa.Schema):
+    from arrowidx.lake.read import FileRead, row_group_offsets
+
+    fmt = ds.ParquetFileFormat()
+    fragment = fmt.make_fragment(str(path), pa.fs.LocalFileSystem())
+    fragment.ensure_complete_metadata()
+    offsets = row_group_offsets(fragment)
+    return FileRead(str(path), lambda _dictionary: fragment, list(range(fragment.num_row_groups)), offsets), offsets
+
+
+def test_rows_taken_by_polars_equal_pyarrow_take(tmp_path, monkeypatch):
+    """The rows a mask keeps, taken by Polars' reader and cast back, are exactly pyarrow's
+    ``take`` of them, for every type Polars takes (NULLs, NaN, -0.0, time zones, decimals),
+    from any subset of the row groups."""
+    from arrowidx.lake import read
+
+    monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
+    table = _typed_table(5000)
+    path = tmp_path / "typed.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    r, offsets = _file_reads(path, table, table.schema)
+    rng = np.random.default_rng(11)
+    for groups in ([0, 1, 2, 3, 4], [1, 3], [4]):
+        rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in groups])
+        mask = rng.random(rows.size) < 0.05
+        mask[[0, 97, -1]] = True  # the first and last row of the groups read (row 0: -0.0, row 97: NaN)
+        r.row_groups = groups
+        for columns in (table.column_names, ["s", "i64"], ["dec"]):
+            got = read.take_with_polars([(r, groups)], columns, [mask], table.schema)
+            assert list(got) == [0], columns
+            want = table.select(columns).take(pa.array(rows[mask]))
+            assert got[0].schema == want.schema
+            assert _same_values(got[0], want), (groups, columns)
+
+
+def test_polars_takes_only_where_it_reads_what_pyarrow_reads(tmp_path, monkeypatch):
+    """Reads whose columns Polars could return differently (nanosecond or INT96 timestamps,
+    dictionaries, nested types, a type the reader's schema changes, a column the file
+    lacks), sparse-enough masks only, and nothing on a failure: pyarrow reads those."""
+    from arrowidx.lake import read
+
+    n = 4000
+    table = pa.table({
+        "a": pa.array(np.arange(n)),
+        "ns": pa.array(np.arange(n), pa.int64()).cast(pa.timestamp("ns")),
+        "cat": pa.array(["x", "y"] * (n // 2)).dictionary_encode(),
+        "lst": pa.array([[i] for i in range(n)]),
+        "small": pa.array(np.arange(n), pa.int32()),
+    })  # fmt: skip
+    path = tmp_path / "f.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    r, _ = _file_reads(path, table, table.schema)
+    mask = np.zeros(n, bool)
+    mask[[3, 2500]] = True
+    reads, masks = [(r, [0, 1, 2, 3])], [mask]
+    assert list(read.take_with_polars(reads, ["a"], masks, table.schema)) == []  # below TAKE_MIN_ROWS
+    monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
+    assert list(read.take_with_polars(reads, ["a", "small"], masks, table.schema)) == [0]
+    for column in ("ns", "cat", "lst"):
+        assert read.take_with_polars(reads, ["a", column], masks, table.schema) == {}, column
+    widened = table.schema.set(4, pa.field("small", pa.int64()))  # the reader's schema unifies types
+    assert read.take_with_polars(reads, ["small"], masks, widened) == {}
+    assert read.take_with_polars(reads, ["missing"], masks, table.schema.append(pa.field("missing", pa.int8()))) == {}
+    dense = np.ones(n, bool)
+    assert read.take_with_polars(reads, ["a"], [dense], table.schema) == {}  # more than 1/TAKE_SHARE kept
+    path.write_bytes(b"PAR1 not a parquet file any more PAR1")  # Polars fails: pyarrow will say why
+    assert read.take_with_polars(reads, ["a"], masks, table.schema) == {}
+
+
+@pytest.mark.parametrize("takes", ["by size", "polars takes every masked row"])
+def test_dataset_answers_with_rows_taken_by_polars(tmp_path, monkeypatch, takes):
+    """Whole datasets (Hive partitions, a file lacking a column, deletions) answer as
+    pyarrow.dataset does whichever reader takes the kept rows."""
+    from arrowidx.lake import read
+
+    if takes != "by size":
+        monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
+        monkeypatch.setattr(read, "TAKE_SHARE", 1)
+    calls = []
+    original = read.take_with_polars
+    monkeypatch.setattr(read, "take_with_polars", lambda *a: calls.append(1) or original(*a))
+    rng = np.random.default_rng(3)
+    for dt in ("2024-01-01", "2024-01-02"):
+        (tmp_path / f"dt={dt}").mkdir()
+        for k in range(2):
+            n = 3000
+            t = pa.table({"id": np.arange(n) + k * n, "status": rng.choice(["paid", "new", "lost"], n, p=[0.6, 0.39, 0.01]),
+                          "amount": rng.normal(size=n), "name": rng.choice(["a", "b", "c"], n)})  # fmt: skip
+            if k:
+                t = t.drop_columns(["amount"])
+            pq.write_table(t, tmp_path / f"dt={dt}" / f"part-{k}.parquet", row_group_size=700)
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id"}, progress=False)
+    arrowidx.delete(tmp_path, (pc.field("status") == "lost") & (pc.field("id") < 5000), progress=False)
+    plain = ds.dataset(tmp_path, format="parquet", partitioning="hive")
+    data = arrowidx.dataset(ds.dataset(tmp_path, format="parquet", partitioning="hive"))
+    alive = ~((pc.field("status") == "lost") & (pc.field("id") < 5000))
+    for expr in (pc.field("status") == "lost", pc.field("id") == 4321, (pc.field("status") == "lost") & (pc.field("dt") == "2024-01-02"),
+                 (pc.field("id") < 200) & pc.field("amount").is_valid()):  # fmt: skip
+        for columns in (None, ["name", "dt", "amount"], ["id"]):
+            got = data.to_table(filter=expr, columns=columns)
+            assert tables_equal(got, plain.to_table(filter=expr & alive, columns=columns)), (expr, columns)
+    assert calls or takes == "by size"

@@ -12,7 +12,10 @@ rest with late materialisation:
 2. the exact row mask: index bitmap AND not deleted AND the full filter
    (:func:`expression_mask`, pyarrow.dataset semantics);
 3. the other projected columns, only of the row groups that still hold rows, keeping only
-   those rows (a second scan, batches filtered as they arrive).
+   those rows (a second scan, batches filtered as they arrive). pyarrow can only decode
+   whole row groups, so where few rows of large row groups of a local file are kept they
+   are taken by Polars' Parquet reader instead (:func:`take_with_polars`: a row-index
+   filter, whose late materialisation decodes only the pages holding them).
 
 :func:`statistics_groups` is Parquet's own row-group pruning (pyarrow's
 ``ParquetFileFragment.subset(filter=...)``), :func:`bitmap_groups` the row groups holding
@@ -144,6 +147,12 @@ class FileReader:
     format: ds.ParquetFileFormat
     dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None
 
+    def __post_init__(self) -> None:
+        # Polars reads local files with pyarrow's default Parquet options only
+        self.polars_takes = isinstance(self.filesystem, pafs.LocalFileSystem) and (
+            self.format.read_options.equals(ds.ParquetFileFormat().read_options)
+        )
+
     def read(
         self, reads: list[FileRead], expr, columns: list[str] | None, filter_columns: list[str], out_schema: pa.Schema,
         *, one_pass: bool = False,
@@ -229,12 +238,17 @@ class FileReader:
         batch is filtered as it arrives, so only the kept rows are ever held."""
         if not reads:
             return []
+        out: list[pa.Table | None] = [None] * len(reads)
+        if masks is not None and self.polars_takes:
+            for i, table in take_with_polars(reads, columns, masks, self.schema).items():
+                out[i] = table
         groups: dict[int, list[int]] = {}  # scan schema -> positions in reads
         schemas: dict[int, pa.Schema | None] = {}
         for i, (r, _) in enumerate(reads):
+            if out[i] is not None:
+                continue
             groups.setdefault(id(r.schema), []).append(i)
             schemas[id(r.schema)] = r.schema
-        out: list[pa.Table | None] = [None] * len(reads)
         for key, positions in groups.items():
             part = [reads[i] for i in positions]
             part_masks = None if masks is None else [masks[i] for i in positions]
@@ -285,6 +299,106 @@ class FileReader:
             return [pa.Table.from_batches(b, schema=scanned) for b in batches]
         plain = pa.schema([schema.field(c) for c in columns])
         return [pa.Table.from_batches(b, schema=scanned).cast(plain) for b in batches]
+
+
+#: Rows of a local file are taken by Polars (:func:`take_with_polars`) when the row groups
+#: they lie in hold at least this many rows and at most 1/``TAKE_SHARE`` of them are taken.
+#: Measured per file (2 cores): one row of a 100,000-row group of the demo lake 4.6 ms
+#: against 6.2 ms for pyarrow's decode of the group; 1 % of the demo lake's rows 190 ms
+#: against 400 ms; below ~30,000 rows per group the two are even, and Polars' fixed cost
+#: per file (~1 ms) loses on lakes of small files.
+TAKE_MIN_ROWS = 32_768
+TAKE_SHARE = 8
+_ROW = "__arrowidx_row"
+
+
+def take_with_polars(
+    reads: list[tuple[FileRead, list[int]]], columns: list[str], masks: list[np.ndarray | None], schema: pa.Schema
+) -> dict[int, pa.Table]:
+    """The rows ``masks`` keep (over the rows of the given row groups) of the ``reads``
+    Polars can take better than pyarrow, by position in ``reads``: one Polars scan per file
+    filtering its row index to those rows (local paths; reads not worth it or holding a
+    column whose type could come back different are left out, as is every read if Polars
+    fails). Tables are as :meth:`FileReader.scan` returns them: ``columns`` under
+    ``schema``, or a file's own schema mapped by its ``adapt``."""
+    jobs = []
+    for i, ((r, groups), mask) in enumerate(zip(reads, masks)):
+        if mask is None or mask.size < TAKE_MIN_ROWS:
+            continue
+        live = int(np.count_nonzero(mask))
+        if not live or live * TAKE_SHARE > mask.size:
+            continue
+        own = r.schema is not None
+        source = r.source_columns(columns) if own and r.source_columns else list(columns)
+        fragment = r.fragment(False)
+        types = _polars_types(fragment.physical_schema, r.schema if own else schema, source)
+        if types is None:
+            continue
+        jobs.append((i, r, fragment.path, source, types, _positions(r.offsets, groups, mask)))
+    if not jobs:
+        return {}
+    import polars as pl
+
+    frames = []
+    for _, _, path, source, _, rows in jobs:
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, row_index_name=_ROW)
+        lf = lf.slice(int(rows[0]), int(rows[-1]) - int(rows[0]) + 1)  # only the row groups spanned
+        frames.append(lf.filter(pl.col(_ROW).is_in(pl.Series(rows, dtype=pl.UInt32).implode())).select(source))
+    try:
+        results = pl.collect_all(frames)
+    except (pl.exceptions.PolarsError, OSError):
+        return {}
+    out: dict[int, pa.Table] = {}
+    for (i, r, _, source, types, rows), df in zip(jobs, results):
+        if df.height != rows.size:
+            continue  # not the rows asked for: pyarrow reads the file
+        arrays = [df.get_column(c).to_arrow().cast(t) for c, t in zip(source, types)]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(list(zip(source, types))))
+        out[i] = r.adapt(table, columns) if r.schema is not None and r.adapt else table
+    return out
+
+
+def _polars_types(physical: pa.Schema, schema: pa.Schema, columns: list[str]) -> list[pa.DataType] | None:
+    """The types of ``columns`` when Polars reads each of them back to exactly what pyarrow
+    would (a plain column of the file, of the same type in ``schema``, of a type Polars
+    holds losslessly), else None."""
+    types = []
+    for c in columns:
+        i = physical.get_field_index(c)
+        if i < 0 or schema.get_field_index(c) < 0:
+            return None  # missing from the file (NULL), a partition column, or ambiguous
+        t = physical.field(i).type
+        if t != schema.field(c).type or not _polars_holds(t):
+            return None
+        types.append(t)
+    return types
+
+
+def _polars_holds(t: pa.DataType) -> bool:
+    """Polars reads a Parquet column of Arrow type ``t`` to the same values (cast back to ``t``)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_float32(t)
+        or pa.types.is_float64(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_date32(t)
+        or (pa.types.is_timestamp(t) and t.unit in ("ms", "us"))  # INT96 / ns: range semantics differ
+        or (pa.types.is_decimal128(t) and t.precision <= 38)
+    )
+
+
+def _positions(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> np.ndarray:
+    """File row positions of the rows ``mask`` keeps (``mask`` over the rows of ``groups``)."""
+    first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
+    sizes = np.asarray([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    kept = np.flatnonzero(mask)
+    which = np.searchsorted(starts, kept, side="right") - 1
+    return first[which] + kept - starts[which]
 
 
 def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
