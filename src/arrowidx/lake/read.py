@@ -334,7 +334,10 @@ def take_with_polars(
         types = _polars_types(fragment.physical_schema, r.schema if own else schema, source)
         if types is None:
             continue
-        jobs.append((i, r, fragment.path, source, types, _positions(r.offsets, groups, mask)))
+        rows = _positions(r.offsets, groups, mask)
+        if rows[-1] >= 2**32 - 1:
+            continue  # beyond Polars' 32-bit row index
+        jobs.append((i, r, fragment.path, source, types, rows))
     if not jobs:
         return {}
     import polars as pl

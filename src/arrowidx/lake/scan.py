@@ -20,7 +20,8 @@ Read:
 * Otherwise each surviving file is read with *late materialisation*: the predicate columns
   of the surviving row groups first; the exact row mask (index bitmap AND not deleted AND
   the full filter, :func:`expression_mask`); then the other projected columns only of the
-  row groups that still hold rows, keeping only those rows.
+  row groups that still hold rows, keeping only those rows (few rows of large row groups of
+  local files taken by Polars' reader, :func:`arrowidx.lake.read.take_with_polars`).
 
 Reads go through ``pyarrow.dataset.Scanner.from_fragment`` with the dataset schema, so
 partition columns (Hive layouts), columns missing from a file (NULL) and type

@@ -109,9 +109,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
                 plan.note = f"index not asked: it kept every row group of the {futile} files before"
             else:
                 plan = data.plan_file(rel, expr, bound, statistics=False)
-                if _spares_row_index(plan, data.deletion_vector(rel)):
-                    pass  # the bitmap bought something, but says nothing of the next file
-                else:
+                # a bitmap that spared a row index bought something, but says nothing of the next file
+                if not _spares_row_index(plan, data.deletion_vector(rel)):
                     futile = futile + 1 if _kept_every_row_group(plan) else 0
             plans.append(plan)
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
