@@ -390,7 +390,7 @@ def _polars_holds(t: pa.DataType) -> bool:
         or pa.types.is_large_binary(t)
         or pa.types.is_date32(t)
         or (pa.types.is_timestamp(t) and t.unit in ("ms", "us"))  # INT96 / ns: range semantics differ
-        or (pa.types.is_decimal128(t) and t.precision <= 38)
+        or pa.types.is_decimal128(t)
     )
 
 
