@@ -396,12 +396,18 @@ def _polars_holds(t: pa.DataType) -> bool:
 
 def _positions(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> np.ndarray:
     """File row positions of the rows ``mask`` keeps (``mask`` over the rows of ``groups``)."""
-    first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
-    sizes = np.asarray([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    first, sizes, starts = _layout(offsets, groups)
     kept = np.flatnonzero(mask)
     which = np.searchsorted(starts, kept, side="right") - 1
     return first[which] + kept - starts[which]
+
+
+def _layout(offsets: np.ndarray, groups: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the rows of ``groups`` read one after another: each group's first file row, its
+    row count, and where it starts in the concatenation."""
+    first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
+    sizes = np.asarray([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
+    return first, sizes, np.concatenate(([0], np.cumsum(sizes)[:-1]))
 
 
 def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
@@ -414,13 +420,11 @@ def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.nd
 
 def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
     """The bitmap's rows as a mask over the rows of ``groups`` (concatenated)."""
-    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    first, sizes, starts = _layout(offsets, groups)
     total = int(sizes.sum())
     mask = np.zeros(total, dtype=bool)
     if len(bitmap) <= total // 8:  # few rows: place them one by one (vectorised)
         rows = positions_of(bitmap).astype(np.int64)
-        first = np.asarray([offsets[g] for g in groups], dtype=np.int64)
         which = np.searchsorted(first, rows, side="right") - 1
         ok = (which >= 0) & (rows < first[np.maximum(which, 0)] + sizes[np.maximum(which, 0)])
         mask[starts[which[ok]] + rows[ok] - first[which[ok]]] = True
@@ -432,8 +436,7 @@ def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
 def _live_groups(offsets: np.ndarray, groups: list[int], mask: np.ndarray) -> tuple[list[int], np.ndarray]:
     """The groups where ``mask`` (over the rows of ``groups``) keeps a row, and the mask
     over the rows of those groups only."""
-    sizes = np.array([offsets[g + 1] - offsets[g] for g in groups], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    _, sizes, starts = _layout(offsets, groups)
     live = np.logical_or.reduceat(mask, starts) if mask.size else np.zeros(len(groups), bool)
     if live.all():
         return groups, mask
