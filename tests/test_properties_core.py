@@ -266,6 +266,56 @@ def test_portable_bytes_from_rows_equal_croarings(rows):
     assert portable_of_sorted(rows) == to_portable(bitmap_of(rows))
 
 
+@st.composite
+def container_mixes(draw):
+    """Sorted rows over up to 6 containers, each empty, sparse (an array, up to the 4,096 rows
+    where a container turns into a bitset), dense (a bitset), runs or full; and a container count ``n`` at, below or past the last container used."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    parts = []
+    kinds = draw(st.lists(st.sampled_from(["empty", "array", "bitset", "runs", "full"]), min_size=1, max_size=6))
+    for key, kind in enumerate(kinds):
+        base = key << 16
+        if kind == "array":
+            size = draw(st.sampled_from([4096, 4097]) | st.integers(1, 4096))  # 4,097: a bitset
+            parts.append(base + rng.choice(65_536, size, replace=False))
+        elif kind == "bitset":
+            parts.append(base + np.flatnonzero(rng.random(65_536) < draw(st.sampled_from([0.07, 0.5, 0.93]))))
+        elif kind == "runs":
+            starts = np.sort(rng.choice(np.arange(0, 65_536, 64), draw(st.integers(1, 40)), replace=False))
+            parts.extend(base + start + np.arange(draw(st.integers(1, 64))) for start in starts)
+        elif kind == "full":
+            parts.append(base + np.arange(65_536))
+    rows = np.unique(np.concatenate(parts + [np.zeros(0, np.int64)])).astype(np.uint32)
+    n = max(1, len(kinds) + draw(st.integers(-2, 1)))
+    return rows, n
+
+
+@SETTINGS
+@given(mix=container_mixes(), run_optimised=st.booleans())
+def test_containers_laid_out_as_words_equal_the_rows(mix, run_optimised):
+    """A portable bitmap's containers as packed words (leading bitsets read in place, the rest
+    decoded, containers from ``n`` on left out) hold exactly the bitmap's rows below
+    ``n * 65,536``, set with numpy from CRoaring's own positions."""
+    from pyroaring import BitMap
+
+    from arrowidx._roaring import decode_containers, leading_bitsets, portable_layout, to_portable
+
+    rows, n = mix
+    bitmap = BitMap(rows)
+    raw = np.frombuffer(to_portable(bitmap) if run_optimised else bitmap.serialize(), np.uint8)
+    expected = np.zeros(n << 16, dtype=bool)
+    inside = rows[rows < n << 16]
+    expected[inside] = True
+    start, m, rest = leading_bitsets(raw, 0, len(raw), n)
+    head = raw[start : start + 8192 * m]
+    tail = decode_containers(raw, rest or portable_layout(raw, 0, len(raw)), m, n) if m < n else b""
+    words = np.concatenate((head, np.frombuffer(bytes(tail), np.uint8)))
+    assert (np.unpackbits(words, bitorder="little").astype(bool) == expected).all()
+    layout = portable_layout(raw, 0, len(raw))  # m counts exactly the leading bitsets
+    leading = (layout.keys[:n] == np.arange(min(n, len(layout.keys)))) & (layout.kinds[:n] == 1)
+    assert m == (len(leading) if leading.all() else int(np.argmin(leading)))
+
+
 SMALL_RANGE_TYPES = {  # type: its storage
     pa.int8(): pa.int8(), pa.int16(): pa.int16(), pa.int32(): pa.int32(), pa.int64(): pa.int64(),
     pa.date32(): pa.int32(), pa.timestamp("us"): pa.int64(), pa.time32("ms"): pa.int32(),

@@ -13,7 +13,9 @@ import decimal
 import math
 import struct
 import tracemalloc
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyroaring import BitMap
 
 from arrowidx import (
     ArrowIdxError,
@@ -31,6 +34,7 @@ from arrowidx import (
     write_file_index,
 )
 from arrowidx.index.container import UnsupportedVersionError, write_container
+from arrowidx.index.rangebitmap import bitslice
 from arrowidx.predicate import bind, is_exact
 from arrowidx.types import java_float_order
 
@@ -305,7 +309,8 @@ def test_edge_files(spec):
             )
 
 
-def test_many_rows_many_containers():
+@pytest.mark.parametrize("how", ["roaring", "words"])
+def test_many_rows_many_containers(how):
     """300k rows (several Roaring containers, dense and sparse) and 3 chunk sizes; one
     opened index answers every query (a scan keeps indexes open across queries)."""
     rng = np.random.default_rng(7)
@@ -328,9 +333,10 @@ def test_many_rows_many_containers():
             ),
             table.schema,
         )
-        for expr in exprs + exprs[::-1]:  # again, in reverse: parsed slice layouts are reused
-            ours = index.evaluate(expr).to_mask(len(arr)).to_numpy(zero_copy_only=False)
-            assert (ours == pyarrow_rows(table, expr)).all(), expr
+        with walk(how):
+            for expr in exprs + exprs[::-1]:  # again, in reverse: parsed slice layouts are reused
+                ours = index.evaluate(expr).to_mask(len(arr)).to_numpy(zero_copy_only=False)
+                assert (ours == pyarrow_rows(table, expr)).all(), expr
 
 
 @pytest.mark.parametrize("repeat", [1, 50], ids=["mostly-distinct", "many-repeats"])
@@ -650,22 +656,114 @@ def test_random_corruption_never_crashes(data):
         pass
 
 
+def walk(how: str):
+    """Which walk = and IN take: ``"index"`` leaves it to the index (the machine-word walk
+    where it pays), ``"roaring"`` and ``"words"`` force one; ``"words, bitset answer"`` also
+    builds the word walk's answer from bitsets however few its rows."""
+    if how == "index":
+        return nullcontext()
+    stack = ExitStack()
+    for cls in (bitslice.SliceSet, bitslice.BitSliceIndexBitmap):
+        stack.enter_context(mock.patch.object(cls, "_words_pay", lambda self: how != "roaring"))
+    if how == "words, bitset answer":
+        stack.enter_context(mock.patch.object(bitslice, "_UNPACK_SHARE", 1 << 30))
+    return stack
+
+
+@pytest.mark.parametrize("how", ["roaring", "words", "index"])
 @pytest.mark.parametrize("kind", ["range-bitmap", "bsi"])
-def test_in_lists_and_ranges_over_dense_slices(kind):
-    """400k rows, uniform plus one hot value: the first slices are dense bitsets, so the
+def test_in_lists_and_ranges_over_dense_slices(kind, how):
+    """6 x 65,536 rows, uniform plus one hot value: the slices are dense bitsets, so the
     queries pass where CRoaring's containers turn from bitsets into arrays (there an AND
-    is computed as AND-NOT of the complement, kept across the values of an IN list)."""
+    is computed as AND-NOT of the complement, kept across the values of an IN list), with IN
+    values parting high and low in the slices; and through the machine-word walk, where the
+    hot value's 100k rows come back as bitsets."""
     rng = np.random.default_rng(11)
-    values = np.concatenate([rng.integers(0, 100_000, 300_000), np.full(100_000, 7)]).astype(np.int32)
+    values = np.concatenate([rng.integers(0, 100_000, 293_216), np.full(100_000, 7)]).astype(np.int32)
     rng.shuffle(values)
     table = pa.table({"c": pa.array(values, mask=rng.random(len(values)) < 0.03)})
     index = FileIndex(write_file_index(table, {f"file-index.{kind}.columns": "c"}), table.schema)
     c = pc.field("c")
     present = values[:12].tolist()
-    for expr in (c.isin(present + [7, 0, 99_999, 123_456, -1]), c.isin(present[:3]), c == present[0], c == 7,
-                 c < 50_000, c < 8, c >= 99_000, c <= 7, ~c.isin(present)):  # fmt: skip
-        ours = index.evaluate(expr).to_mask(len(values)).to_numpy(zero_copy_only=False)
-        assert (ours == pyarrow_rows(table, expr)).all(), expr
+    neighbours = [present[0] + k for k in range(-3, 5)]  # codes parting only in their low bits
+    with walk(how):
+        for expr in (c.isin(present + [7, 0, 99_999, 123_456, -1]), c.isin(present[:3]), c == present[0], c == 7,
+                     c < 50_000, c < 8, c >= 99_000, c <= 7, ~c.isin(present), c.isin(neighbours),
+                     c.isin([5, 6, 7, 8])):  # fmt: skip
+            ours = index.evaluate(expr).to_mask(len(values)).to_numpy(zero_copy_only=False)
+            assert (ours == pyarrow_rows(table, expr)).all(), expr
+
+
+class _Slices(bitslice.SliceSet):
+    """A bit-sliced index made of given bitmaps, every row having a value."""
+
+    def __init__(self, rows: int, slices: list[BitMap]):
+        super().__init__()
+        self.rows, self.count, self.max_value = rows, len(slices), (1 << len(slices)) - 1
+        parts = [s.serialize() for s in slices]
+        self.data = b"".join(parts)
+        ends = np.cumsum([len(p) for p in parts]).tolist()
+        self.spans = [(end - len(p), len(p)) for end, p in zip(ends, parts)]
+
+    def _span(self, i: int) -> tuple[int, int]:
+        return self.spans[i]
+
+    def _load_slice(self, i: int) -> BitMap:
+        return BitMap.deserialize(self.data[self.spans[i][0] : sum(self.spans[i])])
+
+    def _load_ebm(self) -> BitMap:
+        return BitMap(range(self.rows))
+
+
+def test_word_walk_ignores_slice_rows_past_the_index():
+    """A slice holding rows past the index's rows (only a damaged file has them) answers as
+    the Roaring walk does, which meets them only within the existence bitmap: no error, no
+    row past the end."""
+    rows = 70_000
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 8, rows)
+    slices = [BitMap(np.flatnonzero((codes >> i) & 1).tolist()) for i in range(3)]
+    slices[1] |= BitMap([rows + 5, 200_000, 2**31])
+    for code in range(8):
+        expected = BitMap(np.flatnonzero(codes == code).tolist())
+        assert _Slices(rows, slices).eq_any([code]) == expected
+        with walk("words"):
+            assert _Slices(rows, slices).eq_any([code]) == expected, code
+
+
+@pytest.fixture(scope="module")
+def word_walk_index() -> tuple[bytes, pa.Schema, list[int]]:
+    """A range bitmap the word walk reads: 1,051,576 rows (a last container of 3,000 rows,
+    an array or runs in each slice), uniform over 300,000 values; and where its slices'
+    headers lie."""
+    values = np.random.default_rng(9).integers(0, 300_000, 1_051_576).astype(np.int32)
+    table = pa.table({"c": values})
+    data = write_file_index(table, {"file-index.range-bitmap.columns": "c"})
+    with mock.patch.object(bitslice.BitSliceIndexBitmap, "_load_ebm", autospec=True,
+                           side_effect=bitslice.BitSliceIndexBitmap._load_ebm) as spy:  # fmt: skip
+        FileIndex(data, table.schema).evaluate(pc.field("c") == 5)
+    bsi = spy.call_args.args[0]  # it reads the whole container's bytes
+    headers = [bsi.slices_start + offset for offset in bsi.offsets]
+    return data, table.schema, headers
+
+
+@fuzz_settings(40)
+@given(data=st.data())
+def test_damaged_slices_never_crash_the_word_walk(word_walk_index, data):
+    """Bytes changed in the slices' headers (and anywhere) give an answer or an arrowidx
+    error through the word walk, never another exception."""
+    raw, schema, headers = word_walk_index
+    raw = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.sampled_from(headers).flatmap(lambda h: st.integers(h, h + 40)) | st.integers(0, len(raw) - 1))
+        raw[min(at, len(raw) - 1)] = data.draw(st.integers(0, 255))
+    c = pc.field("c")
+    with walk("words"):
+        for expr in (c == 17, c.isin([3, 170_000, 299_999])):
+            try:
+                FileIndex(bytes(raw), schema).evaluate(expr).to_mask(1_051_576)
+            except ArrowIdxError:
+                pass
 
 
 @st.composite
@@ -712,8 +810,67 @@ def test_many_rows_against_pyarrow(column, data):
         pick.map(lambda v: c >= v),
     )
     exprs = data.draw(st.lists(st.one_of(leaf, st.tuples(leaf, leaf).map(lambda ab: ab[0] & ~ab[1])), min_size=1, max_size=4))
+    how = data.draw(st.sampled_from(["roaring", "words", "words, bitset answer", "index"]))
     for kind in ("range-bitmap", "bsi"):
         index = FileIndex(write_file_index(table, {f"file-index.{kind}.columns": "c"}), table.schema)
-        for expr in exprs:
-            ours = index.evaluate(expr).to_mask(len(values)).to_numpy(zero_copy_only=False)
-            assert (ours == pyarrow_rows(table, expr)).all(), (kind, expr)
+        with walk(how):
+            for expr in exprs:
+                ours = index.evaluate(expr).to_mask(len(values)).to_numpy(zero_copy_only=False)
+                assert (ours == pyarrow_rows(table, expr)).all(), (kind, how, expr)
+
+
+@pytest.mark.parametrize("kind", ["range-bitmap", "bsi"])
+@pytest.mark.parametrize(
+    "shape, rows",
+    [("uniform", 1_100_003), ("uniform", 1_048_640), ("nulls", 1_100_003), ("sorted", 1_100_003),
+     ("hot", 1_100_003), ("negative", 1_100_003)],
+)  # fmt: skip
+def test_word_walk_answers_equal_numpy(kind, shape, rows):
+    """= and IN through the machine-word walk, past the million rows it starts at, on a row
+    count that is not a whole number of containers (and one that is not a whole number of
+    words either), equal numpy's selection: slices that are all bitsets (read in place),
+    slices with arrays and runs (sorted: decoded first), NULLs (the existence bitmap as
+    words), a value on 40 % of the rows, BSI's negative half, and the smallest value (code
+    0: no slice bit set, so only the existence bitmap bounds its rows)."""
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 300_000, rows)
+    if shape == "sorted":
+        values.sort()
+    elif shape == "hot":
+        values[rng.random(rows) < 0.4] = 4_242
+    elif shape == "negative":
+        values -= 150_000
+    nulls = rng.random(rows) < 0.1 if shape == "nulls" else None
+    table = pa.table({"c": pa.array(values.astype(np.int32), mask=nulls)})
+    index = FileIndex(write_file_index(table, {f"file-index.{kind}.columns": "c"}), table.schema)
+    live = values if nulls is None else values[~nulls]
+    some = live[:: len(live) // 9][:9].tolist() + [4_242, -1, 300_000]
+    lowest = int(live.min())
+    c = pc.field("c")
+    for how in ("words", "words, bitset answer"):
+        with walk(how):
+            for wanted in ([some[0]], [some[4]], some, some[:2], [4_242], [-1, 300_000], [lowest], [lowest, some[1]]):
+                expr = c == wanted[0] if len(wanted) == 1 else c.isin(wanted)
+                expected = np.isin(values, wanted) & (True if nulls is None else ~nulls)
+                ours = index.evaluate(expr).bitmap  # exactly these rows: none past the end either
+                assert ours == BitMap(np.flatnonzero(expected).tolist()), (how, wanted, len(ours), int(expected.sum()))
+
+
+@pytest.mark.parametrize(
+    "rows, distinct, kind, walks",
+    [(1_100_003, 300_000, "range-bitmap", True),  # many rows, ~4 per code, dense slices
+     (1_100_003, 1_000, "range-bitmap", False),  # ~1,100 rows per code: large answers
+     (8_000_000 // 16, 100_000, "range-bitmap", True),
+     (2_000, 1_000, "range-bitmap", False),  # less than one container
+     (1_100_003, 300_000, "bsi", False)],  # BSI does not know its number of distinct values
+)  # fmt: skip
+def test_word_walk_is_taken_where_it_pays(rows, distinct, kind, walks):
+    """The machine-word walk is chosen for many rows with few rows per code, and left to the
+    Roaring walk otherwise (there it is slower: measured in bench/bench_range_bitmap.py)."""
+    values = np.random.default_rng(2).integers(0, distinct, rows).astype(np.int32)
+    table = pa.table({"c": values})
+    index = FileIndex(write_file_index(table, {f"file-index.{kind}.columns": "c"}), table.schema)
+    with mock.patch.object(bitslice.SliceSet, "_eq_words", autospec=True, side_effect=bitslice.SliceSet._eq_words) as spy:
+        ours = index.evaluate(pc.field("c") == int(values[0])).bitmap
+    assert ours == BitMap(np.flatnonzero(values == values[0]).tolist())
+    assert spy.called == walks

@@ -192,6 +192,98 @@ def portable_layout(buf: np.ndarray, pos: int, end: int) -> PortableLayout:
     return PortableLayout(total, keys, kinds, cards, offsets.astype(np.int64))
 
 
+def leading_bitsets(buf: np.ndarray, pos: int, end: int, n: int) -> tuple[int, int, PortableLayout | None]:
+    """``(start, m, rest)``: the first ``m`` (at most ``n``) containers of the portable bitmap
+    at ``buf[pos:end]`` are bitsets keyed ``0 .. m - 1``, so their bits are ``8192 * m``
+    bytes back to back from ``start``; ``rest`` is the layout of the containers after them
+    when that is read off the header too (none, or one last container), else None.
+
+    Reads only the header: ``m`` is 0 and ``rest`` None when it cannot be read this way
+    (:func:`portable_layout` then parses the bitmap, and says what is wrong).
+    """
+    if n <= 0 or end - pos < 8:
+        return pos, 0, None
+    cookie = int(buf[pos : pos + 4].view("<u4")[0])
+    if cookie == _COOKIE_NO_RUN:
+        count = int(buf[pos + 4 : pos + 8].view("<u4")[0])
+        p, has_offsets, runs = pos + 8, True, None
+    elif cookie & 0xFFFF == _COOKIE_RUN:
+        count = (cookie >> 16) + 1
+        flags = (count + 7) // 8
+        if end - pos - 4 < flags:
+            return pos, 0, None
+        runs = np.unpackbits(buf[pos + 4 : pos + 4 + flags], bitorder="little")[:count]
+        p, has_offsets = pos + 4 + flags, count >= 4
+    else:
+        return pos, 0, None
+    if count > 65536 or end - p < 4 * count:
+        return pos, 0, None
+    first = min(count, n)
+    header = buf[p : p + 4 * count].view("<u2").reshape(count, 2)
+    dense = (header[:first, 0] == np.arange(first)) & (header[:first, 1] >= 4096)  # > 4096 rows
+    if runs is not None:
+        dense &= runs[:first] == 0
+    m = first if dense.all() else int(np.argmin(dense))
+    start = p + (8 if has_offsets else 4) * count
+    if end - start < 8192 * m:
+        return pos, 0, None
+    rest = None
+    if m == count:
+        rest = PortableLayout(0, *(np.zeros(0, np.int64),) * 4)
+    elif m == count - 1:  # one last container that is not a bitset: where it lies is known
+        at = start + 8192 * m
+        key, card = int(header[m, 0]), int(header[m, 1]) + 1
+        if runs is not None and runs[m]:
+            kind = _KIND_RUN
+            size = 2 + 4 * int(buf[at : at + 2].view("<u2")[0]) if end - at >= 2 else end - at + 1
+        else:
+            kind = _KIND_BITMAP if card > 4096 else _KIND_ARRAY
+            size = 8192 if kind == _KIND_BITMAP else 2 * card
+        if (m == 0 or key > m - 1) and at + size <= end:
+            rest = PortableLayout(size, *(np.array([v], np.int64) for v in (key, kind, card, at)))
+    return start, m, rest
+
+
+def decode_containers(buf: np.ndarray, layout: PortableLayout, first: int, n: int) -> np.ndarray:
+    """Containers ``first .. n - 1`` of a portable bitmap as ``8192 * (n - first)`` packed
+    bytes (LSB first); the others are left out.
+
+    Neighbouring bitset containers are copied together (their payloads lie back to back),
+    array containers set their bits with one reduce, run containers are laid out one by
+    one. Raises :class:`MalformedBitmap` for arrays and runs that CRoaring would reject.
+    """
+    out = np.zeros((n - first) * 8192, dtype=np.uint8)
+    keys, kinds, offsets, cards = layout.keys, layout.kinds, layout.offsets, layout.cards
+    inside = (keys >= first) & (keys < n)
+    rel = keys - first
+    dense = np.flatnonzero(inside & (kinds == _KIND_BITMAP))
+    if dense.size:
+        breaks = np.flatnonzero((np.diff(keys[dense]) != 1) | (np.diff(offsets[dense]) != 8192)) + 1
+        for group in np.split(dense, breaks):  # per group of neighbouring bitsets
+            k, at, m = int(rel[group[0]]), int(offsets[group[0]]), len(group)
+            out[k * 8192 : (k + m) * 8192] = buf[at : at + m * 8192]
+    for i in np.flatnonzero(inside & (kinds == _KIND_ARRAY)).tolist():  # per array container
+        at = int(offsets[i])
+        low = buf[at : at + 2 * int(cards[i])].view("<u2").astype(np.int64)
+        if not (low[1:] > low[:-1]).all():
+            raise MalformedBitmap("array container values are not strictly increasing", at)
+        _set_sorted_bits(out, low + (int(rel[i]) << 16))
+    for i in np.flatnonzero(inside & (kinds == _KIND_RUN)).tolist():  # per run container
+        at = int(offsets[i])
+        nruns = int(buf[at : at + 2].view("<u2")[0])
+        pairs = buf[at + 2 : at + 2 + 4 * nruns].view("<u2").reshape(nruns, 2).astype(np.int64)
+        lo, hi = pairs[:, 0], pairs[:, 0] + pairs[:, 1] + 1
+        if (hi > 1 << 16).any() or not (lo[1:] >= hi[:-1]).all():
+            raise MalformedBitmap("run container runs are out of order, overlap or pass 65,535", at)
+        # the container's 65,536 bits as alternating gaps and runs, then packed
+        gaps = lo - np.concatenate(([0], hi[:-1]))
+        lengths = np.stack((gaps, hi - lo), axis=1).reshape(-1)
+        bits = np.repeat(np.tile(np.array([False, True]), nruns), lengths)
+        k = int(rel[i])
+        out[k * 8192 : k * 8192 + (len(bits) + 7) // 8] = np.packbits(bits, bitorder="little")
+    return out
+
+
 def _set_sorted_bits(out: np.ndarray, bits: np.ndarray) -> None:
     """Set the (unique) bit indices ``bits`` in the LSB-first packed array ``out``, whose
     bits at those indices are still clear.

@@ -348,38 +348,53 @@ class BitmapReader(ExactIndexReader):
             self._blocks[i] = (keys, list(zip(raw["o"].tolist(), raw["l"].tolist())))
         return self._blocks[i]
 
-    def _scan_string_block(self, i: int, target: bytes) -> tuple[int, int] | None:
-        """Walk the entries of string block ``i`` looking for ``target``."""
+    def _scan_string_block(self, i: int, targets: set[bytes]) -> dict[bytes, tuple[int, int]]:
+        """Walk the entries of string block ``i`` once, finding every key of ``targets``
+        there (stops when all are found)."""
         r = self._block_reader(i)
         n = r.count("index block entry count", 12)
         at = r.pos
         block = bytes(r.raw(r.remaining, "index block"))
-        size, target_len, pos = len(block), len(target), 0
-        unpack_int, startswith = _INT.unpack_from, block.startswith
+        size, pos, found = len(block), 0, {}
+        lengths = {len(t) for t in targets}
+        unpack_int = _INT.unpack_from
         try:
             for _ in range(n):  # per entry of one 16kb block, never per row
                 (klen,) = unpack_int(block, pos)
                 if klen < 0 or pos + 12 + klen > size:
                     raise r.fail(f"string key of {klen} bytes runs past the index block", at + pos)
-                if klen == target_len and startswith(target, pos + 4):
-                    return _INT_PAIR.unpack_from(block, pos + 4 + klen)
+                if klen in lengths:
+                    key = block[pos + 4 : pos + 4 + klen]
+                    if key in targets:
+                        found[key] = _INT_PAIR.unpack_from(block, pos + 4 + klen)
+                        if len(found) == len(targets):
+                            break
                 pos += 12 + klen
         except struct.error:
             raise r.fail("index block entries run past the block area", at + pos) from None
-        return None
+        return found
 
-    def _find(self, key) -> tuple[int, int] | None:
-        sk = _sort_key(key, self.ptype)
+    def _find_all(self, sort_keys: set) -> dict:
+        """``{sort key: (offset, length)}`` for the keys of ``sort_keys`` the index holds;
+        each index block is read once for all the keys it may hold."""
         if self.version == VERSION_1:
-            return self._entries.get(sk)
-        i = bisect.bisect_right(self._block_keys, sk) - 1
-        if i < 0:
-            return None
-        if self.fmt is None:
-            return self._scan_string_block(i, sk)
-        keys, locs = self._block(i)
-        j = bisect.bisect_left(keys, sk)
-        return locs[j] if j < len(keys) and keys[j] == sk else None
+            return {k: self._entries[k] for k in sort_keys if k in self._entries}
+        by_block: dict[int, set] = {}
+        for sk in sort_keys:
+            i = bisect.bisect_right(self._block_keys, sk) - 1
+            if i >= 0:
+                by_block.setdefault(i, set()).add(sk)
+        found = {}
+        for i, wanted in by_block.items():  # per index block
+            if self.fmt is None:
+                found.update(self._scan_string_block(i, wanted))
+                continue
+            keys, locs = self._block(i)
+            for sk in wanted:
+                j = bisect.bisect_left(keys, sk)
+                if j < len(keys) and keys[j] == sk:
+                    found[sk] = locs[j]
+        return found
 
     # -- bitmaps -----------------------------------------------------------------------
     def _read_bitmap(self, offset: int, length: int, what: str) -> BitMap:
@@ -397,13 +412,21 @@ class BitmapReader(ExactIndexReader):
             raise r.fail(f"{what} holds row {bitmap.max()} past the row count {self.row_count}", start)
         return bitmap
 
+    def value_bitmaps(self, keys) -> list[BitMap]:
+        """Rows holding each of ``keys`` (an empty bitmap for a value that does not occur)."""
+        pairs = [(k, _sort_key(k, self.ptype)) for k in keys]  # not a dict: -0.0 == 0.0
+        missing = {sk for _, sk in pairs if sk not in self._bitmaps}
+        if missing:
+            located = self._find_all(missing)
+            for key, sk in pairs:
+                if sk not in self._bitmaps:
+                    loc = located.get(sk)
+                    self._bitmaps[sk] = BitMap() if loc is None else self._read_bitmap(*loc, what=f"bitmap of {key!r}")
+        return [self._bitmaps[sk] for _, sk in pairs]
+
     def value_bitmap(self, key) -> BitMap:
         """Rows holding ``key`` (an empty bitmap if the value does not occur)."""
-        sk = _sort_key(key, self.ptype)
-        if sk not in self._bitmaps:
-            loc = self._find(key)
-            self._bitmaps[sk] = BitMap() if loc is None else self._read_bitmap(*loc, what=f"bitmap of {key!r}")
-        return self._bitmaps[sk]
+        return self.value_bitmaps([key])[0]
 
     def null_rows(self) -> BitMap:
         if not self.has_null:
@@ -418,7 +441,7 @@ class BitmapReader(ExactIndexReader):
         return rows - self.null_rows()
 
     def matching_rows(self, op: str, keys: tuple) -> BitMap:
-        return BitMap.union(BitMap(), *(self.value_bitmap(k) for k in keys))
+        return BitMap.union(BitMap(), *self.value_bitmaps(keys))
 
     def describe(self) -> dict:
         return {

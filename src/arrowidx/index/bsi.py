@@ -154,8 +154,11 @@ class _Half(SliceSet):
             )
         return ebm
 
+    def _span(self, i: int) -> tuple[int, int]:
+        return self.slices_at[i]
+
     def _load_slice(self, i: int) -> BitMap:
-        return load_bitmap(self.data, self.source, *self.slices_at[i], f"{self.what} slice {i}")
+        return load_bitmap(self.data, self.source, *self._span(i), f"{self.what} slice {i}")
 
 
 class _NoValues(SliceSet):
@@ -200,21 +203,18 @@ class BsiReader(ExactIndexReader):
         rows.add_range(0, self.rows)
         return rows - self.non_null_rows()
 
-    def _eq(self, v: int) -> BitMap:
-        if v >= 0:
-            return self.positive.eq(v - self.positive.min)
-        return self.negative.eq(-v - self.negative.min)
-
     def matching_rows(self, op: str, keys: tuple) -> BitMap:
         """The non-null rows where ``<column> <op> keys`` holds (exact)."""
-        if op in ("eq", "in"):
-            distinct = set(keys)
-            if len(distinct) == 1:  # one key: nothing to share
-                return self._eq(int(keys[0]))
-            with self.positive.kept(), self.negative.kept():  # the keys share the slices
-                return BitMap.union(BitMap(), *[self._eq(int(k)) for k in distinct])
-        v = int(keys[0])
         p, n = self.positive, self.negative
+        if op in ("eq", "in"):
+            values = {int(k) for k in keys}
+            positive_codes = [v - p.min for v in values if v >= 0]
+            negative_codes = [-v - n.min for v in values if v < 0]
+            if len(values) == 1:  # one key: nothing to share
+                return p.eq(positive_codes[0]) if positive_codes else n.eq(negative_codes[0])
+            with p.kept(), n.kept():  # the keys share the slices
+                return p.eq_any(positive_codes) | n.eq_any(negative_codes)
+        v = int(keys[0])
         if op in ("lt", "le"):
             if v >= 0:
                 below = p.lt(v - p.min) if op == "lt" else p.le(v - p.min)

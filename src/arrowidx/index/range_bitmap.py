@@ -235,13 +235,11 @@ class RangeBitmapReader(ExactIndexReader):
     def null_rows(self) -> BitMap:
         return self._all_rows() - self.non_null_rows()
 
-    def _eq(self, key) -> BitMap:
+    def _code(self, key) -> int:
+        """The dictionary code of ``key`` (in Java's key order); negative when no row holds it."""
         if key < self.min or key > self.max:
-            return BitMap()
-        if self.min == self.max:
-            return self.non_null_rows()
-        code = self.dictionary.find(key)
-        return self.bsi.eq(code) if code >= 0 else BitMap()
+            return -1
+        return self.dictionary.find(key)
 
     def matching_rows(self, op: str, keys: tuple) -> BitMap:
         """The non-null rows where ``<column> <op> keys`` holds in Java's key order."""
@@ -249,11 +247,13 @@ class RangeBitmapReader(ExactIndexReader):
             return BitMap()
         ordered = [self.codec.order_of(k) for k in keys]
         if op in ("eq", "in"):
-            distinct = set(ordered)
-            if len(distinct) == 1:  # one key (a needle, per file of a scan): nothing to share
-                return self._eq(ordered[0])
+            if self.min == self.max:  # one distinct value: no slice to walk
+                return self.non_null_rows() if self.min in ordered else BitMap()
+            codes = [self._code(k) for k in set(ordered)]
+            if len(codes) == 1:  # one key (a needle, per file of a scan): nothing to share
+                return self.bsi.eq(codes[0])
             with self.bsi.kept():  # the keys share the slices
-                return BitMap.union(BitMap(), *[self._eq(k) for k in distinct])
+                return self.bsi.eq_any(codes)
         key = ordered[0]
         # min/max settle many ranges without the dictionary (as Java does)
         if op in ("lt", "le"):
