@@ -9,6 +9,10 @@ after warm-ups, like the Java runs. The same rows are measured for BSI (Java has
 workload), and each index's size is given as a share of the column's Parquet size.
 
     .venv/bin/python bench/bench_range_bitmap.py [--rows 10000000] [--runs 200] [--no-java]
+
+``--shapes`` instead times = and IN(10) on range bitmaps of other sizes and cardinalities
+through both walks of the slices (Roaring containers, machine words) and the one the index
+picks, to show where the word walk pays (no Java: it has one walk).
 """
 
 from __future__ import annotations
@@ -80,12 +84,48 @@ def lookup_ms(data: bytes, schema: pa.Schema, expr, runs: int) -> tuple[float, f
     return wall, cpu, selected
 
 
+def shapes(runs: int) -> None:
+    """= and IN(10) through each walk, on uniform columns of several sizes and cardinalities."""
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from arrowidx.index.rangebitmap import bitslice
+
+    print(f"walks of the slices, median of {runs} lookups from the bytes; machine: {machine()}")
+    print(f"{'rows':>11} {'distinct':>10} {'rows/value':>10}  {'query':6} {'roaring ms':>10} {'words ms':>9}"
+          f" {'index picks':>11} {'picked ms':>9} {'picked vs roaring':>17}")  # fmt: skip
+    for rows in (65_536, 524_288, 2_097_152, 10_000_000):
+        for distinct in (100, 1_000, 20_000, 1_000_000):
+            rng = np.random.default_rng(3)
+            table = pa.table({"c": pa.array(rng.integers(0, distinct, rows, dtype=np.int32))})
+            data = write_file_index(table, {"file-index.range-bitmap.columns": "c"})
+            present = table.column("c").chunk(0)[:10].to_pylist()
+            with mock.patch.object(bitslice.SliceSet, "_eq_words", autospec=True,
+                                   side_effect=bitslice.SliceSet._eq_words) as spy:  # fmt: skip
+                FileIndex(data, table.schema).evaluate(pc.field("c") == present[0])
+                picks = "words" if spy.called else "roaring"
+            for name, expr in (("=", pc.field("c") == present[0]), ("IN(10)", pc.field("c").isin(present))):
+                times = {}
+                for walk, forced in (("roaring", False), ("words", True), ("picked", None)):
+                    patch = (nullcontext() if forced is None
+                             else mock.patch.object(bitslice.BitSliceIndexBitmap, "_words_pay", lambda self, f=forced: f))  # fmt: skip
+                    with patch:
+                        times[walk] = lookup_ms(data, table.schema, expr, runs)[0]
+                print(f"{rows:>11,} {distinct:>10,} {rows / distinct:>10,.0f}  {name:6} {times['roaring']:>10.2f}"
+                      f" {times['words']:>9.2f} {picks:>11} {times['picked']:>9.2f}"
+                      f" {times['roaring'] / times['picked']:>16.2f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=200, help="timed lookups per query (after warm-up)")
     parser.add_argument("--no-java", action="store_true", help="skip Java's speed-anchor")
+    parser.add_argument("--shapes", action="store_true", help="time both walks of the slices on other shapes")
     args = parser.parse_args()
+    if args.shapes:
+        shapes(min(args.runs, 40))
+        return
     print(f"machine: {machine()}")
     java = {} if args.no_java else run_speed_anchor(args.rows, "range-bitmap", query_iters=args.runs).get("W4", {})
     if args.no_java:
