@@ -39,6 +39,23 @@ def test_explain_names_the_deciding_index_and_why(lake):
     assert "(id == 10007)" in text and "total:" in text and f"{plan.rows_deleted:,} deleted" in text
 
 
+def test_plans_list_every_index_type_on_the_filter_columns(tmp_path):
+    """A file planned for a filter names each index type stored on the columns the filter
+    reads (here two on one column, one on another, none on a third), as the options asked."""
+    root = str(tmp_path / "lake")
+    write_lake(root, files=2)
+    arrowidx.build(root, {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "id,status"}, progress=False)
+    data = arrowidx.dataset(root)
+    for expr, types in (
+        (pc.field("id") == 10007, ["bitmap", "bloom-filter"]),
+        ((pc.field("id") > 5) | (pc.field("status") == "x"), ["bitmap", "bloom-filter"]),
+        (pc.field("status") == "x", ["bitmap"]),
+        (pc.field("status") == "paid", ["bitmap"]),
+    ):
+        plans = data.plan(expr)
+        assert plans and all(p.index_types == types for p in plans), (expr, [p.index_types for p in plans])
+
+
 def test_explain_names_unindexed_columns(lake):
     plan = arrowidx.dataset(lake).explain((pc.field("status") == "paid") & (pc.field("amount").is_null()))
     assert all("no index on" not in p.why or "amount" not in p.why for p in plan.files)

@@ -115,11 +115,22 @@ class FileIndex:
         self.schema = schema
         self.container = Container(data, name)
         self._readers: dict[str, list[IndexReader]] = {}
+        self._types: dict[frozenset, list[str]] = {}
 
     @property
     def columns(self) -> dict[str, list[str]]:
         """``{column: [index types]}`` as stored in the container."""
         return {c: list(by_type) for c, by_type in self.container.entries.items()}
+
+    def index_types(self, columns) -> list[str]:
+        """The index types stored on any of ``columns``, sorted (remembered: a scan asks
+        every file's index about the same columns, query after query)."""
+        key = frozenset(columns)
+        found = self._types.get(key)
+        if found is None:
+            entries = self.container.entries
+            found = self._types[key] = sorted({t for c in key for t in entries.get(c, {})})
+        return found
 
     def readers(self, column: str) -> list[IndexReader]:
         """The readers of every index type on ``column`` that arrowidx knows (opened once).
@@ -196,7 +207,7 @@ class FileIndex:
         """``{index type: its answer alone}`` for the index types on the columns of ``expr``
         (for explain: which index kept a file, and how)."""
         node = bind(expr, self.schema)
-        types = sorted({t for c in node.columns() for t in self.columns.get(c, [])})
+        types = self.index_types(node.columns())
         out = {}
         for t in types:
             only = lambda column, t=t: [r for r in self.readers(column) if getattr(r, "index_type", None) == t]  # noqa: E731
@@ -206,7 +217,7 @@ class FileIndex:
     def deciding_index_types(self, expr) -> list[str]:
         """The index types that on their own rule out every row for ``expr`` (for explain)."""
         node = bind(expr, self.schema)
-        types = sorted({t for c in node.columns() for t in self.columns.get(c, [])})
+        types = self.index_types(node.columns())
         out = []
         for t in types:
             only = lambda column, t=t: [r for r in self.readers(column) if getattr(r, "index_type", None) == t]  # noqa: E731

@@ -497,7 +497,7 @@ class IndexedDataset:
                     if node is None:
                         node = bound[entry.index.schema] = bind(expr, index.schema)
                     plan.result = index.evaluate(node)
-                    plan.index_types = sorted({t for c in node.columns() for t in index.columns.get(c, [])})
+                    plan.index_types = index.index_types(node.columns())
                     plan.exact = plan.result.kind == "bitmap" and plan.result.remain and is_exact(node, index.schema, index.readers)
             except ArrowIdxError:
                 if self.on_corrupt == "raise":
