@@ -316,6 +316,68 @@ def test_containers_laid_out_as_words_equal_the_rows(mix, run_optimised):
     assert m == (len(leading) if leading.all() else int(np.argmin(leading)))
 
 
+@st.composite
+def word_arrays(draw):
+    """uint64 words over up to 4 containers: empty, one bit, sparse, dense or full words,
+    bits 0 and 63 included; and, half the time, the word indexes they stand for."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(0, 4)) * 1024
+    density = draw(st.sampled_from([0.0, 0.001, 0.02, 0.3, 0.97, 1.0]))
+    bits = rng.random(n * 64) < density
+    for position in draw(st.lists(st.integers(0, max(n * 64 - 1, 0)), max_size=5)) if n else []:
+        bits[position] = True
+    words = np.packbits(bits, bitorder="little").view(np.uint64) if n else np.zeros(0, np.uint64)
+    where = None
+    if n and draw(st.booleans()):
+        where = np.sort(rng.choice(n * 3, n, replace=False))
+    return words.copy(), where
+
+
+@SETTINGS
+@given(case=word_arrays())
+def test_positions_of_words_are_the_set_bits(case):
+    """The bits of a word walk's words, read pass by pass, are numpy's unpacked bits (at the
+    words' own indexes when given), in order."""
+    from arrowidx.index.rangebitmap.bitslice import positions_of_words
+
+    words, where = case
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little").reshape(-1, 64)
+    word, bit = np.nonzero(bits)
+    expected = (word if where is None else where[word]).astype(np.int64) * 64 + bit
+    got = positions_of_words(words.copy(), where)
+    assert got.dtype == np.uint32 and np.array_equal(got, expected)
+
+
+@SETTINGS
+@given(case=word_arrays())
+def test_bitmaps_of_words_hold_the_set_bits(case):
+    """Both ways of turning words into a bitmap (bit by bit, or CRoaring's AND-NOT of two
+    dense bitmaps) give the bitmap CRoaring builds from numpy's unpacked bits."""
+    from pyroaring import BitMap
+
+    from arrowidx._roaring import bitmap_of_sorted
+    from arrowidx.index.rangebitmap.bitslice import bitmap_from_words, positions_of_words
+
+    words, _ = case
+    expected = BitMap(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())
+    assert bitmap_of_sorted(positions_of_words(words.copy())) == expected
+    assert bitmap_from_words(words.copy()) == expected
+
+
+@SETTINGS
+@given(rows=sorted_rows())
+def test_bitmap_of_sorted_rows_holds_them(rows):
+    """Sorted rows handed to CRoaring as array containers (or, past 4,096 rows in one
+    container, added in bulk) make the bitmap of exactly those rows."""
+    from pyroaring import BitMap
+
+    from arrowidx._roaring import bitmap_of_sorted
+
+    got = bitmap_of_sorted(rows)
+    assert got == BitMap(rows.tolist())
+    assert np.array_equal(np.frombuffer(got.to_array(), np.uint32), rows)
+
+
 SMALL_RANGE_TYPES = {  # type: its storage
     pa.int8(): pa.int8(), pa.int16(): pa.int16(), pa.int32(): pa.int32(), pa.int64(): pa.int64(),
     pa.date32(): pa.int32(), pa.timestamp("us"): pa.int64(), pa.time32("ms"): pa.int32(),

@@ -33,6 +33,7 @@ from arrowidx import (
     UnsupportedTypeError,
     write_file_index,
 )
+from arrowidx._roaring import positions_of
 from arrowidx.index.container import UnsupportedVersionError, write_container
 from arrowidx.index.rangebitmap import bitslice
 from arrowidx.predicate import bind, is_exact
@@ -657,16 +658,16 @@ def test_random_corruption_never_crashes(data):
 
 
 def walk(how: str):
-    """Which walk = and IN take: ``"index"`` leaves it to the index (the machine-word walk
-    where it pays), ``"roaring"`` and ``"words"`` force one; ``"words, bitset answer"`` also
-    builds the word walk's answer from bitsets however few its rows."""
+    """Which walk =, IN and ranges take: ``"index"`` leaves it to the index (the machine-word
+    walk where it pays), ``"roaring"`` and ``"words"`` force one; ``"words, bitset answer"``
+    also builds the word walk's answer from bitsets however few its rows."""
     if how == "index":
         return nullcontext()
     stack = ExitStack()
     for cls in (bitslice.SliceSet, bitslice.BitSliceIndexBitmap):
         stack.enter_context(mock.patch.object(cls, "_words_pay", lambda self: how != "roaring"))
     if how == "words, bitset answer":
-        stack.enter_context(mock.patch.object(bitslice, "_UNPACK_SHARE", 1 << 30))
+        stack.enter_context(mock.patch.object(bitslice, "_READ_SHARE", 1 << 30))
     return stack
 
 
@@ -726,9 +727,12 @@ def test_word_walk_ignores_slice_rows_past_the_index():
     slices[1] |= BitMap([rows + 5, 200_000, 2**31])
     for code in range(8):
         expected = BitMap(np.flatnonzero(codes == code).tolist())
-        assert _Slices(rows, slices).eq_any([code]) == expected
-        with walk("words"):
-            assert _Slices(rows, slices).eq_any([code]) == expected, code
+        below = BitMap(np.flatnonzero(codes < code).tolist())
+        for how in ("roaring", "words"):
+            with walk(how):
+                assert _Slices(rows, slices).eq_any([code]) == expected, (how, code)
+                assert _Slices(rows, slices).lt(code) == below, (how, code)
+                assert _Slices(rows, slices).ge(code) == BitMap(range(rows)) - below, (how, code)
 
 
 @pytest.fixture(scope="module")
@@ -759,7 +763,7 @@ def test_damaged_slices_never_crash_the_word_walk(word_walk_index, data):
         raw[min(at, len(raw) - 1)] = data.draw(st.integers(0, 255))
     c = pc.field("c")
     with walk("words"):
-        for expr in (c == 17, c.isin([3, 170_000, 299_999])):
+        for expr in (c == 17, c.isin([3, 170_000, 299_999]), c < 2_000, c >= 150_000):
             try:
                 FileIndex(bytes(raw), schema).evaluate(expr).to_mask(1_051_576)
             except ArrowIdxError:
@@ -826,7 +830,7 @@ def test_many_rows_against_pyarrow(column, data):
      ("hot", 1_100_003), ("negative", 1_100_003)],
 )  # fmt: skip
 def test_word_walk_answers_equal_numpy(kind, shape, rows):
-    """= and IN through the machine-word walk, past the million rows it starts at, on a row
+    """=, IN and ranges through the machine-word walk, past the million rows, on a row
     count that is not a whole number of containers (and one that is not a whole number of
     words either), equal numpy's selection: slices that are all bitsets (read in place),
     slices with arrays and runs (sorted: decoded first), NULLs (the existence bitmap as
@@ -854,6 +858,39 @@ def test_word_walk_answers_equal_numpy(kind, shape, rows):
                 expected = np.isin(values, wanted) & (True if nulls is None else ~nulls)
                 ours = index.evaluate(expr).bitmap  # exactly these rows: none past the end either
                 assert ours == BitMap(np.flatnonzero(expected).tolist()), (how, wanted, len(ours), int(expected.sum()))
+            bounds = [lowest, lowest + 1, some[0], some[4], 3_000 - 150_000 * (shape == "negative"), 0, -1]
+            for bound in bounds + [int(live.max()), int(live.max()) + 1, int(np.median(live))]:
+                for op in ("less", "less_equal", "greater", "greater_equal"):
+                    expected = getattr(np, op)(values, bound) & (True if nulls is None else ~nulls)
+                    ours = positions_of(index.evaluate(getattr(pc, op)(c, bound)).bitmap)
+                    assert np.array_equal(ours, np.flatnonzero(expected)), (how, op, bound)
+
+
+@pytest.mark.parametrize(
+    "op, bound, way",
+    [("less", 3_000, "rows"), ("greater_equal", 297_000, "rows"), ("less_equal", 296_999, "rest"),
+     ("greater", 2_999, "rest"), ("less", 150_000, "croaring"), ("greater_equal", 150_000, "croaring")],
+)  # fmt: skip
+def test_word_walk_builds_each_range_answer_the_cheap_way(op, bound, way):
+    """A range through the word walk reads a small answer bit by bit, reads the few rows a
+    nearly full answer leaves out and takes them from the existence bitmap, and hands an
+    answer of about half the rows to CRoaring; each equals numpy's selection."""
+    rng = np.random.default_rng(4)
+    values = rng.integers(0, 300_000, 1_100_003)
+    nulls = rng.random(len(values)) < 0.05
+    table = pa.table({"c": pa.array(values.astype(np.int32), mask=nulls)})
+    index = FileIndex(write_file_index(table, {"file-index.range-bitmap.columns": "c"}), table.schema)
+    expected = np.flatnonzero(getattr(np, op)(values, bound) & ~nulls)
+    read = mock.patch.object(bitslice, "positions_of_words", side_effect=bitslice.positions_of_words)
+    handed = mock.patch.object(bitslice, "bitmap_from_words", side_effect=bitslice.bitmap_from_words)
+    with walk("index"), read as read, handed as handed:
+        ours = positions_of(index.evaluate(getattr(pc, op)(pc.field("c"), bound)).bitmap)
+    assert np.array_equal(ours, expected)
+    assert handed.called == (way == "croaring")
+    if way != "croaring":
+        (call,) = read.call_args_list
+        read_rows = len(call.args[0]) and int(np.bitwise_count(call.args[0]).sum())
+        assert read_rows == (len(expected) if way == "rows" else int((~nulls).sum()) - len(expected))
 
 
 @pytest.mark.parametrize(
@@ -873,4 +910,10 @@ def test_word_walk_is_taken_where_it_pays(rows, distinct, kind, walks):
     with mock.patch.object(bitslice.SliceSet, "_eq_words", autospec=True, side_effect=bitslice.SliceSet._eq_words) as spy:
         ours = index.evaluate(pc.field("c") == int(values[0])).bitmap
     assert ours == BitMap(np.flatnonzero(values == values[0]).tolist())
+    assert spy.called == walks
+    bound = distinct // 100
+    with mock.patch.object(bitslice.SliceSet, "_below_words", autospec=True,
+                           side_effect=bitslice.SliceSet._below_words) as spy:  # fmt: skip
+        ours = index.evaluate(pc.field("c") < bound).bitmap
+    assert ours == BitMap(np.flatnonzero(values < bound).tolist())
     assert spy.called == walks

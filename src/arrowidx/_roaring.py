@@ -26,29 +26,16 @@ def positions_of(bitmap: BitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
 
 
-def portable_of_sorted(rows: np.ndarray) -> bytes:
-    """:func:`to_portable` of ``bitmap_of(rows)`` for sorted, unique uint32 ``rows``.
-
-    When every 65,536-row container stays an array after run optimisation (at most 4096
-    rows, and clearly more bytes as runs: ``2 * runs > rows + 2``, beyond both CRoaring's and
-    Java's tie rules), the portable bytes are written straight from the rows with numpy;
-    otherwise CRoaring builds and run-optimises the bitmap.
-    """
-    n = len(rows)
-    if n == 0:
-        return to_portable(BitMap())
+def _containers_of_sorted(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(high, bounds, cards)`` of sorted, unique, non-empty uint32 ``rows``: container ``j``
+    holds ``rows[bounds[j]:bounds[j + 1]]``, ``cards[j]`` of them."""
     high = rows >> 16
-    bounds = np.concatenate(([0], np.flatnonzero(high[1:] != high[:-1]) + 1, [n]))
-    cards = np.diff(bounds)
-    if int(cards.max()) > 4096:
-        return to_portable(bitmap_of(rows))
-    # runs per container = rows - pairs of consecutive rows inside it (``after`` indexes the
-    # second row of each pair; a pair straddling two containers is not inside either)
-    after = np.flatnonzero(rows[1:] == rows[:-1] + 1) + 1
-    pairs = np.searchsorted(after, bounds[1:], "left") - np.searchsorted(after, bounds[:-1], "right")
-    runs = cards - pairs
-    if bool((2 * runs <= cards + 2).any()):
-        return to_portable(bitmap_of(rows))
+    bounds = np.concatenate(([0], np.flatnonzero(high[1:] != high[:-1]) + 1, [len(rows)]))
+    return high, bounds, np.diff(bounds)
+
+
+def _array_portable(rows: np.ndarray, high: np.ndarray, bounds: np.ndarray, cards: np.ndarray) -> bytes:
+    """Portable bytes holding every container of ``rows`` as an array (none over 4096 rows)."""
     m = len(cards)
     header = np.empty((m, 2), dtype="<u2")
     header[:, 0] = high[bounds[:-1]]
@@ -62,6 +49,44 @@ def portable_of_sorted(rows: np.ndarray) -> bytes:
             rows.astype("<u2"),  # the low 16 bits (the cast wraps)
         ]
     )
+
+
+def bitmap_of_sorted(rows: np.ndarray) -> BitMap:
+    """:func:`bitmap_of` for sorted, unique ``rows``.
+
+    When no 65,536-row container holds over 4096 of them, CRoaring receives the containers
+    as portable bytes written with numpy (~1 ns a row, against ~5 for its bulk add).
+    """
+    rows = np.asarray(rows, dtype=np.uint32)
+    if len(rows) == 0:
+        return BitMap()
+    high, bounds, cards = _containers_of_sorted(rows)
+    if int(cards.max()) > 4096:
+        return bitmap_of(rows)
+    return BitMap.deserialize(_array_portable(rows, high, bounds, cards))
+
+
+def portable_of_sorted(rows: np.ndarray) -> bytes:
+    """:func:`to_portable` of ``bitmap_of(rows)`` for sorted, unique uint32 ``rows``.
+
+    When every 65,536-row container stays an array after run optimisation (at most 4096
+    rows, and clearly more bytes as runs: ``2 * runs > rows + 2``, beyond both CRoaring's and
+    Java's tie rules), the portable bytes are written straight from the rows with numpy;
+    otherwise CRoaring builds and run-optimises the bitmap.
+    """
+    if len(rows) == 0:
+        return to_portable(BitMap())
+    high, bounds, cards = _containers_of_sorted(rows)
+    if int(cards.max()) > 4096:
+        return to_portable(bitmap_of(rows))
+    # runs per container = rows - pairs of consecutive rows inside it (``after`` indexes the
+    # second row of each pair; a pair straddling two containers is not inside either)
+    after = np.flatnonzero(rows[1:] == rows[:-1] + 1) + 1
+    pairs = np.searchsorted(after, bounds[1:], "left") - np.searchsorted(after, bounds[:-1], "right")
+    runs = cards - pairs
+    if bool((2 * runs <= cards + 2).any()):
+        return to_portable(bitmap_of(rows))
+    return _array_portable(rows, high, bounds, cards)
 
 
 def to_portable(bitmap: BitMap) -> bytes:
