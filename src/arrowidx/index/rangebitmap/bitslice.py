@@ -533,10 +533,7 @@ class SliceSet:
         self._narrow_words(state, None, values, self.count - 1, found, np.empty_like(state))
         bitmaps = [f for f in found if isinstance(f, BitMap)]
         rows = [f for f in found if not isinstance(f, BitMap)]
-        if len(rows) == 1:
-            bitmaps.append(bitmap_of_sorted(rows[0]))
-        elif rows:  # one piece per value: disjoint, each sorted, interleaved
-            bitmaps.append(bitmap_of(np.concatenate(rows)))
+        bitmaps.extend(bitmap_of_sorted(r) for r in rows)  # each sorted; together interleaved
         return BitMap.union(BitMap(), *bitmaps) if len(bitmaps) != 1 else bitmaps[0]
 
     def _narrow_words(
