@@ -71,4 +71,5 @@ def row_takes(request, monkeypatch):
     if request.param != "rows taken as shipped":
         monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
         monkeypatch.setattr(read, "TAKE_SHARE", 1)
+        monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
     return request.param

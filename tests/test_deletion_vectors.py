@@ -790,3 +790,15 @@ def test_docs_examples_run(tmp_path, monkeypatch):
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(doc), "exec"), namespace)
+
+
+@pytest.mark.parametrize("bitmap64", [False, True])
+def test_kept_rows_are_the_rows_not_deleted(bitmap64):
+    """``kept(rows)`` drops exactly the deleted positions from a 32-bit bitmap of rows (an
+    index answer), for either kind of vector, empty or not, leaving ``rows`` unchanged."""
+    rows = BitMap([0, 5, 6, 70_000, 2**31 - 1, 2**32 - 1])
+    for deleted in ([], [5, 7, 70_000, 2**31 - 1], [0, 1, 2]):
+        dv = DeletionVector.from_positions(deleted, bitmap64=bitmap64)
+        before = BitMap(rows)
+        assert dv.kept(rows) == BitMap(sorted(set(rows) - set(deleted)))
+        assert rows == before

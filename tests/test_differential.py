@@ -151,8 +151,9 @@ def test_dataset_matches_pyarrow_dataset(spec, data):
     # only from large row groups, which these small lakes never have)
     polars_takes = data.draw(st.booleans(), label="Polars takes every kept row")
     patches = (mock.patch.object(read, "TAKE_MIN_ROWS", 0 if polars_takes else read.TAKE_MIN_ROWS),
-               mock.patch.object(read, "TAKE_SHARE", 1 if polars_takes else read.TAKE_SHARE))  # fmt: skip
-    with patches[0], patches[1], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
+               mock.patch.object(read, "TAKE_SHARE", 1 if polars_takes else read.TAKE_SHARE),
+               mock.patch.object(read, "TAKE_MIN_BYTES", 0 if polars_takes else read.TAKE_MIN_BYTES))  # fmt: skip
+    with patches[0], patches[1], patches[2], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
         assert multiset(arrowidx.dataset(lake.root).to_table()) == multiset(lake.reference())
         opened[0].refresh()  # a dataset opened before the changes, refreshed, reads them
         assert multiset(opened[0].to_table()) == multiset(lake.reference())

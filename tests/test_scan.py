@@ -330,6 +330,7 @@ def test_rows_taken_by_polars_equal_pyarrow_take(tmp_path, monkeypatch):
     from arrowidx.lake import read
 
     monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
+    monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
     table = _typed_table(5000)
     path = tmp_path / "typed.parquet"
     pq.write_table(table, path, row_group_size=1000)
@@ -346,6 +347,54 @@ def test_rows_taken_by_polars_equal_pyarrow_take(tmp_path, monkeypatch):
             want = table.select(columns).take(pa.array(rows[mask]))
             assert got[0].schema == want.schema
             assert _same_values(got[0], want), (groups, columns)
+
+
+def test_decoded_bytes_count_every_leaf_of_the_columns(tmp_path):
+    """The bytes pyarrow decodes for some columns of some row groups, from the footer:
+    every leaf of a nested column counts, and all columns together make each row group's
+    ``total_byte_size``."""
+    from arrowidx.lake.read import _decoded_bytes
+
+    n = 3000
+    table = pa.table({
+        "s": pa.array([{"a": i, "b": str(i)} for i in range(n)]),
+        "l": pa.array([[i, i + 1] for i in range(n)]),
+        "c": pa.array(np.arange(n)),
+    })  # fmt: skip
+    pq.write_table(table, tmp_path / "n.parquet", row_group_size=1000)
+    metadata = pq.ParquetFile(tmp_path / "n.parquet").metadata
+    for groups in ([0], [1, 2], [0, 1, 2]):
+        assert _decoded_bytes(metadata, groups, ["s", "l", "c"]) == sum(metadata.row_group(g).total_byte_size for g in groups)
+        leaves = {"s": [0, 1], "l": [2], "c": [3]}
+        for column, js in leaves.items():
+            want = sum(metadata.row_group(g).column(j).total_uncompressed_size for g in groups for j in js)
+            assert _decoded_bytes(metadata, groups, [column]) == want, column
+
+
+@pytest.mark.parametrize("bitmap64", [False, True])
+@pytest.mark.parametrize("selected", [0.002, 0.5])
+def test_position_mask_is_the_index_rows_not_deleted(tmp_path, bitmap64, selected):
+    """A file's row mask is its index rows minus its deleted rows, over the row groups read,
+    whether few rows are selected (the deleted ones dropped from them) or many (masks ANDed),
+    with 32- and 64-bit deletion vectors."""
+    from pyroaring import BitMap
+
+    from arrowidx.deletion import DeletionVector
+
+    n = 20_000
+    table = pa.table({"a": pa.array(np.arange(n))})
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=3000)
+    r, offsets = _file_reads(tmp_path / "f.parquet", table, table.schema)
+    rng = np.random.default_rng(8)
+    chosen = rng.random(n) < selected
+    deleted = rng.random(n) < 0.3
+    deleted[np.flatnonzero(chosen)[:3]] = True  # some selected rows are deleted
+    r.bitmap = BitMap(np.flatnonzero(chosen).tolist())
+    r.deletion = DeletionVector.from_positions(np.flatnonzero(deleted), bitmap64=bitmap64)
+    for groups in ([0, 1, 2, 3, 4, 5, 6], [1, 4], [6]):
+        rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in groups])
+        got = r.position_mask(groups)
+        assert np.array_equal(got, (chosen & ~deleted)[rows]), groups
 
 
 def test_polars_takes_only_where_it_reads_what_pyarrow_reads(tmp_path, monkeypatch):
@@ -368,9 +417,20 @@ def test_polars_takes_only_where_it_reads_what_pyarrow_reads(tmp_path, monkeypat
     mask = np.zeros(n, bool)
     mask[[3, 2500]] = True
     reads, masks = [(r, [0, 1, 2, 3])], [mask]
+    monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
     assert list(read.take_with_polars(reads, ["a"], masks, table.schema)) == []  # below TAKE_MIN_ROWS
     monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
     assert list(read.take_with_polars(reads, ["a", "small"], masks, table.schema)) == [0]
+    # columns pyarrow decodes cheaply stay with pyarrow: Polars' fixed cost would not pay
+    metadata = pq.ParquetFile(path).metadata
+    names = [metadata.schema.column(j).name for j in range(metadata.num_columns)]
+    decoded = sum(metadata.row_group(g).column(names.index(c)).total_uncompressed_size
+                  for g in range(4) for c in ("a", "small"))  # fmt: skip
+    monkeypatch.setattr(read, "TAKE_MIN_BYTES", decoded + 1)
+    assert read.take_with_polars(reads, ["a", "small"], masks, table.schema) == {}
+    monkeypatch.setattr(read, "TAKE_MIN_BYTES", decoded)
+    assert list(read.take_with_polars(reads, ["a", "small"], masks, table.schema)) == [0]
+    monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
     for column in ("ns", "cat", "lst"):
         assert read.take_with_polars(reads, ["a", column], masks, table.schema) == {}, column
     widened = table.schema.set(4, pa.field("small", pa.int64()))  # the reader's schema unifies types
@@ -391,6 +451,7 @@ def test_dataset_answers_with_rows_taken_by_polars(tmp_path, monkeypatch, takes)
     if takes != "by size":
         monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
         monkeypatch.setattr(read, "TAKE_SHARE", 1)
+        monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
     calls = []
     original = read.take_with_polars
     monkeypatch.setattr(read, "take_with_polars", lambda *a: calls.append(1) or original(*a))

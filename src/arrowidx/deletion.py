@@ -34,7 +34,14 @@ import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
 from ._bytes import as_buffer, atomic_write
-from ._roaring import MalformedBitmap, PortableLayout, bitmap_of, packed_window, portable_layout
+from ._roaring import (
+    MalformedBitmap,
+    PortableLayout,
+    bitmap_of,
+    packed_window,
+    portable_layout,
+    positions_of,
+)
 from .errors import ArrowIdxError, CorruptIndexError
 from .types import integer_array
 
@@ -377,6 +384,16 @@ class DeletionVector:
         """True where position ``start + i`` is deleted, for ``i`` in ``range(length)``."""
         bits = self._deleted_bits(int(start), int(length))
         return pa.BooleanArray.from_buffers(pa.bool_(), int(length), [None, pa.py_buffer(bits)])
+
+    def kept(self, rows: BitMap) -> BitMap:
+        """The positions of ``rows`` (a 32-bit ``BitMap``, such as an index's answer) that
+        are not deleted."""
+        if not self._bm:
+            return BitMap(rows)
+        if not self._bitmap64:
+            return rows - self._bm
+        positions = positions_of(rows)
+        return bitmap_of(positions[~self.is_deleted(positions)])
 
     def keep_mask(self, start: int, length: int) -> pa.BooleanArray:
         """True where position ``start + i`` is kept (not deleted), for ``i`` in

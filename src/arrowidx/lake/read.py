@@ -122,10 +122,14 @@ class FileRead:
         """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
         offsets = self.offsets
         keep = None
+        dv = self.deletion if self.deletion is not None and self.deletion.cardinality else None
         if self.bitmap is not None:
-            keep = _bitmap_mask(self.bitmap, offsets, groups)
-        dv = self.deletion
-        if dv is not None and dv.cardinality:
+            bitmap = self.bitmap
+            if dv is not None and len(bitmap) <= _rows_of(offsets, groups) // 8:
+                # few rows selected: drop the deleted ones from them, not from every row
+                bitmap, dv = dv.kept(bitmap), None
+            keep = _bitmap_mask(bitmap, offsets, groups)
+        if dv is not None:
             alive = np.concatenate(
                 [dv.keep_mask(int(offsets[g]), int(offsets[g + 1] - offsets[g])).to_numpy(zero_copy_only=False) for g in groups]
             )
@@ -302,13 +306,16 @@ class FileReader:
 
 
 #: Rows of a local file are taken by Polars (:func:`take_with_polars`) when the row groups
-#: they lie in hold at least this many rows and at most 1/``TAKE_SHARE`` of them are taken.
+#: they lie in hold at least this many rows and at most 1/``TAKE_SHARE`` of them are taken,
+#: and pyarrow would decode at least ``TAKE_MIN_BYTES`` of the columns read there.
 #: Measured per file (2 cores): one row of a 100,000-row group of the demo lake 4.6 ms
 #: against 6.2 ms for pyarrow's decode of the group; 1 % of the demo lake's rows 190 ms
 #: against 400 ms; below ~30,000 rows per group the two are even, and Polars' fixed cost
-#: per file (~1 ms) loses on lakes of small files.
+#: per file (~1-1.5 ms) loses on lakes of small files and on cheap columns (the demo lake's
+#: rare ``status``, 190 kB a file: 59 ms against pyarrow's 48 ms over 20 files).
 TAKE_MIN_ROWS = 32_768
 TAKE_SHARE = 8
+TAKE_MIN_BYTES = 1 << 20
 _ROW = "__arrowidx_row"
 
 
@@ -331,6 +338,8 @@ def take_with_polars(
         own = r.schema is not None
         source = r.source_columns(columns) if own and r.source_columns else list(columns)
         fragment = r.fragment(False)
+        if _decoded_bytes(fragment.metadata, groups, source) < TAKE_MIN_BYTES:
+            continue
         types = _polars_types(fragment.physical_schema, r.schema if own else schema, source)
         if types is None:
             continue
@@ -359,6 +368,19 @@ def take_with_polars(
         table = pa.Table.from_arrays(arrays, schema=pa.schema(list(zip(source, types))))
         out[i] = r.adapt(table, columns) if r.schema is not None and r.adapt else table
     return out
+
+
+def _decoded_bytes(metadata, groups: list[int], columns: list[str]) -> int:
+    """Uncompressed bytes of ``columns`` (and their nested leaves) in row groups ``groups``,
+    from the footer: what pyarrow decodes to read them."""
+    wanted = set(columns)
+    schema = metadata.schema
+    leaves = [j for j in range(metadata.num_columns) if schema.column(j).path.split(".", 1)[0] in wanted]
+    total = 0
+    for g in groups:
+        group = metadata.row_group(g)
+        total += sum(group.column(j).total_uncompressed_size for j in leaves)
+    return total
 
 
 def _polars_types(physical: pa.Schema, schema: pa.Schema, columns: list[str]) -> list[pa.DataType] | None:
@@ -416,6 +438,10 @@ def _slices(values: np.ndarray, offsets: np.ndarray, groups: list[int]) -> np.nd
         g = groups[0]
         return values[offsets[g] : offsets[g + 1]]
     return np.concatenate([values[offsets[g] : offsets[g + 1]] for g in groups])
+
+
+def _rows_of(offsets: np.ndarray, groups: list[int]) -> int:
+    return int(sum(int(offsets[g + 1] - offsets[g]) for g in groups))
 
 
 def _bitmap_mask(bitmap, offsets: np.ndarray, groups: list[int]) -> np.ndarray:
