@@ -163,7 +163,7 @@ class _Source:
         translation, plans, vectors = _plan(self.data, predicate, always=always)
         report = None
         if plans is None:
-            frames = self._whole_files(predicate, needed)
+            frames = self._whole_files(predicate, columns or needed)  # the predicate is applied inside
         else:
             selective = IndexedDataset._index_pruned(plans)
             reads = self._reads(plans, vectors, n_rows, predicate)
