@@ -917,3 +917,18 @@ def test_word_walk_is_taken_where_it_pays(rows, distinct, kind, walks):
         ours = index.evaluate(pc.field("c") < bound).bitmap
     assert ours == BitMap(np.flatnonzero(values < bound).tolist())
     assert spy.called == walks
+
+
+def test_word_walk_reads_slice_headers_once_per_opened_index(word_walk_index):
+    """An opened range bitmap keeps its slices' word views: a scan asking the same index
+    again (another query, the next batch) parses no slice header twice, and answers the
+    same."""
+    raw, schema, _ = word_walk_index
+    index = FileIndex(raw, schema)
+    c = pc.field("c")
+    with mock.patch.object(bitslice, "leading_bitsets", side_effect=bitslice.leading_bitsets) as spy:
+        first = [index.evaluate(e).bitmap for e in (c < 3_000, c == 17)]
+        parsed = spy.call_count
+        again = [index.evaluate(e).bitmap for e in (c < 3_000, c == 17)]
+    assert parsed > 0 and spy.call_count == parsed
+    assert again == first

@@ -50,6 +50,7 @@ from ...errors import CorruptIndexError
 VERSION_1 = 1
 _ROWS_PER_CONTAINER = 1 << 16
 _BYTES_PER_CONTAINER = _ROWS_PER_CONTAINER // 8
+_WORDS_PER_CONTAINER = _BYTES_PER_CONTAINER // 8
 _ARRAY_MAX = 4096  # a container with more values is a bitset in the portable format
 _NO_RUN_COOKIE = 12346
 # = and IN walk a range bitmap's slices as machine words from this many rows, with at most
@@ -266,7 +267,10 @@ class SliceSet:
         self._ebm: BitMap | None = None
         self._slices: dict[int, BitMap] | None = None
         self._complements: dict[int, BitMap] | None = None
-        self._words: dict[int, _SliceWords] | None = None  # slices as words, while kept
+        # slices as words (headers parsed once per opened index: a scan asks it per query);
+        # one whose containers past the leading bitsets take more than one container's
+        # words is kept only while ``kept()``
+        self._words: dict[int, _SliceWords] = {}
         self._buf: np.ndarray | None = None
         self._layouts: dict[int, PortableLayout] = {}  # slice -> its container layout
 
@@ -351,12 +355,13 @@ class SliceSet:
         """Keep every slice loaded inside the block (several queries over the same slices)."""
         outer = self._slices is not None
         if not outer:
-            self._slices, self._complements, self._words = {}, {}, {}
+            self._slices, self._complements = {}, {}
         try:
             yield self
         finally:
             if not outer:
-                self._slices = self._complements = self._words = None
+                self._slices = self._complements = None
+                self._words = {i: w for i, w in self._words.items() if len(w.tail) <= _WORDS_PER_CONTAINER}
 
     def lt(self, t: int) -> BitMap:
         """Rows whose value is ``< t``."""
@@ -487,8 +492,9 @@ class SliceSet:
 
     def _slice_words(self, i: int) -> _SliceWords:
         """Slice ``i`` as machine words (see :class:`_SliceWords`)."""
-        if self._words is not None and i in self._words:
-            return self._words[i]
+        found = self._words.get(i)
+        if found is not None:
+            return found
         n = self._containers()
         start, length = self._span(i)
         first, m, rest = leading_bitsets(self._buffer(), start, start + length, n)
@@ -502,8 +508,8 @@ class SliceSet:
                     f"slice {i} is not a valid portable Roaring bitmap ({e})", source=self.source, offset=e.offset
                 ) from None
         words = _SliceWords(head, tail)
-        if self._words is not None:
-            self._words[i] = words
+        if len(tail) <= _WORDS_PER_CONTAINER or self._slices is not None:
+            self._words[i] = words  # a view of the bytes and one container: kept for good
         return words
 
     def _ebm_words(self) -> np.ndarray:
@@ -734,6 +740,7 @@ class BitSliceIndexBitmap(SliceSet):
 
     def __init__(self, r: ByteReader, rows: int, max_code: int):
         super().__init__()
+        self._top_bitsets: bool | None = None  # the top slice's containers are bitsets (all but the last)
         self.source = r.source
         self.data = r.data
         self.rows = rows
@@ -803,9 +810,11 @@ class BitSliceIndexBitmap(SliceSet):
         rows, the word walk is 1.5-3x faster there and slower elsewhere."""
         if self.rows < DENSE_MIN_ROWS or self.rows > WORDS_ROWS_PER_CODE * (self.max_value + 1):
             return False
-        n = self._containers()
-        start, length = self._span(self.count - 1)
-        return leading_bitsets(self._buffer(), start, start + length, n)[1] >= n - 1
+        if self._top_bitsets is None:  # once per opened index
+            n = self._containers()
+            start, length = self._span(self.count - 1)
+            self._top_bitsets = leading_bitsets(self._buffer(), start, start + length, n)[1] >= n - 1
+        return self._top_bitsets
 
     def sparse_limit(self) -> int:
         # measured on W4 (10M rows): 4,096 beats rows/512 for IN (the slices are shared by
