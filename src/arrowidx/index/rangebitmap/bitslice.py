@@ -66,7 +66,6 @@ _COMPACT_SHARE = 16
 # row (~7 ns a row), else built by CRoaring (~1.5 ms per 10M rows, however many)
 _READ_SHARE = 2
 _ONE = np.uint64(1)
-_NO_WORDS = np.zeros(0, np.uint64)
 EMPTY_PORTABLE = to_portable(BitMap())
 
 
