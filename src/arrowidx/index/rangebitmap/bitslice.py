@@ -483,7 +483,7 @@ class SliceSet:
 
     # -- = and IN over the slices as machine words ---------------------------------------
     def _words_pay(self) -> bool:
-        """Whether = and IN walk the slices as machine words (:meth:`_eq_words`)."""
+        """Whether comparisons walk the slices as machine words (:meth:`_eq_words`, :meth:`_below_words`)."""
         return False
 
     def _containers(self) -> int:
