@@ -165,6 +165,40 @@ def test_stale_file_is_read_in_full(tmp_path):
     assert_same(root, pc.field("status") == "shipped", deleted=pc.field("status") == "paid")
 
 
+def test_file_rewritten_between_two_queries_of_one_open_dataset_is_read_as_it_is_now(tmp_path):
+    """An open dataset stats its files again for every query: a file rewritten after the
+    first query (its index now describes other rows) is read in full by the next one, never
+    judged by the identity the first query saw. ``restat`` (Spark's tasks) does the same
+    for the files it names."""
+    root = str(tmp_path)
+    write_lake(root, files=2)
+    arrowidx.build(root, OPTIONS, progress=False)
+    expr = pc.field("status") == "returned"  # in no file when indexed
+    path = os.path.join(root, "part-001.parquet")
+    rewritten = pq.read_table(path).slice(0, 40)
+    rewritten = rewritten.set_column(
+        rewritten.schema.get_field_index("status"), "status", pa.array(["returned"] * 40)
+    )
+
+    data = arrowidx.dataset(root)
+    assert data.to_table(filter=expr).num_rows == 0
+    assert [p.status for p in data.explain(expr).files] == ["skipped", "skipped"]
+    pq.write_table(rewritten, path)
+    got = data.to_table(filter=expr)
+    assert got.num_rows == 40
+    assert tables_equal(got, ds.dataset(root, format="parquet").to_table(filter=expr))
+
+    data = arrowidx.dataset(root)
+    arrowidx.build(root, OPTIONS, progress=False)
+    data.refresh()
+    assert data.plan_file("part-001.parquet", expr).status != "skipped"  # indexed again: rows hold it
+    pq.write_table(rewritten.slice(0, 20).set_column(
+        rewritten.schema.get_field_index("status"), "status", pa.array(["new"] * 20)
+    ), path)
+    data.restat(["part-001.parquet"])
+    assert data.plan_file("part-001.parquet", expr, statistics=False).status == "stale"
+
+
 def test_new_file_without_index_is_read(tmp_path):
     root = str(tmp_path)
     write_lake(root, files=2)

@@ -79,3 +79,24 @@ def test_one_bound_predicate_answers_every_files_index():
                 assert got.remain and (got.kind != "bitmap" or want <= got.bitmap)
                 if exact in str(options):  # BSI and range-bitmap answer all four leaves exactly
                     assert got.kind == "bitmap" and got.bitmap == want
+
+
+def test_a_bound_predicate_asked_of_an_index_of_another_column_type_is_remain():
+    """The keys a bound leaf looks up are remembered per index schema. Asked of an index
+    whose column has another type (timestamp[ms] against a literal bound as
+    timestamp[us]), the leaf must not reuse the keys of the first type: those are
+    microseconds, the ms index holds milliseconds, and it would rule the matching row
+    out. No index can answer it, so the answer is REMAIN."""
+    import datetime
+
+    instant = datetime.datetime(2024, 1, 1, 0, 0, 1)
+    expr = pc.field("ts") == pa.scalar(instant, pa.timestamp("us"))
+    micros = pa.table({"ts": pa.array([instant, instant.replace(second=2)], pa.timestamp("us"))})
+    millis = pa.table({"ts": pa.array([instant, instant.replace(second=3)], pa.timestamp("ms"))})
+    for kind in ["bitmap", "bloom-filter", "range-bitmap"]:
+        options = {f"file-index.{kind}.columns": "ts"}
+        node = bind(expr, micros.schema)
+        first = FileIndex(write_file_index(micros, options), micros.schema).evaluate(node)
+        assert first.remain and (first.kind != "bitmap" or first.bitmap == BitMap([0])), kind
+        other = FileIndex(write_file_index(millis, options), millis.schema).evaluate(node)
+        assert other.kind == "remain", (kind, other)

@@ -551,14 +551,17 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     if isinstance(node, (And, Or)):
         children = [_memo(lambda c=c: evaluate(c, schema, readers)) for c in node.children]
         return _and(children) if isinstance(node, And) else _or(children)
-    column = next(iter(node.columns()))
+    column = node.column  # a leaf: Compare, IsIn or IsNull
     column_readers = readers(column)
     if not column_readers:
         return UNKNOWN
-    lowered = _lowered(node, schema.field(column).type)
+    lowered = _lowered(node, schema, column)
     if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
         return UNKNOWN
     t_expr, f_expr = lowered
+    if len(column_readers) == 1:  # one index type on the column: its answer as it is
+        (reader,) = column_readers
+        return Answer(lambda: evaluate_keys(t_expr, reader).t, lambda: evaluate_keys(f_expr, reader).t)
 
     def side(expr) -> IndexResult:
         # Several index types on one column: AND their answers, stopping at the first
@@ -573,19 +576,28 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     return Answer(lambda: side(t_expr), lambda: side(f_expr))
 
 
-def _lowered(node: Node, arrow_type: pa.DataType) -> tuple[object, object] | None:
-    """:func:`lower` for a column of ``arrow_type`` (None: no index can answer), computed once
-    per leaf and type: a scan evaluates one bound predicate against every file's index."""
-    cache = node.__dict__.get("_lowered")
-    if cache is None:
-        cache = {}
-        object.__setattr__(node, "_lowered", cache)  # frozen dataclass: a private cache only
-    if arrow_type not in cache:
+def _lowered(node: Node, schema: pa.Schema, column: str) -> tuple[object, object] | None:
+    """:func:`lower` for ``column`` of ``schema`` (None: no index can answer), computed once
+    per leaf and column type: a scan evaluates one bound predicate against every file's
+    index. The files of a lake share one schema object, so the answer is also remembered
+    per schema: most files then cost one dict lookup (the schema is held, so its ``id``
+    stays its own)."""
+    caches = node.__dict__.get("_lowered")
+    if caches is None:
+        caches = ({}, {})
+        object.__setattr__(node, "_lowered", caches)  # frozen dataclass: a private cache only
+    by_type, by_schema = caches
+    seen = by_schema.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    arrow_type = schema.field(column).type
+    if arrow_type not in by_type:
         try:
-            cache[arrow_type] = lower(node, paimon_type(arrow_type), arrow_type)
-        except ArrowIdxError:
-            cache[arrow_type] = None
-    return cache[arrow_type]
+            by_type[arrow_type] = lower(node, paimon_type(arrow_type), arrow_type)
+        except (ArrowIdxError, pa.ArrowException):  # e.g. a literal bound to another column type
+            by_type[arrow_type] = None
+    by_schema[id(schema)] = (schema, by_type[arrow_type])
+    return by_type[arrow_type]
 
 
 def _memo(thunk: Callable[[], Answer]) -> Callable[[], Answer]:

@@ -79,9 +79,11 @@ class ExactIndexReader(IndexReader):
     def answer(self, op: str, keys: tuple) -> Answer:
         if op == "is_null":
             return Answer(IndexResult.of(self.null_rows), IndexResult.of(self.non_null_rows))
-        if op not in self.exact_ops or any(k is None for k in keys) or (not keys and op != "in"):
+        if op not in self.exact_ops or None in keys or (not keys and op != "in"):
             return UNKNOWN
-        t = IndexResult.of(lambda: self.matching_rows(op, keys))
+        # Every use of a leaf needs its TRUE side (the FALSE side is derived from it), so
+        # it is computed now; the FALSE side only if a ``~`` asks.
+        t = IndexResult.of(self.matching_rows(op, keys))
         return Answer(t, IndexResult.of(lambda: self.non_null_rows() - t.bitmap))
 
 

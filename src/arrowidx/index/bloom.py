@@ -249,11 +249,15 @@ class BloomFilterReader(IndexReader):
         return True
 
     def answer(self, op: str, keys: tuple) -> Answer:
-        if op not in ("eq", "in") or any(k is None for k in keys):
+        if op not in ("eq", "in") or None in keys:
             return UNKNOWN
         if not keys:
             return Answer(SKIP, REMAIN)
-        return Answer(REMAIN if self.might_contain(list(keys)).any() else SKIP, REMAIN)
+        if len(keys) == 1:  # a needle (asked of every file of a scan): one probe, no arrays
+            hit = self._probe(_scalar_hash(keys[0], self.ptype))
+        else:
+            hit = self.might_contain(list(keys)).any()
+        return Answer(REMAIN if hit else SKIP, REMAIN)
 
     def describe(self) -> dict:
         return {"hash functions": self.k, "bits": self.num_bits}

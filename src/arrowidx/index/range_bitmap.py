@@ -249,9 +249,10 @@ class RangeBitmapReader(ExactIndexReader):
         if op in ("eq", "in"):
             if self.min == self.max:  # one distinct value: no slice to walk
                 return self.non_null_rows() if self.min in ordered else BitMap()
+            if len(ordered) == 1:  # one key (a needle, per file of a scan): nothing to share
+                code = self._code(ordered[0])
+                return self.bsi.eq(code) if code >= 0 else BitMap()
             codes = [self._code(k) for k in set(ordered)]
-            if len(codes) == 1:  # one key (a needle, per file of a scan): nothing to share
-                return self.bsi.eq(codes[0])
             with self.bsi.kept():  # the keys share the slices
                 return self.bsi.eq_any(codes)
         key = ordered[0]

@@ -269,6 +269,7 @@ class IndexedDataset:
         self._deletions: dict[tuple, DeletionVector] = {}
         self._deletion_files: dict[str, bytes] = {}
         self._infos: dict[str, pafs.FileInfo] = {}
+        self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
         self._schema: pa.Schema | None = source.schema if source is not None else None
         self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
@@ -308,7 +309,18 @@ class IndexedDataset:
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         self._files = files
-        self._infos = {}
+        self.forget_file_infos()
+
+    def forget_file_infos(self) -> None:
+        """Stat the files again at their next use: once per query, so a file changed since
+        the last query is seen as changed (its index then no longer applies)."""
+        self._infos, self._keys = {}, {}
+
+    def restat(self, rels: list[str]) -> None:
+        """Stat ``rels`` again now (only those)."""
+        self._infos.update(file_infos(self.fs, self.root, rels))
+        for rel in rels:
+            self._keys.pop(rel, None)
 
     def _info(self, rel: str) -> pafs.FileInfo:
         if rel not in self._infos:
@@ -324,8 +336,13 @@ class IndexedDataset:
         return entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
 
     def _key(self, rel: str) -> tuple:
-        info = self._info(rel)
-        return (rel, info.size, info.mtime_ns)
+        """The file's identity (path, size, mtime), under which its footer, index and
+        deletion vector are cached."""
+        key = self._keys.get(rel)
+        if key is None:
+            info = self._info(rel)
+            key = self._keys[rel] = (rel, info.size, info.mtime_ns)
+        return key
 
     def read_footer(self, rel: str) -> Footer:
         """The data file's footer and fingerprint, read once per file identity."""
@@ -570,7 +587,7 @@ class IndexedDataset:
         Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
         first (once per file identity); planning itself then runs inline.
         """
-        self._infos = {}
+        self.forget_file_infos()
         self._warm_up(self.files)
         bound: dict = {}
         return [self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
@@ -690,7 +707,7 @@ class IndexedDataset:
         if not self.files:
             return []
         if self.indexes_cannot_help(filter):
-            self._infos = {}
+            self.forget_file_infos()
             return self._pyarrow_dataset()
         plans = self.plan(filter, statistics=False)
         if self._handover(plans):
@@ -769,7 +786,7 @@ class IndexedDataset:
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
         if filter is None:
-            self._infos = {}
+            self.forget_file_infos()
             total = 0
             for rel in self.files:
                 entry = self.manifest.files.get(rel)

@@ -94,7 +94,7 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
         unprunable = data.indexes_cannot_help(translation.expression)
         if unprunable and not always:
             return translation, None, {}
-        data._infos = {}  # one stat of every file per execution
+        data.forget_file_infos()  # one stat of every file per execution
         data._warm_up(data.files)
         expr = None if unprunable else translation.expression
         # plan_file per file, in this thread: once the indexes are cached this takes well

@@ -8,7 +8,6 @@ import pyarrow.fs as pafs
 
 from ..lake.layout import (
     Manifest,
-    file_infos,
     read_manifest,
 )
 from ..lake.scan import IndexedDataset
@@ -51,6 +50,6 @@ def _refresh(data: IndexedDataset, rels: list[str]) -> None:
     ``IndexedDataset`` otherwise stats every file of the manifest on first use and keeps the
     answers; here only the files a task reads are looked at, and freshly.
     """
-    data._infos.update(file_infos(data.fs, data.root, rels))
+    data.restat(rels)
 
 
