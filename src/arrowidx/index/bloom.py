@@ -253,8 +253,8 @@ class BloomFilterReader(IndexReader):
             return UNKNOWN
         if not keys:
             return Answer(SKIP, REMAIN)
-        if len(keys) == 1:  # a needle (asked of every file of a scan): one probe, no arrays
-            hit = self._probe(_scalar_hash(keys[0], self.ptype))
+        if len(keys) <= _SCALAR_KEYS:  # a needle (asked of every file of a scan): probes, no arrays
+            hit = any(self._probe(_scalar_hash(k, self.ptype)) for k in keys)
         else:
             hit = self.might_contain(list(keys)).any()
         return Answer(REMAIN if hit else SKIP, REMAIN)

@@ -24,8 +24,8 @@ def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = 
     """An :class:`IndexedDataset` showing manifest ``version`` (cached per worker process).
 
     Its indexes, footers and deletion vectors are cached by (file, size, mtime), so a cached
-    dataset is reused across tasks and queries; file sizes and times are re-read per task
-    (:func:`_refresh`), so staleness is still detected.
+    dataset is reused across tasks and queries; each task stats the files it reads again
+    (``IndexedDataset.restat``), so staleness is still detected.
     """
     key = (fs.type_name, root, version, on_corrupt)
     with _DATASETS_LOCK:
@@ -42,14 +42,3 @@ def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = 
                 _DATASETS.clear()
             _DATASETS[key] = data
     return data
-
-
-def _refresh(data: IndexedDataset, rels: list[str]) -> None:
-    """Re-stat ``rels`` (only those) before planning them.
-
-    ``IndexedDataset`` otherwise stats every file of the manifest on first use and keeps the
-    answers; here only the files a task reads are looked at, and freshly.
-    """
-    data.restat(rels)
-
-

@@ -16,7 +16,7 @@ from ..lake.layout import (
     resolve,
 )
 from ..lake.scan import IndexedDataset
-from .datasets import _dataset_at, _refresh
+from .datasets import _dataset_at
 
 # --------------------------------------------------------------------------------------
 # 4. existing pipelines: a mapInArrow function over _metadata.file_path / row_index
@@ -66,7 +66,7 @@ class DeletionAndIndexFilter:
         rel = local[len(root) + 1 :]
         if rel not in data.manifest.files:
             return None  # not managed by arrowidx: nothing to apply
-        _refresh(data, [rel])
+        data.restat([rel])  # this task's file, looked at freshly
         plan = data.plan_file(rel, self.filter, statistics=False)
         if plan.status == "stale":
             return None  # changed since indexed: its index and deletions no longer apply

@@ -31,7 +31,7 @@ from ..lake.scan import IndexedDataset
 from ..options import parse_memory_size
 from ..sql import parse_where
 from .build import FORMAT_NAME
-from .datasets import _dataset_at, _refresh
+from .datasets import _dataset_at
 from .session import ensure_worker_python
 from .translate import _to_spark_arrow, arrow_to_spark_schema
 
@@ -171,7 +171,7 @@ class _Reader(DataSourceReader):
             return  # Spark's placeholder when nothing survived pruning
         fs, root, _ = resolve(self.path)
         data = _dataset_at(fs, root, partition.version, self.on_corrupt)
-        _refresh(data, list(partition.paths))
+        data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         expr = load_filter(self.options, data.schema)
         names = self.schema.fieldNames()
         columns = None if names == data.schema.names else names
