@@ -159,6 +159,10 @@ def test_stale_file_is_read_in_full(tmp_path):
     plain = ds.dataset(root, format="parquet").to_table(filter=expected)
     # Non-stale files keep their deletions; the stale file is read as it is now.
     assert got.num_rows == plain.num_rows
+    data.on_stale_deletions = "raise"  # the same open dataset, told to refuse it again
+    with pytest.raises(arrowidx.StaleDeletionError, match=r"part-001\.parquet"):
+        data.to_table(filter=expected)
+    data.on_stale_deletions = "read-full"
     # A stale index alone (no deletions in that file) just means: read it in full.
     arrowidx.build(root, OPTIONS, progress=False, on_stale_deletions="read-full")
     pq.write_table(table.slice(0, 50), path)
@@ -168,8 +172,9 @@ def test_stale_file_is_read_in_full(tmp_path):
 def test_file_rewritten_between_two_queries_of_one_open_dataset_is_read_as_it_is_now(tmp_path):
     """An open dataset stats its files again for every query: a file rewritten after the
     first query (its index now describes other rows) is read in full by the next one, never
-    judged by the identity the first query saw. ``restat`` (Spark's tasks) does the same
-    for the files it names."""
+    judged by the identity the first query saw. Indexed again, the same file is asked its
+    new index (the stale verdict belonged to the old manifest entry). ``restat`` (Spark's
+    tasks) stats the files it names again at once."""
     root = str(tmp_path)
     write_lake(root, files=2)
     arrowidx.build(root, OPTIONS, progress=False)
@@ -188,10 +193,10 @@ def test_file_rewritten_between_two_queries_of_one_open_dataset_is_read_as_it_is
     assert got.num_rows == 40
     assert tables_equal(got, ds.dataset(root, format="parquet").to_table(filter=expr))
 
-    data = arrowidx.dataset(root)
+    assert data.plan_file("part-001.parquet", expr, statistics=False).status == "stale"
     arrowidx.build(root, OPTIONS, progress=False)
-    data.refresh()
-    assert data.plan_file("part-001.parquet", expr).status != "skipped"  # indexed again: rows hold it
+    data.refresh()  # the new manifest; the data file itself is unchanged since the last query
+    assert data.plan_file("part-001.parquet", expr, statistics=False).status == "bitmap"
     pq.write_table(rewritten.slice(0, 20).set_column(
         rewritten.schema.get_field_index("status"), "status", pa.array(["new"] * 20)
     ), path)

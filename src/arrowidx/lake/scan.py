@@ -265,6 +265,7 @@ class IndexedDataset:
         self._lock = threading.Lock()
         self._indexes: dict[tuple, FileIndex] = {}
         self._footers: dict[tuple, Footer] = {}
+        self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
         self._fragments: dict[tuple, ds.ParquetFileFragment] = {}
         self._deletions: dict[tuple, DeletionVector] = {}
         self._deletion_files: dict[str, bytes] = {}
@@ -330,10 +331,18 @@ class IndexedDataset:
         return self._infos[rel]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
+        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``),
+        remembered per file identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
+        key = self._key(entry.path)
+        known = self._freshness.get(key)
+        if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
+            return known[2]
         footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
-        return entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
+        fresh = entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
+        self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
+        return fresh
 
     def _key(self, rel: str) -> tuple:
         """The file's identity (path, size, mtime), under which its footer, index and
