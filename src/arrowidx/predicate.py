@@ -576,6 +576,26 @@ def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     return Answer(lambda: side(t_expr), lambda: side(f_expr))
 
 
+def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
+    """``(column, keys)`` for each conjunct of ``node`` (itself, or a child of top-level
+    ANDs) whose TRUE side is one exact lookup of ``keys``: ``column == v`` or ``column IN
+    (...)`` lowered to a single ``eq`` / ``in`` key leaf (not floats, whose IEEE and Java
+    sides differ; not an IN that matches NULL). No row can satisfy ``node`` in a file whose
+    exact index on ``column`` holds none of ``keys``: a key directory skips such files
+    without asking their indexes one by one."""
+    if isinstance(node, And):
+        return [found for child in node.children for found in needles(child, schema)]
+    if not (isinstance(node, Compare) and node.op == "eq") and not isinstance(node, IsIn):
+        return []
+    if schema.get_field_index(node.column) < 0:
+        return []
+    lowered = _lowered(node, schema, node.column)
+    t = lowered[0] if lowered is not None else None
+    if isinstance(t, KLeaf):  # (an IN matching NULL, or a float equality, is an OR of lookups)
+        return [(node.column, t.keys)]
+    return []
+
+
 def _lowered(node: Node, schema: pa.Schema, column: str) -> tuple[object, object] | None:
     """:func:`lower` for ``column`` of ``schema`` (None: no index can answer), computed once
     per leaf and column type: a scan evaluates one bound predicate against every file's

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
@@ -44,6 +45,7 @@ class IndexReader:
     exact_ops: ClassVar[frozenset[str]] = frozenset()  # ops whose TRUE side is exact
     cost: ClassVar[int] = 1  # readers of one column are asked cheapest first (a SKIP ends it)
     index_type: str = "?"  # the container's name for this index (set when opened)
+    lists_keys: bool = False  # distinct_keys() lists every key (a key directory can stand in)
 
     def answer(self, op: str, keys: tuple) -> Answer:
         return UNKNOWN
@@ -55,6 +57,11 @@ class IndexReader:
     def describe(self) -> dict:
         """A few facts for ``arrowidx inspect`` (row count, cardinality, ...)."""
         return {}
+
+    def distinct_keys(self):
+        """Every key the index holds, ascending, as int64 order values (``None``: it cannot
+        list them; only such a list lets a key directory stand in for the reader)."""
+        return None
 
 
 class ExactIndexReader(IndexReader):
@@ -123,3 +130,8 @@ class EmptyIndexReader(IndexReader):
         if op == "is_null":
             return Answer(REMAIN, SKIP)
         return Answer(SKIP, REMAIN)
+
+    lists_keys = True
+
+    def distinct_keys(self):
+        return np.empty(0, np.int64)  # no key: no row equals anything (as :meth:`answer`)

@@ -223,6 +223,19 @@ class RangeBitmapReader(ExactIndexReader):
             raise r.fail("the header's minimum key is not the dictionary's first key", at + 13)
         self.dictionary.expected_last = self.max  # checked if the last chunk is ever decoded
 
+    @property
+    def lists_keys(self) -> bool:
+        return self.codec.fixed
+
+    def distinct_keys(self) -> np.ndarray | None:
+        """Every key the index holds, ascending, as the int64 order values
+        ``codec.order_of`` gives (what a key directory lists); None for variable-width keys."""
+        if not self.codec.fixed:
+            return None
+        if not self.cardinality:
+            return np.empty(0, np.int64)
+        return self.dictionary.ordered_keys()
+
     # -- row sets ----------------------------------------------------------------------
     def _all_rows(self) -> BitMap:
         rows = BitMap()

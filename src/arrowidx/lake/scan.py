@@ -48,8 +48,9 @@ import pyarrow.parquet as pq
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
-from ..predicate import bind, expression_text, is_exact
-from ..result import REMAIN, IndexResult
+from ..predicate import bind, expression_text, is_exact, needles
+from ..result import REMAIN, SKIP, IndexResult
+from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
 from .footer import Footer, read_footer
 from .layout import (
     META_DIR,
@@ -279,6 +280,9 @@ class IndexedDataset:
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._handover_dataset: tuple[tuple, Any] = ((), None)
         self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
+        self._directories: dict[tuple, tuple[int, KeyDirectory | None]] = {}
+        self._index_schemas: dict[str, pa.Schema] = {}
+        self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -325,10 +329,19 @@ class IndexedDataset:
 
     def _info(self, rel: str) -> pafs.FileInfo:
         if rel not in self._infos:
-            self._infos.update(file_infos(self.fs, self.root, self.files))
+            self._stat_files()
             if rel not in self._infos:
                 self._infos.update(file_infos(self.fs, self.root, [rel]))
         return self._infos[rel]
+
+    def _stat_files(self) -> None:
+        """Stat every file in one call, noting each one's identity (:meth:`_key`)."""
+        files = self.files
+        if self._absolute[0] is not files:
+            self._absolute = (files, [join(self.root, rel) for rel in files])
+        infos = self.fs.get_file_info(self._absolute[1])
+        self._infos.update(zip(files, infos))
+        self._keys.update({rel: (rel, info.size, info.mtime_ns) for rel, info in zip(files, infos)})
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``),
@@ -594,12 +607,73 @@ class IndexedDataset:
         """One :class:`FilePlan` per data file, in read order.
 
         Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
-        first (once per file identity); planning itself then runs inline.
+        first (once per file identity); planning itself then runs inline. Files a key
+        directory rules out (:meth:`ruled_out`) are skipped without asking their indexes.
         """
         self.forget_file_infos()
         self._warm_up(self.files)
         bound: dict = {}
-        return [self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
+        ruled = self.ruled_out(expr, bound)
+        return [ruled.get(rel) or self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
+
+    # -- key directories -------------------------------------------------------------------------
+    def ruled_out(self, expr, bound: dict) -> dict[str, FilePlan]:
+        """The plans of the files a key directory (:mod:`~arrowidx.lake.directory`) rules
+        out for ``expr``: files whose range bitmap holds none of the keys of an equality /
+        IN conjunct, skipped as :meth:`plan_file` skips a file whose index answers SKIP,
+        without asking their indexes. Call after :meth:`_warm_up` (it compares the files'
+        identities of this query); ``bound`` is the plan's cache that :meth:`plan_file`
+        shares. Empty when no directory applies: every file is then planned one by one."""
+        if expr is None or len(self.files) < DIRECTORY_MIN_FILES:
+            return {}
+        first = self.manifest.files.get(self.files[0])
+        if first is None or first.index is None:
+            return {}
+        schema_key = first.index.schema
+        schema = self._index_schemas.get(schema_key)
+        try:
+            if schema is None:
+                schema = self._index_schemas[schema_key] = first.index.arrow_schema()
+            node = bound.get(schema_key)
+            if node is None:
+                node = bound[schema_key] = bind(expr, schema)
+            found = needles(node, schema)
+        except ArrowIdxError:
+            return {}  # plan_file meets (and reports) it
+        ruled: dict[str, FilePlan] = {}
+        columns = frozenset(node.columns()) if found else frozenset()
+        for column, keys in found:
+            directory = self._directory(column, schema_key)
+            if directory is None:
+                continue
+            members = directory.members
+            for i in np.flatnonzero(~directory.holding(keys)).tolist():
+                m = members[i]  # ruled out only while the file is the one listed (same manifest version)
+                if self._keys.get(m.path) == m.identity and m.path not in ruled:
+                    ruled[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns), rows_selected=0)
+        return ruled
+
+    def _directory(self, column: str, schema_key: str) -> KeyDirectory | None:
+        """The key directory of ``column`` over the fresh files indexed under ``schema_key``
+        (built once per manifest version; None when it would not pay)."""
+        cached = self._directories.get((column, schema_key))
+        if cached is not None and cached[0] == self.manifest.version:
+            return cached[1]
+        candidates = []
+        for rel in self.files:
+            entry = self.manifest.files.get(rel)
+            if entry is None or entry.index is None or entry.index.schema != schema_key:
+                continue
+            try:
+                index = self.file_index(entry) if self._fresh(entry) else None
+                reader = next((r for r in index.readers(column) if r.lists_keys), None) if index is not None else None
+            except ArrowIdxError:
+                continue  # planned one by one, where the error is met
+            if reader is not None:
+                candidates.append((Member(rel, self._key(rel), entry, index), reader))
+        directory = build_directory(column, candidates) if len(candidates) >= DIRECTORY_MIN_FILES else None
+        self._directories[(column, schema_key)] = (self.manifest.version, directory)
+        return directory
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""

@@ -101,10 +101,14 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
         # ``bound``: the Expression bound once per index schema it is evaluated against.
         bound: dict = {}
+        ruled = data.ruled_out(expr, bound)  # files a key directory skips (their plans)
         plans = []
         futile = 0  # files in a row whose index bitmap kept every row group
         for rel in data.files:
-            if futile >= _FUTILE_FILES:
+            if rel in ruled:
+                plan = ruled[rel]
+                futile = 0
+            elif futile >= _FUTILE_FILES:
                 plan = data.plan_file(rel, None, bound, statistics=False)
                 plan.note = f"index not asked: it kept every row group of the {futile} files before"
             else:

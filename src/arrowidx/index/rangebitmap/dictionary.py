@@ -359,6 +359,19 @@ class ChunkedDictionary:
             return c.code + 1 + p
         return -(c.code + 1 + p) - 1
 
+    def ordered_keys(self) -> np.ndarray:
+        """Every key, ascending, as int64 order values (fixed-width keys only): each chunk
+        checked as a lookup checks it, and the whole run strictly increasing."""
+        parts = []
+        for i in range(self.size):
+            self._check_next(i)
+            parts.append(np.array([self.chunk(i).head], np.int64))
+            parts.append(self._keys(i))
+        keys = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        if len(keys) > 1 and (keys[1:] <= keys[:-1]).any():
+            raise self._fail("the dictionary keys are not in ascending order across chunks", self.chunks_start)
+        return keys
+
     def _keys(self, i: int):
         c = self.chunk(i)
         if c.decoded is None:
