@@ -277,3 +277,29 @@ def test_few_files_or_many_keys_build_no_directory(lake, monkeypatch):
     monkeypatch.setattr(directory, "DIRECTORY_MAX_KEYS_PER_FILE", 10**6)
     monkeypatch.setattr(directory, "DIRECTORY_MIN_FILES", FILES + 1)
     assert arrowidx.dataset(lake)._directory("id", schema_key) is None
+
+
+def _needle_rows(root: str, key: int, queue) -> None:
+    queue.put(arrowidx.dataset(root).to_table(filter=pc.field("id") == key).num_rows)
+
+
+def test_a_forked_child_stats_the_files_too(lake, monkeypatch):
+    """Many files are stat'ed half on a helper thread; a process forked after the parent
+    started it has no such thread and must start its own, not wait for one forever."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(scan_module, "_PARALLEL_STAT_FILES", 2)
+    key = _needle(lake, 5)
+    assert arrowidx.dataset(lake).to_table(filter=pc.field("id") == key).num_rows == 1  # the thread runs
+    assert scan_module._STAT_POOL
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_needle_rows, args=(lake, key, queue))
+    child.start()
+    child.join(60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and queue.get(timeout=5) == 1

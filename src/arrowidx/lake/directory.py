@@ -51,6 +51,8 @@ class KeyDirectory:
         self.column = column
         self.codec = codec
         self.members = members
+        self.paths = [m.path for m in members]
+        self.identities = [m.identity for m in members]
         self.lengths = np.array([len(k) for k in keys], np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
         self.keys = np.concatenate(keys) if keys else np.empty(0, np.int64)
