@@ -27,7 +27,7 @@ test: $(STAMP)
 FUZZ_EXAMPLES ?= 20000
 fuzz: $(STAMP)
 	ARROWIDX_FUZZ=long ARROWIDX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider \
-		tests/test_differential.py tests/test_differential_polars.py integration/test_spark_differential.py \
+		tests/test_differential.py tests/test_differential_polars.py integration/test_spark_differential.py tests/test_directory.py \
 		"tests/test_range_bitmap.py::test_many_rows_against_pyarrow"
 
 bench: $(STAMP)

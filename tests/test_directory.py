@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import arrowidx
@@ -29,9 +29,10 @@ from arrowidx.lake.directory import KeyDirectory, Member, build_directory
 from arrowidx.predicate import bind, needles
 
 from .conftest import tables_equal
+from .differential_support import fuzz_settings
 from .test_range_bitmap import CHUNK_SIZES, LOSSY_RANGE_SPECS, RANGE_SPECS
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = fuzz_settings(30)  # many more under ``make fuzz``
 
 
 # ---------------------------------------------------------------------------------------
