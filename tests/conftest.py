@@ -62,14 +62,18 @@ def tables_equal(a, b) -> bool:
     return True
 
 
-@pytest.fixture(params=["rows taken as shipped", "Polars takes every kept row"])
+@pytest.fixture(params=["rows taken as shipped", "Polars takes every kept row", "Polars filters every file kept whole"])
 def row_takes(request, monkeypatch):
-    """Runs a test twice: as shipped (Polars takes kept rows only from large row groups), and
-    with Polars taking every row a mask keeps (``arrowidx.lake.read.take_with_polars``)."""
+    """Runs a test three times: as shipped (Polars takes kept rows only from large row
+    groups, and filters only large files an index keeps whole), with Polars taking every
+    row a mask keeps (``arrowidx.lake.read.take_with_polars``), and with Polars filtering
+    every file an index keeps whole (``filter_with_polars``)."""
     from arrowidx.lake import read
 
-    if request.param != "rows taken as shipped":
+    if request.param == "Polars takes every kept row":
         monkeypatch.setattr(read, "TAKE_MIN_ROWS", 0)
         monkeypatch.setattr(read, "TAKE_SHARE", 1)
         monkeypatch.setattr(read, "TAKE_MIN_BYTES", 0)
+    if request.param == "Polars filters every file kept whole":
+        monkeypatch.setattr(read, "FILTER_MIN_ROWS", 0)
     return request.param

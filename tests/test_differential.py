@@ -150,10 +150,14 @@ def test_dataset_matches_pyarrow_dataset(spec, data):
     # half the examples have Polars take every row a mask keeps (as shipped, it takes them
     # only from large row groups, which these small lakes never have)
     polars_takes = data.draw(st.booleans(), label="Polars takes every kept row")
+    # and half have Polars filter every file the index keeps whole (as shipped, only files
+    # of at least FILTER_MIN_ROWS kept rows)
+    polars_filters = data.draw(st.booleans(), label="Polars filters every file kept whole")
     patches = (mock.patch.object(read, "TAKE_MIN_ROWS", 0 if polars_takes else read.TAKE_MIN_ROWS),
                mock.patch.object(read, "TAKE_SHARE", 1 if polars_takes else read.TAKE_SHARE),
-               mock.patch.object(read, "TAKE_MIN_BYTES", 0 if polars_takes else read.TAKE_MIN_BYTES))  # fmt: skip
-    with patches[0], patches[1], patches[2], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
+               mock.patch.object(read, "TAKE_MIN_BYTES", 0 if polars_takes else read.TAKE_MIN_BYTES),
+               mock.patch.object(read, "FILTER_MIN_ROWS", 0 if polars_filters else read.FILTER_MIN_ROWS))  # fmt: skip
+    with patches[0], patches[1], patches[2], patches[3], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
         assert multiset(arrowidx.dataset(lake.root).to_table()) == multiset(lake.reference())
         opened[0].refresh()  # a dataset opened before the changes, refreshed, reads them
         assert multiset(opened[0].to_table()) == multiset(lake.reference())

@@ -476,3 +476,116 @@ def test_dataset_answers_with_rows_taken_by_polars(tmp_path, monkeypatch, takes)
             got = data.to_table(filter=expr, columns=columns)
             assert tables_equal(got, plain.to_table(filter=expr & alive, columns=columns)), (expr, columns)
     assert calls or takes == "by size"
+
+
+# ---------------------------------------------------------------------------------------
+# files an index keeps whole, filtered by Polars (read.filter_with_polars)
+# ---------------------------------------------------------------------------------------
+
+_FILTER_TABLE = pa.table({
+    "i": pa.array([5, None, -3, 7, 2**40, 0, 5, None], pa.int64()),
+    "s": pa.array(["b", "a", None, "é", "", "b", "zz", "a"]),
+    "small": pa.array([1, 2, None, 4, 5, 127, -128, 0], pa.int8()),
+    "f": pa.array([1.0, float("nan"), None, -0.0, 2.0, 3.0, 0.0, 1.0]),
+})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pc.field("i") == 5,
+        pc.field("i") != 5,
+        pc.field("i") < 2**40,
+        pc.field("i") >= -3,
+        pc.scalar(5) > pc.field("i"),  # literal on the left
+        ~(pc.field("i") <= 0),
+        pc.field("s") == "b",
+        pc.field("s") > "a",
+        pc.field("s") != "zz",
+        pc.field("i").isin([5, 7, 2**40]),
+        pc.field("s").isin(["a", "é"]),
+        pc.field("small") == 127,
+        pc.field("small") > -1,
+        (pc.field("i") > 0) & (pc.field("s") == "b"),
+        (pc.field("i") > 0) & (pc.field("s") != "b") & (pc.field("small") < 100),
+    ],
+    ids=str,
+)
+def test_polars_filter_selects_what_pyarrow_selects(expr):
+    """Every filter given a Polars form selects exactly pyarrow's rows (NULLs included)."""
+    pl = pytest.importorskip("polars")
+    from arrowidx.lake.read import polars_filter
+
+    predicate = polars_filter(expr, _FILTER_TABLE.schema)
+    assert predicate is not None
+    got = pl.from_arrow(_FILTER_TABLE).with_row_index("row").filter(predicate).get_column("row").to_list()
+    want = np.flatnonzero(pc.fill_null(ds.dataset(_FILTER_TABLE).to_table(columns={"m": expr}).column("m"), False)).tolist()
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pc.field("f") == 1.0,  # floats: NaN and -0.0 rules differ
+        pc.field("i") == 1.5,  # an integer column against a float
+        (pc.field("i") == 5) | (pc.field("s") == "a"),  # OR: NULL and FALSE part ways inside
+        ~pc.field("i").isin([5]),  # NOT of IN: pyarrow's FALSE for NULL becomes TRUE
+        pc.Expression._call("is_in", [pc.field("i")], pc.SetLookupOptions(pa.array([5, None]), skip_nulls=False)),
+        pc.field("i").is_null(),
+        pc.field("i") == pc.field("small"),
+        pc.scalar(True),
+    ],
+    ids=str,
+)
+def test_filters_without_an_exact_polars_form_stay_with_pyarrow(expr):
+    from arrowidx.lake.read import polars_filter
+
+    assert polars_filter(expr, _FILTER_TABLE.schema) is None
+
+
+def test_files_kept_whole_are_filtered_by_polars_and_answer_as_pyarrow(tmp_path, monkeypatch):
+    """A bloom-only needle: the files the bloom filter keeps are read by Polars with the
+    filter pushed down (in every file above FILTER_MIN_ROWS, here all), the others as before;
+    the answers equal pyarrow.dataset's, also with a deletion in one file, a projection
+    without the filter column, and a filter Polars cannot take."""
+    pytest.importorskip("polars")
+    from arrowidx.lake import read
+
+    rng = np.random.default_rng(8)
+    for i in range(6):
+        n = 3000
+        pq.write_table(pa.table({
+            "id": pa.array(rng.integers(0, 40, n) + (0 if i < 3 else 1000), pa.int64()),  # the bloom skips half
+            "name": pa.array(np.array(["x", "y", "z"])[rng.integers(0, 3, n)]),
+            "f": pa.array(rng.random(n)),
+            "status": pa.array(np.array(["a", "b"])[rng.integers(0, 2, n)]),
+        }), tmp_path / f"part-{i}.parquet", row_group_size=700)  # fmt: skip
+    arrowidx.build(tmp_path, {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "status"}, progress=False)
+    filtered = []
+    real = read.filter_with_polars
+
+    def spy(*args):
+        out = real(*args)
+        filtered.extend(out)
+        return out
+
+    monkeypatch.setattr(read, "filter_with_polars", spy)
+    monkeypatch.setattr(read, "FILTER_MIN_ROWS", 0)
+    data, plain = arrowidx.dataset(tmp_path), ds.dataset(tmp_path)
+    for expr, columns in [
+        (pc.field("id") == 7, None),
+        (pc.field("id").isin([3, 7]) & (pc.field("name") != "y"), None),
+        (pc.field("id") == 7, ["name", "f"]),
+        (pc.field("id") == 7, ["id"]),
+    ]:
+        filtered.clear()
+        assert tables_equal(data.to_table(filter=expr, columns=columns), plain.to_table(filter=expr, columns=columns)), str(expr)
+        assert filtered, f"{expr}: no file filtered by Polars"
+    filtered.clear()
+    expr = (pc.field("id") == 7) & (pc.field("f") > 0.5)  # a float: pyarrow filters
+    assert tables_equal(data.to_table(filter=expr), plain.to_table(filter=expr))
+    assert not filtered
+    arrowidx.delete(tmp_path, (pc.field("id") == 7) & (pc.field("name") == "x"), progress=False)
+    data = arrowidx.dataset(tmp_path)
+    want = plain.to_table(filter=(pc.field("id") == 7) & ~((pc.field("id") == 7) & (pc.field("name") == "x")))
+    assert tables_equal(data.to_table(filter=pc.field("id") == 7), want)
