@@ -487,6 +487,7 @@ _FILTER_TABLE = pa.table({
     "s": pa.array(["b", "a", None, "é", "", "b", "zz", "a"]),
     "small": pa.array([1, 2, None, 4, 5, 127, -128, 0], pa.int8()),
     "f": pa.array([1.0, float("nan"), None, -0.0, 2.0, 3.0, 0.0, 1.0]),
+    "u": pa.array([2**64 - 1, 0, None, 2**63, 2**63 - 1, 1, 2**64 - 2, 5], pa.uint64()),
 })  # fmt: skip
 
 
@@ -506,6 +507,10 @@ _FILTER_TABLE = pa.table({
         pc.field("s").isin(["a", "é"]),
         pc.field("small") == 127,
         pc.field("small") > -1,
+        pc.field("u") == pa.scalar(2**64 - 1, pa.uint64()),
+        pc.field("u") >= pa.scalar(2**63, pa.uint64()),
+        pc.field("u") < pa.scalar(2**63, pa.uint64()),
+        pc.field("u").isin(pa.array([2**64 - 2, 5], pa.uint64())),
         (pc.field("i") > 0) & (pc.field("s") == "b"),
         (pc.field("i") > 0) & (pc.field("s") != "b") & (pc.field("small") < 100),
     ],
