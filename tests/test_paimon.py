@@ -116,27 +116,36 @@ def _edit_json(path: Path, fn) -> None:
     path.write_text(json.dumps(doc))
 
 
+def _commit_schema(d: Path, edit) -> None:
+    """A snapshot of table ``d`` whose schema is the latest one changed by ``edit`` (in
+    place, on its JSON), with the same files: what ALTER TABLE commits."""
+    latest = int((d / "snapshot" / "LATEST").read_text())
+    snap = json.loads((d / "snapshot" / f"snapshot-{latest}").read_text())
+    schema = json.loads((d / "schema" / f"schema-{snap['schemaId']}").read_text())
+    edit(schema)
+    schema["id"] = new_id = snap["schemaId"] + 1
+    (d / "schema" / f"schema-{new_id}").write_text(json.dumps(schema))
+    snap["id"], snap["schemaId"] = latest + 1, new_id
+    (d / "snapshot" / f"snapshot-{latest + 1}").write_text(json.dumps(snap))
+    (d / "snapshot" / "LATEST").write_text(str(latest + 1))
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_schema_evolution_rename_and_add(tmp_path, version, row_takes):
     """A later schema renames ``name``, widens ``amount`` and adds ``extra``: old files are read with their own
     names (and their indexes evaluated against them); the new column is NULL."""
     d = _copy(tmp_path, version, "append_idx")
-    latest = int((d / "snapshot" / "LATEST").read_text())
-    snap = json.loads((d / "snapshot" / f"snapshot-{latest}").read_text())
-    schema = json.loads((d / "schema" / f"schema-{snap['schemaId']}").read_text())
-    new_id = snap["schemaId"] + 1
-    for f in schema["fields"]:
-        if f["name"] == "name":
-            f["name"] = "full_name"
-        if f["name"] == "amount":
-            f["type"] = "BIGINT"  # widened: old files are read as INT and cast
-    schema["fields"].append({"id": schema["highestFieldId"] + 1, "name": "extra", "type": "INT"})
-    schema["highestFieldId"] += 1
-    schema["id"] = new_id
-    (d / "schema" / f"schema-{new_id}").write_text(json.dumps(schema))
-    snap["id"], snap["schemaId"] = latest + 1, new_id
-    (d / "snapshot" / f"snapshot-{latest + 1}").write_text(json.dumps(snap))
-    (d / "snapshot" / "LATEST").write_text(str(latest + 1))
+
+    def evolve(schema: dict) -> None:
+        for f in schema["fields"]:
+            if f["name"] == "name":
+                f["name"] = "full_name"
+            if f["name"] == "amount":
+                f["type"] = "BIGINT"  # widened: old files are read as INT and cast
+        schema["fields"].append({"id": schema["highestFieldId"] + 1, "name": "extra", "type": "INT"})
+        schema["highestFieldId"] += 1
+
+    _commit_schema(d, evolve)
 
     t = paimon.open_table(d)
     assert t.schema.names == ["id", "part", "full_name", "status", "amount", "price", "extra"]
@@ -164,18 +173,13 @@ def test_columns_swapping_names_are_read_by_field_id(tmp_path, version, row_take
     whole), never their ``status`` column of the same name and type (also when Polars
     filters the files), and the other way round."""
     d = _copy(tmp_path, version, "append_idx")
-    latest = int((d / "snapshot" / "LATEST").read_text())
-    snap = json.loads((d / "snapshot" / f"snapshot-{latest}").read_text())
-    schema = json.loads((d / "schema" / f"schema-{snap['schemaId']}").read_text())
-    new_id = snap["schemaId"] + 1
     renamed = {"name": "status", "status": "name"}
-    for f in schema["fields"]:
-        f["name"] = renamed.get(f["name"], f["name"])
-    schema["id"] = new_id
-    (d / "schema" / f"schema-{new_id}").write_text(json.dumps(schema))
-    snap["id"], snap["schemaId"] = latest + 1, new_id
-    (d / "snapshot" / f"snapshot-{latest + 1}").write_text(json.dumps(snap))
-    (d / "snapshot" / "LATEST").write_text(str(latest + 1))
+
+    def swap(schema: dict) -> None:
+        for f in schema["fields"]:
+            f["name"] = renamed.get(f["name"], f["name"])
+
+    _commit_schema(d, swap)
 
     t = paimon.open_table(d)
     base = paimon.open_table(ROOT / version / "db.db" / "append_idx")
