@@ -153,11 +153,15 @@ def test_dataset_matches_pyarrow_dataset(spec, data):
     # and half have Polars filter every file the index keeps whole (as shipped, only files
     # of at least FILTER_MIN_ROWS kept rows)
     polars_filters = data.draw(st.booleans(), label="Polars filters every file kept whole")
+    # and half have pyarrow read dictionary-encoded strings as dictionaries under a mask (as
+    # shipped, only scans of at least DICTIONARY_MIN_ROWS rows)
+    dictionaries = data.draw(st.booleans(), label="masked scans read dictionaries")
     patches = (mock.patch.object(read, "TAKE_MIN_ROWS", 0 if polars_takes else read.TAKE_MIN_ROWS),
                mock.patch.object(read, "TAKE_SHARE", 1 if polars_takes else read.TAKE_SHARE),
                mock.patch.object(read, "TAKE_MIN_BYTES", 0 if polars_takes else read.TAKE_MIN_BYTES),
-               mock.patch.object(read, "FILTER_MIN_ROWS", 0 if polars_filters else read.FILTER_MIN_ROWS))  # fmt: skip
-    with patches[0], patches[1], patches[2], patches[3], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
+               mock.patch.object(read, "FILTER_MIN_ROWS", 0 if polars_filters else read.FILTER_MIN_ROWS),
+               mock.patch.object(read, "DICTIONARY_MIN_ROWS", 0 if dictionaries else read.DICTIONARY_MIN_ROWS))  # fmt: skip
+    with patches[0], patches[1], patches[2], patches[3], patches[4], TempLake(spec, lambda root: opened.append(arrowidx.dataset(root))) as lake:
         assert multiset(arrowidx.dataset(lake.root).to_table()) == multiset(lake.reference())
         opened[0].refresh()  # a dataset opened before the changes, refreshed, reads them
         assert multiset(opened[0].to_table()) == multiset(lake.reference())

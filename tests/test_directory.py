@@ -247,6 +247,46 @@ def test_a_file_rewritten_after_the_directory_was_built_is_read_as_it_is_now(lak
     assert tables_equal(opened.to_table(filter=pc.field("id") == key), got)
 
 
+def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeypatch):
+    """A needle narrowed to a few files stats only those before reading them; the stats of
+    every file run meanwhile on the helper thread and are checked before any row is
+    returned. A file changed since the directory listed it (here: rewritten to hold the
+    needle) is then planned and read too, its rows in file order, through ``to_table``,
+    ``to_batches``, ``scanner`` and ``count_rows``."""
+    submitted: list[int] = []
+    real_pool = scan_module._stat_pool()
+
+    class Recording:
+        def submit(self, fn, paths):
+            submitted.append(len(paths))
+            return real_pool.submit(fn, paths)
+
+    monkeypatch.setattr(scan_module, "_stat_pool", lambda: Recording())
+    asked = _counting_plan_file(monkeypatch)
+    data = arrowidx.dataset(lake)
+    key = _needle(lake, 50)
+    expr = pc.field("id") == key
+    assert data.to_table(filter=expr).num_rows == 1  # the first query builds the directory
+    submitted.clear(), asked.clear()
+    assert data.to_table(filter=expr).num_rows == 1
+    assert submitted == [FILES] and asked == ["part-050.parquet"]  # the needle's route, unchanged lake
+    touched = os.path.join(lake, "part-030.parquet")
+    os.utime(touched, ns=(os.stat(touched).st_atime_ns, os.stat(touched).st_mtime_ns + 10**9))  # same bytes, new time
+    submitted.clear(), asked.clear()
+    assert data.to_table(filter=expr).num_rows == 1
+    assert submitted == [FILES] and asked == ["part-050.parquet", "part-030.parquet"]  # no longer the file listed
+    _write(lake, 20, np.random.default_rng(9), np.array([key, 10**6]))
+    submitted.clear(), asked.clear()
+    want = ds.dataset(lake).to_table(filter=expr)
+    assert want.num_rows == 2
+    assert tables_equal(data.to_table(filter=expr), want)  # the rewritten file's row first, as pyarrow
+    assert submitted == [FILES] and asked == ["part-050.parquet", "part-020.parquet", "part-030.parquet"]
+    assert tables_equal(pa.Table.from_batches(list(data.to_batches(filter=expr)), want.schema), want)
+    assert tables_equal(data.scanner(filter=expr).read_all(), want)
+    assert data.count_rows(filter=expr) == 2
+    assert tables_equal(data.to_table(filter=expr, columns=["status", "id"]), want.select(["status", "id"]))
+
+
 def test_a_new_manifest_rebuilds_the_directory(lake):
     """Files indexed by a later build are listed once the dataset sees the new manifest; a
     commit of deletions is seen too."""

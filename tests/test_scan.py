@@ -397,6 +397,41 @@ def test_position_mask_is_the_index_rows_not_deleted(tmp_path, bitmap64, selecte
         assert np.array_equal(got, (chosen & ~deleted)[rows]), groups
 
 
+def test_masked_scans_read_strings_as_dictionaries_only_when_large(tmp_path, monkeypatch):
+    """A masked scan of at least DICTIONARY_MIN_ROWS rows reads dictionary-encoded strings
+    as dictionaries (rows the mask drops are never decoded to strings); a smaller one reads
+    them as strings. Both return pyarrow's own ``take`` of the kept rows."""
+    from arrowidx.lake import read
+
+    n = 4000
+    table = pa.table({"a": pa.array(np.arange(n)), "s": pa.array([f"v{i % 7}" if i % 5 else None for i in range(n)])})
+    path = tmp_path / "f.parquet"
+    pq.write_table(table, path, row_group_size=1000)  # strings dictionary-encoded (pyarrow's default)
+    plain_format = ds.ParquetFileFormat()
+    dict_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=["s"]))
+    asked: list[bool] = []
+
+    def fragment(dictionary: bool):
+        asked.append(dictionary)
+        made = (dict_format if dictionary else plain_format).make_fragment(str(path), pa.fs.LocalFileSystem())
+        made.ensure_complete_metadata()
+        return made
+
+    offsets = np.arange(0, n + 1, 1000)
+    reader = read.FileReader(pa.fs.LocalFileSystem(), table.schema, plain_format, (dict_format, {"s"}))
+    mask = np.zeros(3000, bool)
+    mask[[0, 5, 1999, 2998]] = True
+    groups = [0, 2, 3]
+    want = pa.concat_tables([table.slice(offsets[g], 1000) for g in groups]).filter(pa.array(mask))
+    for minimum, dictionary in ((3000, True), (3001, False)):
+        monkeypatch.setattr(read, "DICTIONARY_MIN_ROWS", minimum)
+        asked.clear()
+        r = read.FileRead(str(path), fragment, groups, offsets)
+        (got,) = reader.scan([(r, groups)], ["a", "s"], [mask])
+        assert asked == [dictionary]
+        assert got.equals(want) and got.schema == table.schema
+
+
 def test_polars_takes_only_where_it_reads_what_pyarrow_reads(tmp_path, monkeypatch):
     """Reads whose columns Polars could return differently (nanosecond or INT96 timestamps,
     dictionaries, nested types, a type the reader's schema changes, a column the file

@@ -296,7 +296,9 @@ class FileReader:
         (``dictionary_format``: the format reading its dictionary columns as dictionaries, and those).
         With ``expr``, each batch keeps only the rows where it is TRUE (``columns`` must hold its fields)."""
         as_dictionary = dictionary_format[1] if dictionary_format is not None else set()
-        dictionary = masks is not None and bool(as_dictionary & set(columns))
+        dictionary = masks is not None and bool(as_dictionary & set(columns)) and (
+            sum(_rows_of(r.offsets, groups) for r, groups in reads) >= DICTIONARY_MIN_ROWS
+        )
         read_schema = schema
         if dictionary:
             read_schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dictionary else f for f in schema])
@@ -328,6 +330,11 @@ class FileReader:
         plain = pa.schema([schema.field(c) for c in columns])
         return [pa.Table.from_batches(b, schema=scanned).cast(plain) for b in batches]
 
+
+#: A masked scan reads dictionary-encoded strings as dictionaries (dropped rows never decoded
+#: to strings) when it covers at least this many rows; below, decoding them costs less than
+#: the dictionary read and the cast back (~0.3 ms for one 2,000-row group, measured).
+DICTIONARY_MIN_ROWS = 16_384
 
 #: Rows of a local file are taken by Polars (:func:`take_with_polars`) when the row groups
 #: they lie in hold at least this many rows and at most 1/``TAKE_SHARE`` of them are taken,

@@ -31,12 +31,14 @@ unification behave exactly as in ``pyarrow.dataset``. The result equals
 
 from __future__ import annotations
 
+import operator
 import os
 import posixpath
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,10 @@ IO_THREADS = 8
 # From this many files a query's stats (one per file: is it still the file indexed?) are
 # split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
 _PARALLEL_STAT_FILES = 256
+# A needle the key directories narrow to at most this many files is read while the helper
+# thread stats the files they ruled out (IndexedDataset._plan_needle): the stats, ~4 ms for
+# 1,000 files, then cost no time of their own.
+NEEDLE_MAX_FILES = 16
 _STAT_POOL: list[ThreadPoolExecutor] = []  # one helper thread, started on first use
 os.register_at_fork(after_in_child=_STAT_POOL.clear)  # a forked child has no such thread: start its own
 
@@ -296,6 +302,10 @@ class IndexedDataset:
         self._directories: dict[tuple, tuple[int, KeyDirectory | None]] = {}
         self._index_schemas: dict[str, pa.Schema] = {}
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
+        self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
+        self._warm_stamp: tuple = ()  # (manifest version, identities) when every file was last found warm
+        self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
+        self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -332,11 +342,12 @@ class IndexedDataset:
     def forget_file_infos(self) -> None:
         """Stat the files again at their next use: once per query, so a file changed since
         the last query is seen as changed (its index then no longer applies)."""
-        self._infos, self._keys = {}, {}
+        self._infos, self._keys, self._identities = {}, {}, (None, [])
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those)."""
         self._infos.update(file_infos(self.fs, self.root, rels))
+        self._identities = (None, [])
         for rel in rels:
             self._keys.pop(rel, None)
 
@@ -350,17 +361,24 @@ class IndexedDataset:
     def _stat_files(self) -> None:
         """Stat every file in one call, noting each one's identity (:meth:`_key`)."""
         files = self.files
-        if self._absolute[0] is not files:
-            self._absolute = (files, [join(self.root, rel) for rel in files])
-        paths = self._absolute[1]
+        paths = self._absolute_paths()
         if len(paths) < _PARALLEL_STAT_FILES:
             infos = self.fs.get_file_info(paths)
         else:  # half on a helper thread: stats release the GIL, so two run at once
             half = len(paths) // 2
             other = _stat_pool().submit(self.fs.get_file_info, paths[half:])
             infos = self.fs.get_file_info(paths[:half]) + other.result()
+        identities = [(rel, info.size, info.mtime_ns) for rel, info in zip(files, infos)]
         self._infos.update(zip(files, infos))
-        self._keys.update({rel: (rel, info.size, info.mtime_ns) for rel, info in zip(files, infos)})
+        self._keys.update(zip(files, identities))
+        self._identities = (files, identities)
+
+    def _absolute_paths(self) -> list[str]:
+        """The full paths of :attr:`files` (built once per file list)."""
+        files = self.files
+        if self._absolute[0] is not files:
+            self._absolute = (files, [join(self.root, rel) for rel in files])
+        return self._absolute[1]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``),
@@ -447,9 +465,16 @@ class IndexedDataset:
         """Load footers, fragments, indexes and deletion vectors of files not seen yet, in parallel."""
         if files:
             self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
+        stamp = None
+        if files is self.files and self._identities[0] is files:
+            stamp = (self.manifest.version, self._identities[1])
+            if stamp == self._warm_stamp:
+                return  # the same files, unchanged, as when all of them were last warm
         known, warm = self._keys, self._warm
         cold = [rel for rel in files if known.get(rel) not in warm]  # (an unknown file is cold)
         if not cold:
+            if stamp is not None:
+                self._warm_stamp = stamp
             return
 
         def load(rel: str) -> None:
@@ -487,8 +512,13 @@ class IndexedDataset:
         if expr is None:
             return set()
         # every field the expression names (a superset of the columns its bound predicate
-        # reads): one parse of the expression, not two
-        return _expression_fields(expr, self.schema)
+        # reads): one parse of the expression, not two; a query asks it more than once
+        last, last_schema, fields = self._fields
+        schema = self.schema
+        if last is not expr or last_schema is not schema:
+            fields = _expression_fields(expr, schema)
+            self._fields = (expr, schema, fields)
+        return set(fields)
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
@@ -644,9 +674,52 @@ class IndexedDataset:
         self.forget_file_infos()
         self._warm_up(self.files)
         bound: dict = {}
-        ruled = {m.path for m in self._ruled_out_members(expr, bound)[0]}
+        ruled: set[str] = set()
+        for directory, skipped in self._ruled_out_by_directories(expr, bound)[0]:
+            ruled.update(compress(directory.paths, skipped))
         plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in self.files if rel not in ruled]
         return plans, len(ruled)
+
+    def _plan_needle(self, expr) -> _Route | None:
+        """The route of a needle the key directories narrow to a few files (at most
+        ``NEEDLE_MAX_FILES`` left), or None. Only those files are stat'ed and planned now;
+        the stats of all files, which tell whether each file ruled out is still the one its
+        directory lists, run meanwhile on a helper thread, and the read checks them before
+        it returns a row (:meth:`_read_route`): a changed file is then planned and read too."""
+        if expr is None or len(self.files) < DIRECTORY_MIN_FILES:
+            return None
+        self.forget_file_infos()
+        bound: dict = {}
+        listed: dict[str, tuple] = {}  # the files ruled out by their keys, and their identities as listed
+        for directory, skipped in self._ruled_out_by_directories(expr, bound, check_identities=False)[0]:
+            listed.update(zip(compress(directory.paths, skipped), compress(directory.identities, skipped)))
+        files = self.files
+        kept = [rel for rel in files if rel not in listed]
+        if not listed or len(kept) > NEEDLE_MAX_FILES:
+            return None
+        paths = self._absolute_paths()
+        stats = _stat_pool().submit(self.fs.get_file_info, paths)
+        self.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
+        self._warm_up(kept)
+        plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in kept]
+        for p in plans:
+            self.prune_with_statistics(p, expr)
+
+        def settle() -> list[FilePlan]:
+            changed = [
+                rel for rel, info in zip(files, stats.result())
+                if rel in listed and (rel, info.size, info.mtime_ns) != listed[rel]
+            ]  # fmt: skip
+            if not changed:
+                return []
+            self.restat(changed)
+            self._warm_up(changed)
+            extra = [self.plan_file(rel, expr, bound, statistics=False) for rel in changed]
+            for p in extra:
+                self.prune_with_statistics(p, expr)
+            return extra
+
+        return _Route(plans, one_pass=False, settle=settle)
 
     # -- key directories -------------------------------------------------------------------------
     def ruled_out(self, expr, bound: dict) -> dict[str, FilePlan]:
@@ -656,14 +729,21 @@ class IndexedDataset:
         without asking their indexes. Call after :meth:`_warm_up` (it compares the files'
         identities of this query); ``bound`` is the plan's cache that :meth:`plan_file`
         shares. Empty when no directory applies: every file is then planned one by one."""
-        members, columns = self._ruled_out_members(expr, bound)
-        return {
-            m.path: FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns), rows_selected=0)
-            for m in members
-        }
+        found, columns = self._ruled_out_by_directories(expr, bound)
+        plans: dict[str, FilePlan] = {}
+        for directory, skipped in found:
+            for m in compress(directory.members, skipped):
+                if m.path not in plans:
+                    plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns), rows_selected=0)
+        return plans
 
-    def _ruled_out_members(self, expr, bound: dict) -> tuple[list[Member], frozenset[str]]:
-        """The directory members :meth:`ruled_out` skips, and the columns of ``expr``."""
+    def _ruled_out_by_directories(
+        self, expr, bound: dict, *, check_identities: bool = True
+    ) -> tuple[list[tuple[KeyDirectory, np.ndarray]], frozenset[str]]:
+        """Per key directory that applies to ``expr``, which of its members :meth:`ruled_out`
+        skips (a mask over ``directory.members``), and the columns of ``expr``.
+        ``check_identities=False``: by their keys alone; the caller then checks that each
+        member is still the file it lists (:meth:`_plan_needle`)."""
         if expr is None or len(self.files) < DIRECTORY_MIN_FILES:
             return [], frozenset()
         first = self.manifest.files.get(self.files[0])
@@ -680,20 +760,20 @@ class IndexedDataset:
             found = needles(node, schema)
         except ArrowIdxError:
             return [], frozenset()  # plan_file meets (and reports) it
-        ruled: dict[str, Member] = {}
+        out: list[tuple[KeyDirectory, np.ndarray]] = []
         current = self._keys
         for column, keys in found:
             directory = self._directory(column, schema_key)
             if directory is None:
                 continue
-            members = directory.members
+            skipped = ~directory.holding(keys)
             # a file is ruled out only while it is the one listed (the same manifest version)
-            unchanged = list(map(current.get, directory.paths)) == directory.identities  # all of them
-            for i in np.flatnonzero(~directory.holding(keys)).tolist():
-                m = members[i]
-                if unchanged or current.get(m.path) == m.identity:
-                    ruled[m.path] = m
-        return list(ruled.values()), frozenset(node.columns()) if ruled else frozenset()
+            now = list(map(current.get, directory.paths)) if check_identities else directory.identities
+            if now != directory.identities:  # some changed: those are planned one by one
+                skipped &= np.fromiter(map(operator.eq, now, directory.identities), bool, len(now))
+            if skipped.any():
+                out.append((directory, skipped))
+        return out, frozenset(node.columns()) if out else frozenset()
 
     def _directory(self, column: str, schema_key: str) -> KeyDirectory | None:
         """The key directory of ``column`` over the fresh files indexed under ``schema_key``
@@ -821,9 +901,18 @@ class IndexedDataset:
 
     def indexes_cannot_help(self, filter) -> bool:
         """True when no index covers a column of ``filter`` and nothing is deleted."""
-        if any(e.deletion is not None for e in self.manifest.files.values()):
+        if self._deletes():
             return False
         return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
+
+    def _deletes(self) -> bool:
+        """True when the manifest lists deleted rows for some file (asked once per manifest)."""
+        manifest, deletes = self._manifest_deletes
+        if manifest is not self.manifest:
+            manifest = self.manifest
+            deletes = any(e.deletion is not None for e in manifest.files.values())
+            self._manifest_deletes = (manifest, deletes)
+        return deletes
 
     def _route(self, filter) -> ds.FileSystemDataset | _Route:
         """How to read ``filter``: a pyarrow dataset to scan as it is (the indexes cannot
@@ -835,6 +924,9 @@ class IndexedDataset:
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
+        needle = self._plan_needle(filter)
+        if needle is not None:
+            return needle
         plans, ruled = self._plan_kept(filter)
         if not ruled and self._handover(plans):
             return self._pyarrow_dataset()
@@ -852,8 +944,24 @@ class IndexedDataset:
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             yield from route.scanner(filter=filter, columns=columns).to_batches()
-        elif route.plans:
-            yield from _batches_of(self.read_plans(route.plans, filter, columns, one_pass=route.one_pass))
+        else:
+            yield from _batches_of(self._read_route(route, filter, columns))
+
+    def _read_route(self, route: _Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
+        """The tables of a planned route, in file order. A needle's route (:meth:`_plan_needle`)
+        is read whole first, then settled: files its directories ruled out that changed
+        since they were listed are planned, read and put in their place."""
+        if route.settle is None:
+            if route.plans:
+                yield from self.read_plans(route.plans, filter, columns, one_pass=route.one_pass)
+            return
+        tables = list(self.read_plans(route.plans, filter, columns, one_pass=False)) if route.plans else []
+        extra = route.settle()
+        if extra:
+            pairs = list(zip(route.plans, tables)) + list(zip(extra, self.read_plans(extra, filter, columns, one_pass=False)))
+            position = {rel: i for i, rel in enumerate(self.files)}
+            tables = [table for _, table in sorted(pairs, key=lambda pair: position[pair[0].path])]
+        yield from tables
 
     def _pyarrow_dataset(self) -> ds.FileSystemDataset:
         """The files as one pyarrow dataset (fragments cached with their footers)."""
@@ -902,7 +1010,7 @@ class IndexedDataset:
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             return route.to_table(filter=filter, columns=columns)
-        batches = [b for b in _batches_of(self.read_plans(route.plans, filter, columns, one_pass=route.one_pass)) if b.num_rows]
+        batches = [b for b in _batches_of(self._read_route(route, filter, columns)) if b.num_rows]
         if not batches:
             return schema.empty_table()
         if all(b.schema.equals(schema) for b in batches):
@@ -925,10 +1033,13 @@ class IndexedDataset:
 
 @dataclass
 class _Route:
-    """Planned files to read (:meth:`IndexedDataset._route`), and whether to read them in one pass."""
+    """Planned files to read (:meth:`IndexedDataset._route`), and whether to read them in one
+    pass. ``settle``: for a needle's route, what to call once its files are read (the plans
+    of files found changed since a directory ruled them out; see :meth:`IndexedDataset._read_route`)."""
 
     plans: list[FilePlan]
     one_pass: bool
+    settle: Callable[[], list[FilePlan]] | None = None
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:
