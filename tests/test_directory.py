@@ -228,6 +228,20 @@ def test_polars_needle_uses_the_directory_and_answers_as_polars(lake, monkeypatc
     want = pl.scan_parquet(os.path.join(lake, "*.parquet")).filter(pl.col("id") == key).collect()
     assert got.equals(want) and got.height == 1
     assert asked == ["part-012.parquet"]
+    # with a report wanted, every file gets a plan: those the directory ruled out as skipped
+    reports, asked[:] = [], []
+    got = arrowidx.polars.scan(lake, on_scan=reports.append).filter(pl.col("id") == key).collect()
+    assert got.equals(want) and asked == ["part-012.parquet"]
+    statuses = {p.path: p.status for p in reports[0].plans}
+    assert len(statuses) == FILES and statuses.pop("part-012.parquet") == "bitmap"
+    assert set(statuses.values()) == {"skipped"}
+    assert reports[0].files_read == 1 and reports[0].rows_returned == 1
+    # an IN list of keys in a quarter of the files, with a bloom-filter column beside it
+    keys = [_needle(lake, i) for i in range(0, FILES, 4)]
+    expr = pl.col("id").is_in(keys) & (pl.col("user") >= 0)
+    got = arrowidx.polars.scan(lake).filter(expr).collect().sort("id")
+    assert got.equals(pl.scan_parquet(os.path.join(lake, "*.parquet")).filter(expr).collect().sort("id"))
+    assert got.height == len(keys)
 
 
 def test_a_file_rewritten_after_the_directory_was_built_is_read_as_it_is_now(lake):

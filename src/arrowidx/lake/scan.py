@@ -336,7 +336,8 @@ class IndexedDataset:
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
-        self._files = files
+        if files != self._files:  # (the same list object otherwise: what is cached per list stays)
+            self._files = files
         self.forget_file_infos()
 
     def forget_file_infos(self) -> None:
@@ -674,9 +675,7 @@ class IndexedDataset:
         self.forget_file_infos()
         self._warm_up(self.files)
         bound: dict = {}
-        ruled: set[str] = set()
-        for directory, skipped in self._ruled_out_by_directories(expr, bound)[0]:
-            ruled.update(compress(directory.paths, skipped))
+        ruled = self.ruled_out_rows(expr, bound)
         plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in self.files if rel not in ruled]
         return plans, len(ruled)
 
@@ -736,6 +735,13 @@ class IndexedDataset:
                 if m.path not in plans:
                     plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns), rows_selected=0)
         return plans
+
+    def ruled_out_rows(self, expr, bound: dict) -> dict[str, int]:
+        """:meth:`ruled_out` without a plan per file: the files ruled out, and their rows."""
+        ruled: dict[str, int] = {}
+        for directory, skipped in self._ruled_out_by_directories(expr, bound)[0]:
+            ruled.update((m.path, m.entry.rows) for m in compress(directory.members, skipped))
+        return ruled
 
     def _ruled_out_by_directories(
         self, expr, bound: dict, *, check_identities: bool = True

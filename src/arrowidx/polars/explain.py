@@ -79,5 +79,5 @@ def explain(
     ``source`` is a path (or anything ``arrowidx.dataset`` takes) or an ``IndexedDataset``.
     """
     data = source if isinstance(source, IndexedDataset) else _dataset(source, filesystem, "raise")
-    translation, plans, _ = _plan(data, predicate)
-    return ScanReport(data.root, None if predicate is None else str(predicate), translation, plans)
+    planned = _plan(data, predicate)
+    return ScanReport(data.root, None if predicate is None else str(predicate), planned.translation, planned.plans)

@@ -6,7 +6,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -74,26 +74,38 @@ def _lock(data: IndexedDataset) -> threading.Lock:
         return _LOCKS.setdefault(data, threading.Lock())
 
 
-def _plan(data: IndexedDataset, predicate, *, always: bool = True):
+class Planned(NamedTuple):
+    """What :func:`_plan` found: the translation, the plans and the files' deletion vectors,
+    and the files a key directory ruled out without a plan (their number and rows)."""
+
+    translation: Any
+    plans: list | None
+    vectors: dict
+    ruled_files: int = 0
+    ruled_rows: int = 0
+
+
+def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
     """Translate, refresh the manifest and plan every file; one manifest version per call.
 
-    Returns ``(translation, plans, deletion vectors)``. With ``always=False`` the plans
-    are ``None`` when there is nothing to plan: no index covers a column of the predicate
-    and nothing is deleted, so every file is read whole (no footer, index or file is
-    touched here; the caller hands the files to Polars as they are; the translation is
-    then None when the predicate names no indexed column).
+    With ``always=False`` the plans are ``None`` when there is nothing to plan: no index
+    covers a column of the predicate and nothing is deleted, so every file is read whole
+    (no footer, index or file is touched here; the caller hands the files to Polars as they
+    are; the translation is then None when the predicate names no indexed column). Files a
+    key directory rules out then get no plan either: only their count and rows are kept
+    (``always``: a report listing every file's plan is wanted).
     """
     with _lock(data):
         data.refresh()
         names = None if always else _column_names(predicate)
         if names is not None and not (names & data.indexed_columns()) and data.indexes_cannot_help(None):
-            return None, None, {}  # no index on a column the predicate names, nothing deleted: not even translated
+            return Planned(None, None, {})  # no index on a column the predicate names, nothing deleted: not even translated
         translation = translate(predicate, data.schema)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
         unprunable = data.indexes_cannot_help(translation.expression)
         if unprunable and not always:
-            return translation, None, {}
+            return Planned(translation, None, {})
         data.forget_file_infos()  # one stat of every file per execution
         data._warm_up(data.files)
         expr = None if unprunable else translation.expression
@@ -101,10 +113,15 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
         # ``bound``: the Expression bound once per index schema it is evaluated against.
         bound: dict = {}
-        ruled = data.ruled_out(expr, bound)  # files a key directory skips (their plans)
+        # files a key directory skips: their plans, or (no report wanted) their rows only
+        ruled = data.ruled_out(expr, bound) if always else {}
+        unlisted = {} if always else data.ruled_out_rows(expr, bound)
         plans = []
         futile = 0  # files in a row whose index bitmap kept every row group
         for rel in data.files:
+            if rel in unlisted:
+                futile = 0
+                continue
             if rel in ruled:
                 plan = ruled[rel]
                 futile = 0
@@ -118,7 +135,7 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True):
                     futile = futile + 1 if _kept_every_row_group(plan) else 0
             plans.append(plan)
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
-    return translation, plans, vectors
+    return Planned(translation, plans, vectors, len(unlisted), sum(unlisted.values()))
 
 
 # Polars reads a file whose index bitmap keeps every row group exactly as it reads a file

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -54,13 +55,19 @@ def scan(
         )
     src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
     kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
-    params = inspect.signature(pl.io.plugins.register_io_source).parameters
+    params = _io_source_parameters()
     if "is_pure" in params:  # one read per query plan; repeated scans may share it
         kwargs["is_pure"] = True
     if "explain_name" in params:
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
     return pl.io.plugins.register_io_source(src, **kwargs)
+
+
+@functools.cache
+def _io_source_parameters() -> frozenset[str]:
+    """The keyword arguments this Polars' ``register_io_source`` takes (asked once)."""
+    return frozenset(inspect.signature(pl.io.plugins.register_io_source).parameters)
 
 
 @dataclass
@@ -160,21 +167,23 @@ class _Source:
         # A report lists every file's plan; without one, a scan the indexes cannot prune
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
-        translation, plans, vectors = _plan(self.data, predicate, always=always)
+        planned = _plan(self.data, predicate, always=always)
+        plans = planned.plans
         report = None
         if plans is None:
             frames = self._whole_files(predicate, columns or needed)  # the predicate is applied inside
         else:
-            selective = IndexedDataset._index_pruned(plans)
-            reads = self._reads(plans, vectors, n_rows, predicate)
-            report = ScanReport(
-                self.data.root, None if predicate is None else str(predicate), translation, plans,
-                with_columns=with_columns, n_rows=n_rows, files_read=len(reads),
-                row_groups_read=sum(_groups(r) for r in reads),
-                rows_read=sum(r.rows - r.deleted.size - r.deleted_elsewhere for r in reads),
-            )  # fmt: skip
+            selective = bool(planned.ruled_files) or IndexedDataset._index_pruned(plans)
+            reads = self._reads(plans, planned.vectors, n_rows, predicate)
+            if listening:  # (then every file has a plan: always)
+                report = ScanReport(
+                    self.data.root, None if predicate is None else str(predicate), planned.translation, plans,
+                    with_columns=with_columns, n_rows=n_rows, files_read=len(reads),
+                    row_groups_read=sum(_groups(r) for r in reads),
+                    rows_read=sum(r.rows - r.deleted.size - r.deleted_elsewhere for r in reads),
+                )  # fmt: skip
             frames = (
-                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans))
+                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows)
                 if self.native
                 else self._pyarrow(reads, predicate, needed)
             )
