@@ -299,6 +299,12 @@ def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeyp
     assert tables_equal(data.scanner(filter=expr).read_all(), want)
     assert data.count_rows(filter=expr) == 2
     assert tables_equal(data.to_table(filter=expr, columns=["status", "id"]), want.select(["status", "id"]))
+    # keys in more files than a needle's route reads: all files stat'ed first, then planned
+    others = [i for i in range(40, FILES) if i != 50][: scan_module.NEEDLE_MAX_FILES]  # with 50: one file too many
+    many = pc.field("id").isin([key, *(_needle(lake, i) for i in others)])
+    submitted.clear(), asked.clear()
+    assert tables_equal(data.to_table(filter=many), ds.dataset(lake).to_table(filter=many))
+    assert submitted == [] and "part-020.parquet" in asked and "part-010.parquet" not in asked
 
 
 def test_a_new_manifest_rebuilds_the_directory(lake):

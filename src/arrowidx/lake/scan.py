@@ -669,33 +669,32 @@ class IndexedDataset:
         ruled = self.ruled_out(expr, bound)
         return [ruled.get(rel) or self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
 
-    def _plan_kept(self, expr) -> tuple[list[FilePlan], int]:
-        """:meth:`plan` (without statistics) for the files no key directory rules out, and
-        how many it ruled out: what a read needs, without a plan object per skipped file."""
-        self.forget_file_infos()
+    def _listed(self, expr, bound: dict) -> dict[str, tuple]:
+        """The files the key directories rule out for ``expr`` by their keys alone, each with
+        its identity as listed (a file is ruled out only while it is still that file)."""
+        listed: dict[str, tuple] = {}
+        for directory, skipped in self._ruled_out_by_directories(expr, bound, check_identities=False)[0]:
+            listed.update(zip(compress(directory.paths, skipped), compress(directory.identities, skipped)))
+        return listed
+
+    def _plan_kept(self, expr, bound: dict, listed: dict[str, tuple]) -> tuple[list[FilePlan], int]:
+        """:meth:`plan` (without statistics) for the files the key directories do not rule
+        out (``listed``, checked against this query's stats), and how many they ruled out:
+        what a read needs, without a plan object per skipped file."""
         self._warm_up(self.files)
-        bound: dict = {}
-        ruled = self.ruled_out_rows(expr, bound)
+        keys = self._keys
+        ruled = {rel for rel, identity in listed.items() if keys.get(rel) == identity}
         plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in self.files if rel not in ruled]
         return plans, len(ruled)
 
-    def _plan_needle(self, expr) -> _Route | None:
-        """The route of a needle the key directories narrow to a few files (at most
-        ``NEEDLE_MAX_FILES`` left), or None. Only those files are stat'ed and planned now;
-        the stats of all files, which tell whether each file ruled out is still the one its
-        directory lists, run meanwhile on a helper thread, and the read checks them before
-        it returns a row (:meth:`_read_route`): a changed file is then planned and read too."""
-        if expr is None or len(self.files) < DIRECTORY_MIN_FILES:
-            return None
-        self.forget_file_infos()
-        bound: dict = {}
-        listed: dict[str, tuple] = {}  # the files ruled out by their keys, and their identities as listed
-        for directory, skipped in self._ruled_out_by_directories(expr, bound, check_identities=False)[0]:
-            listed.update(zip(compress(directory.paths, skipped), compress(directory.identities, skipped)))
+    def _plan_needle(self, expr, bound: dict, listed: dict[str, tuple], kept: list[str]) -> _Route:
+        """The route of a needle the key directories narrow to a few files (``listed``: the
+        files they rule out; ``kept``: the others). Only ``kept`` is stat'ed and planned
+        now; the stats of all files, which tell whether each file ruled out is still the one
+        its directory lists, run meanwhile on a helper thread, and the read checks them
+        before it returns a row (:meth:`_read_route`): a changed file is then planned and
+        read too."""
         files = self.files
-        kept = [rel for rel in files if rel not in listed]
-        if not listed or len(kept) > NEEDLE_MAX_FILES:
-            return None
         paths = self._absolute_paths()
         stats = _stat_pool().submit(self.fs.get_file_info, paths)
         self.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
@@ -930,10 +929,14 @@ class IndexedDataset:
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
-        needle = self._plan_needle(filter)
-        if needle is not None:
-            return needle
-        plans, ruled = self._plan_kept(filter)
+        self.forget_file_infos()
+        bound: dict = {}
+        listed = self._listed(filter, bound)
+        if listed:
+            kept = [rel for rel in self.files if rel not in listed]
+            if len(kept) <= NEEDLE_MAX_FILES:
+                return self._plan_needle(filter, bound, listed, kept)
+        plans, ruled = self._plan_kept(filter, bound, listed)
         if not ruled and self._handover(plans):
             return self._pyarrow_dataset()
         for p in plans:
