@@ -6,6 +6,7 @@ import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.predicate.Predicate;
@@ -13,7 +14,10 @@ import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
+import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
@@ -21,8 +25,11 @@ import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataTypes;
+import org.apache.paimon.types.DecimalType;
+import org.apache.paimon.types.LocalZonedTimestampType;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
+import org.apache.paimon.types.TimestampType;
 
 import java.io.PrintWriter;
 import java.math.BigDecimal;
@@ -38,7 +45,7 @@ import java.util.Map;
  * More Paimon table shapes for arrowidx's tests, and the benchmark table, written with Java
  * Paimon's TableWrite/TableCommit (as WriteTables.java in ../shared/paimon-tables/writer).
  *
- * <p>args: warehouse shapes | warehouse bench ROWS FILES | warehouse bench-read
+ * <p>args: warehouse shapes | warehouse more | warehouse bench ROWS FILES | warehouse bench-read
  */
 public class WriteShapes {
 
@@ -51,6 +58,8 @@ public class WriteShapes {
         catalog.createDatabase("db", true);
         if (args[1].equals("shapes")) {
             shapes(catalog, args[0]);
+        } else if (args[1].equals("more")) {
+            more(catalog, args[0]);
         } else if (args[1].equals("bench")) {
             bench(catalog, Long.parseLong(args[2]), Integer.parseInt(args[3]));
         } else {
@@ -63,7 +72,15 @@ public class WriteShapes {
     }
 
     static void commit(Catalog catalog, Identifier id, Map<String, String> overwrite, Rows rows) throws Exception {
+        commit(catalog, id, overwrite, null, rows);
+    }
+
+    static void commit(Catalog catalog, Identifier id, Map<String, String> overwrite, Map<String, String> dynamic, Rows rows)
+            throws Exception {
         Table t = catalog.getTable(id);
+        if (dynamic != null) {
+            t = t.copy(dynamic);
+        }
         BatchWriteBuilder wb = t.newBatchWriteBuilder();
         if (overwrite != null) {
             wb = wb.withOverwrite(overwrite);
@@ -206,6 +223,165 @@ public class WriteShapes {
         System.out.println("done: " + warehouse);
     }
 
+    static byte[] bytes(long v, int n) {
+        byte[] out = new byte[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = (byte) (v >>> (8 * (i % 8)));
+        }
+        return out;
+    }
+
+    static void more(Catalog catalog, String warehouse) throws Exception {
+        // 1. every primitive type Paimon writes to Parquet, with bloom filters (one of them at a
+        //    high fpp) and bitmaps on several of them, NULLs in every column, 3 commits.
+        Identifier ty = Identifier.create("db", "types");
+        catalog.createTable(ty, Schema.newBuilder()
+                .column("id", DataTypes.BIGINT())
+                .column("t", DataTypes.TINYINT())
+                .column("c", DataTypes.CHAR(5))
+                .column("vc", DataTypes.VARCHAR(20))
+                .column("b", DataTypes.BINARY(4))
+                .column("vb", DataTypes.VARBINARY(10))
+                .column("d38", DataTypes.DECIMAL(38, 10))
+                .column("d5", DataTypes.DECIMAL(5, 2))
+                .column("tm", DataTypes.TIME())
+                .column("ts3", DataTypes.TIMESTAMP(3))
+                .column("ts6", DataTypes.TIMESTAMP(6))
+                .column("ts9", DataTypes.TIMESTAMP(9))
+                .column("ltz", DataTypes.TIMESTAMP_WITH_LOCAL_TIME_ZONE(6))
+                .column("dbl", DataTypes.DOUBLE())
+                .option("bucket", "-1")
+                .option("file.format", "parquet")
+                .option("file-index.bloom-filter.columns", "t,vc,vb,ts3,ts6,tm")
+                .option("file-index.bloom-filter.vc.fpp", "0.5")
+                .option("file-index.bloom-filter.t.items", "400")
+                .option("file-index.bloom-filter.vc.items", "400")
+                .option("file-index.bloom-filter.vb.items", "400")
+                .option("file-index.bloom-filter.ts3.items", "400")
+                .option("file-index.bloom-filter.ts6.items", "400")
+                .option("file-index.bloom-filter.tm.items", "400")
+                .option("file-index.bitmap.columns", "c,ts9,ltz")
+                .build(), false);
+        for (int commit = 0; commit < 3; commit++) {
+            final int c = commit;
+            commit(catalog, ty, null, w -> {
+                for (int i = 0; i < 400; i++) {
+                    long id = c * 1000L + i;
+                    boolean nul = i % 7 == 5;
+                    long micros = 1_600_000_000_000_000L + id * 1_000_003L;
+                    long millis = micros / 1000;
+                    w.write(GenericRow.of(
+                            id,
+                            nul ? null : (byte) (i % 200 - 100),
+                            nul ? null : s("c" + (i % 30)),
+                            nul ? null : s("v" + ((id * 7919L) % 10007L)),
+                            nul ? null : bytes(id, 4),
+                            nul ? null : bytes(id * 31, 1 + (int) (id % 10)),
+                            nul ? null : Decimal.fromBigDecimal(new BigDecimal(id * 1_000_000_007L).movePointLeft(10), 38, 10),
+                            nul ? null : Decimal.fromBigDecimal(new BigDecimal(i - 200).movePointLeft(2), 5, 2),
+                            nul ? null : (int) ((id * 60_001L) % 86_400_000L),
+                            nul ? null : Timestamp.fromEpochMillis(millis),
+                            nul ? null : Timestamp.fromEpochMillis(millis, (int) (micros % 1000) * 1000),
+                            nul ? null : Timestamp.fromEpochMillis(millis, (int) (micros % 1000) * 1000 + (int) (id % 1000)),
+                            nul ? null : Timestamp.fromEpochMillis(millis + (i % 5) * 3_600_000L, (int) (micros % 1000) * 1000),
+                            nul ? null : id / 8.0));
+                }
+            });
+        }
+
+        // 2. primary key, dynamic bucket (hash index files in the index manifest), compacted
+        //    after every second sorted run (DELETE entries, files above level 0), snapshots expired.
+        Identifier dy = Identifier.create("db", "dyn_pk");
+        catalog.createTable(dy, Schema.newBuilder()
+                .column("id", DataTypes.INT().notNull())
+                .column("name", DataTypes.STRING())
+                .column("amount", DataTypes.INT())
+                .primaryKey("id")
+                .option("bucket", "-1")
+                .option("dynamic-bucket.target-row-num", "300")
+                .option("file.format", "parquet")
+                .option("num-sorted-run.compaction-trigger", "2")
+                .option("snapshot.num-retained.min", "1")
+                .option("snapshot.num-retained.max", "2")
+                .build(), false);
+        for (int commit = 0; commit < 5; commit++) {
+            final int c = commit;
+            // as the connectors do: each key's bucket from the hash index of the latest snapshot
+            FileStoreTable ft = (FileStoreTable) catalog.getTable(dy);
+            HashBucketAssigner assigner = new HashBucketAssigner(
+                    ft.snapshotManager(), "writer", ft.store().newIndexFileHandler(), 1, 1, 0, 300);
+            RowPartitionKeyExtractor keys = new RowPartitionKeyExtractor(ft.schema());
+            commit(catalog, dy, null, w -> {
+                List<GenericRow> rows = new ArrayList<>();
+                if (c == 0) {
+                    for (int id = 1; id <= 1000; id++) {
+                        rows.add(GenericRow.of(id, s("v0"), id));
+                    }
+                } else {
+                    for (int id = c * 100; id < c * 100 + 150; id++) {
+                        rows.add(GenericRow.of(id, s("v" + c), id + c * 10000));
+                    }
+                    for (int id = 1000 - c * 20; id > 1000 - c * 20 - 10; id--) {
+                        rows.add(GenericRow.ofKind(RowKind.DELETE, id, s("x"), 0));
+                    }
+                }
+                for (GenericRow row : rows) {
+                    w.write(row, assigner.assign(keys.partition(row), keys.trimmedPrimaryKey(row).hashCode()));
+                }
+            });
+        }
+
+        // 3. deletion vectors, high-fpp bloom and a bitmap, expired snapshots, and a last
+        //    commit written with write-only=true: its files stay at level 0, which Java's
+        //    batch read does not read until they are compacted.
+        Identifier dv = Identifier.create("db", "dv_level0");
+        catalog.createTable(dv, Schema.newBuilder()
+                .column("id", DataTypes.INT().notNull())
+                .column("name", DataTypes.STRING())
+                .column("status", DataTypes.STRING())
+                .primaryKey("id")
+                .option("bucket", "2")
+                .option("file.format", "parquet")
+                .option("deletion-vectors.enabled", "true")
+                .option("file-index.bloom-filter.columns", "name")
+                .option("file-index.bloom-filter.name.fpp", "0.9")
+                .option("file-index.bloom-filter.name.items", "2000")
+                .option("file-index.bitmap.columns", "status")
+                .option("snapshot.num-retained.min", "1")
+                .option("snapshot.num-retained.max", "2")
+                .build(), false);
+        for (int commit = 0; commit < 4; commit++) {
+            final int c = commit;
+            Map<String, String> dynamic = c == 3 ? Collections.singletonMap("write-only", "true") : null;
+            commit(catalog, dv, null, dynamic, w -> {
+                if (c == 0) {
+                    for (int id = 1; id <= 2000; id++) {
+                        w.write(GenericRow.of(id, s("n" + id), s(STATUS[id % 4])));
+                    }
+                } else if (c == 1) {
+                    for (int id = 1; id <= 200; id++) {
+                        w.write(GenericRow.of(id, s("u" + id), s("rare")));
+                    }
+                    for (int id = 1901; id <= 2000; id++) {
+                        w.write(GenericRow.ofKind(RowKind.DELETE, id, s("n" + id), s(STATUS[id % 4])));
+                    }
+                } else if (c == 2) {
+                    for (int id = 1000; id < 1100; id++) {
+                        w.write(GenericRow.of(id, s("w" + id), s("paid")));
+                    }
+                } else {
+                    for (int id = 500; id < 600; id++) {
+                        w.write(GenericRow.of(id, s("level0-" + id), s("unseen")));
+                    }
+                }
+            });
+        }
+        for (String name : new String[] {"types", "dyn_pk", "dv_level0"}) {
+            dumpCsv(catalog.getTable(Identifier.create("db", name)), Paths.get(warehouse, name + ".expected.csv").toString());
+        }
+        System.out.println("done: " + warehouse);
+    }
+
     static void bench(Catalog catalog, long rows, int files) throws Exception {
         Identifier bi = Identifier.create("db", "bench");
         catalog.createTable(bi, Schema.newBuilder()
@@ -304,7 +480,31 @@ public class WriteShapes {
                                 case BOOLEAN: sb.append(row.getBoolean(i)); break;
                                 case FLOAT: sb.append(row.getFloat(i)); break;
                                 case DOUBLE: sb.append(row.getDouble(i)); break;
-                                case DECIMAL: sb.append(row.getDecimal(i, 10, 2).toBigDecimal().toPlainString()); break;
+                                case TINYINT: sb.append(row.getByte(i)); break;
+                                case DECIMAL: {
+                                    DecimalType dt = (DecimalType) rt.getTypeAt(i);
+                                    sb.append(row.getDecimal(i, dt.getPrecision(), dt.getScale()).toBigDecimal().toPlainString());
+                                    break;
+                                }
+                                case TIME_WITHOUT_TIME_ZONE: sb.append(row.getInt(i)); break;
+                                case TIMESTAMP_WITHOUT_TIME_ZONE:
+                                case TIMESTAMP_WITH_LOCAL_TIME_ZONE: {
+                                    int p = rt.getTypeAt(i) instanceof TimestampType
+                                            ? ((TimestampType) rt.getTypeAt(i)).getPrecision()
+                                            : ((LocalZonedTimestampType) rt.getTypeAt(i)).getPrecision();
+                                    Timestamp ts = row.getTimestamp(i, p);
+                                    sb.append(ts.getMillisecond() * 1_000_000L + ts.getNanoOfMillisecond()); // epoch ns
+                                    break;
+                                }
+                                case BINARY:
+                                case VARBINARY: {
+                                    sb.append('"');
+                                    for (byte x : row.getBinary(i)) {
+                                        sb.append(String.format("%02x", x));
+                                    }
+                                    sb.append('"');
+                                    break;
+                                }
                                 default: sb.append('"').append(row.getString(i).toString()).append('"');
                             }
                         }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile and run WriteShapes.java with released Paimon 0.9.0 (the bundle inside PyPI's
-# pypaimon==0.2.0 sdist). args: warehouse-dir shapes | warehouse-dir bench ROWS FILES | warehouse-dir bench-read
+# pypaimon==0.2.0 sdist). args: warehouse-dir shapes | warehouse-dir more | warehouse-dir bench ROWS FILES | warehouse-dir bench-read
 # J09: path of deps/jars/paimon-python-java-bridge-0.9.0.jar (downloaded here if unset).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
