@@ -629,3 +629,42 @@ def test_files_kept_whole_are_filtered_by_polars_and_answer_as_pyarrow(tmp_path,
     data = arrowidx.dataset(tmp_path)
     want = plain.to_table(filter=(pc.field("id") == 7) & ~((pc.field("id") == 7) & (pc.field("name") == "x")))
     assert tables_equal(data.to_table(filter=pc.field("id") == 7), want)
+
+
+def _needle_rows_in_child(root: str) -> tuple[int, bool]:
+    from arrowidx.lake import read
+
+    def no_polars(*args):
+        raise AssertionError("Polars called in a child forked after Polars ran")
+
+    read.filter_with_polars = read.take_with_polars = no_polars  # (this child only)
+    data = arrowidx.dataset(root)
+    return data.to_table(filter=pc.field("id") == 7).num_rows, read.polars_usable()
+
+
+def test_a_child_forked_after_polars_reads_with_pyarrow(tmp_path, monkeypatch):
+    """``multiprocessing`` forks on Linux, and Polars' thread pool does not survive a fork:
+    a child forked after Polars ran must not call it (its first query there waits forever).
+    The scan core then reads with pyarrow alone and answers as pyarrow.dataset does."""
+    pytest.importorskip("polars")
+    import multiprocessing
+
+    from arrowidx.lake import read
+
+    rng = np.random.default_rng(9)
+    for i in range(3):
+        pq.write_table(pa.table({
+            "id": pa.array(rng.integers(0, 40, 3000) + (0 if i < 2 else 1000), pa.int64()),  # the bloom skips one
+            "name": pa.array(np.array(["x", "y"])[rng.integers(0, 2, 3000)]),
+        }), tmp_path / f"part-{i}.parquet")  # fmt: skip
+    arrowidx.build(tmp_path, {"file-index.bloom-filter.columns": "id"}, progress=False)
+    monkeypatch.setattr(read, "FILTER_MIN_ROWS", 0)  # (inherited by the child)
+    filtered = []
+    real = read.filter_with_polars
+    monkeypatch.setattr(read, "filter_with_polars", lambda *args: filtered.append(1) or real(*args))
+    want = ds.dataset(tmp_path).to_table(filter=pc.field("id") == 7).num_rows
+    assert want and arrowidx.dataset(tmp_path).to_table(filter=pc.field("id") == 7).num_rows == want
+    assert filtered and read.polars_usable()  # this process: Polars filtered the files kept whole
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        rows, usable = pool.apply_async(_needle_rows_in_child, (str(tmp_path),)).get(timeout=120)
+    assert (rows, usable) == (want, False)

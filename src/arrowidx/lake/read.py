@@ -29,6 +29,8 @@ rows an index selected.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +100,28 @@ def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, sch
     return [g for g in groups if g in ids]
 
 
+_FORKED_AFTER_POLARS = False
+
+
+def polars_usable() -> bool:
+    """Polars may run in this process: not in a child forked after Polars was loaded.
+
+    Polars' thread pool does not survive ``fork`` (``multiprocessing``'s default on Linux):
+    its first query in such a child waits forever. There the scan core reads with pyarrow
+    alone, as ``pyarrow.dataset`` would.
+    """
+    return not _FORKED_AFTER_POLARS
+
+
+def _after_fork_in_child() -> None:
+    global _FORKED_AFTER_POLARS
+    if "polars" in sys.modules:
+        _FORKED_AFTER_POLARS = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @dataclass
 class FileRead:
     """One planned data file for :func:`read_files`.
@@ -158,9 +182,15 @@ class FileReader:
 
     def __post_init__(self) -> None:
         # Polars reads local files with pyarrow's default Parquet options only
-        self.polars_takes = isinstance(self.filesystem, pafs.LocalFileSystem) and (
+        self._polars_can_read = isinstance(self.filesystem, pafs.LocalFileSystem) and (
             self.format.read_options.equals(ds.ParquetFileFormat().read_options)
         )
+
+    @property
+    def polars_takes(self) -> bool:
+        """Polars' Parquet reader may take rows of these files (asked per read: a reader
+        made before a fork may be used in the child, see :func:`polars_usable`)."""
+        return self._polars_can_read and polars_usable()
 
     def read(
         self, reads: list[FileRead], expr, columns: list[str] | None, filter_columns: list[str], out_schema: pa.Schema,
