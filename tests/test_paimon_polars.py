@@ -37,13 +37,13 @@ def test_scan_paimon_matches_polars(version, name):
 @pytest.mark.parametrize("name", ["types", "dyn_pk", "dv_level0"])
 def test_scan_paimon_more_shapes_match_polars(name):
     """Every primitive type, a dynamic-bucket compacted table, level-0 files of a
-    deletion-vector table (tests/test_paimon_more_shapes.py): as Polars over Java's read."""
+    deletion-vector table (tests/test_paimon_shapes.py): as Polars over Java's read."""
     import datetime
 
     from arrowidx.paimon import open_table
 
-    from .test_paimon_more_shapes import ROOT as MORE
-    from .test_paimon_more_shapes import expected as more_expected
+    from .test_paimon_shapes import MORE
+    from .test_paimon_shapes import expected as more_expected
 
     t = open_table(MORE / "db.db" / name)
     ref = pl.from_arrow(more_expected(name, t.schema)).lazy()

@@ -1,7 +1,7 @@
 """Java's answers for the ``types`` table of tests/paimon_tables/more-0.9.0: Apache Paimon's
 own ``FileIndexPredicate`` (``shared/javaref/bin/paimon-eval``) evaluates each predicate
 below on each data file's ``.index`` extra file, and the answers are written to
-``java-index-answers.json`` beside the table (read by tests/test_paimon_more_shapes.py).
+``java-index-answers.json`` beside the table (read by tests/test_paimon_shapes.py).
 
     python bench/paimon_writer/index_answers.py [../shared/javaref]
 
