@@ -171,7 +171,8 @@ BOUND_FILTERS = 8
 class _BoundFilter:
     """A filter bound to the table's latest schema, and what planning and reading derive
     from it: per file schema the predicate under that schema's column names, per data file
-    the row groups Parquet statistics keep. A table remembers the last ``BOUND_FILTERS``
+    what planning decided (unless the index answered with a bitmap) and the row groups
+    Parquet statistics keep. A table remembers the last ``BOUND_FILTERS``
     (a query repeated on a table is planned and read from them). Safe: a table is one
     snapshot whose files (named by UUID) never change, and a filter is found again only
     by an equal expression (``Expression.equals``: same calls, fields and typed literals)."""
@@ -181,6 +182,7 @@ class _BoundFilter:
     columns: frozenset[str]  # the columns the bound predicate reads
     filter_columns: list[str]  # every column the expression names (sorted)
     local: dict[int, Node] = field(default_factory=dict)  # file schema id -> predicate
+    decided: dict[tuple[str, int], tuple] = field(default_factory=dict)  # (file, level) -> status, reason, result, exact
     groups: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)  # (file, groups) -> kept
 
 
@@ -509,20 +511,33 @@ class PaimonTable:
         plan = FilePlan(f, path, "read", deletion=self.deletion_ranges.get(f.name))
         if bound is None:
             return plan
-        node = bound.node
+        key = (f.name, f.level)
+        decided = bound.decided.get(key)
+        if decided is not None:
+            plan.status, plan.reason, plan.result, plan.exact = decided
+            return plan
+        self._decide(plan, bound)
+        if plan.result.kind != "bitmap":  # (a bitmap is mutable: decided again per query)
+            bound.decided[key] = (plan.status, plan.reason, plan.result, plan.exact)
+        return plan
+
+    def _decide(self, plan: FilePlan, bound: _BoundFilter) -> None:
+        """Set ``plan``'s status, reason, result and exactness: partition values and
+        statistics, then the file index."""
+        f, node = plan.file, bound.node
         stats = self._stats(f, bound.columns)
         if not may_match(node, stats)[0]:
             partition_only = {k: v for k, v in stats.items() if k in self.table_schema.partition_keys}
             plan.status = "skipped"
             plan.reason = "partition" if not may_match(node, partition_only)[0] else "stats"
-            return plan
+            return
         if self.merge_on_read:
-            return plan  # a newer file may change a row: only partitions prune before merging
+            return  # a newer file may change a row: only partitions prune before merging
         local = bound.local.get(f.schema_id)
         if local is None:
             local = bound.local[f.schema_id] = rename_columns(node, self._column_map(f))
         try:
-            index, where = self._file_index(f, path)
+            index, where = self._file_index(f, plan.path)
             if index is not None:
                 plan.result = index.evaluate(local)
                 if plan.result.kind == "bitmap" and local.columns() == node.columns():
@@ -533,7 +548,6 @@ class PaimonTable:
                     plan.reason = "bitmap"
         except ArrowIdxError:
             plan.result = REMAIN  # a broken index only costs speed
-        return plan
 
     def explain(self, filter=None) -> Explain:
         return self.plan(filter)
