@@ -214,7 +214,7 @@ class FileReader:
         for r in every:
             if id(r) in filtered:
                 table = filtered[id(r)]
-                yield table.select(out).cast(out_schema) if table is not None and table.num_rows else None
+                yield _as_schema(table.select(out), out_schema) if table is not None and table.num_rows else None
             elif not live[id(r)][0]:
                 yield None
             elif id(r) not in is_late:
@@ -405,7 +405,7 @@ def take_with_polars(
     for (i, r, _, source, types, rows), df in zip(jobs, results):
         if df.height != rows.size:
             continue  # not the rows asked for: pyarrow reads the file
-        arrays = [df.get_column(c).to_arrow().cast(t) for c, t in zip(source, types)]
+        arrays = [_as_type(df.get_column(c).to_arrow(), t) for c, t in zip(source, types)]
         table = pa.Table.from_arrays(arrays, schema=pa.schema(list(zip(source, types))))
         out[i] = r.adapt(table, columns) if r.schema is not None and r.adapt else table
     return out
@@ -421,13 +421,32 @@ FILTER_MIN_ROWS = TAKE_MIN_ROWS
 _POLARS_OPS = {"eq": "__eq__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}
 
 
+_LAST_POLARS_FILTER: tuple = (None, None, None)  # (expression, schema, predicate)
+
+
 def polars_filter(expr, schema: pa.Schema):
     """``expr`` as a Polars predicate selecting exactly the rows pyarrow's filter selects,
     or None: a top-level AND of comparisons (and their NOT) and IN lists without NULL, each
     between an integer or string column of ``schema`` and literals. Only there do the two
     agree row for row: a comparison is NULL for a NULL value in both, and at the top of a
     filter NULL and FALSE both drop the row (floats, whose NaN rules differ, and nested
-    boolean logic, where NULL and FALSE part ways under a NOT, are left to pyarrow)."""
+    boolean logic, where NULL and FALSE part ways under a NOT, are left to pyarrow).
+
+    The last answer is remembered (a query repeated asks again): found only for an equal
+    expression (``Expression.equals``: typed literals) and an equal schema, and a Polars
+    expression is immutable."""
+    global _LAST_POLARS_FILTER
+    last_expr, last_schema, last = _LAST_POLARS_FILTER
+    if isinstance(expr, pc.Expression) and last_expr is not None:
+        if (last_expr is expr or last_expr.equals(expr)) and (last_schema is schema or last_schema.equals(schema)):
+            return last
+    predicate = _polars_filter(expr, schema)
+    if isinstance(expr, pc.Expression):
+        _LAST_POLARS_FILTER = (expr, schema, predicate)
+    return predicate
+
+
+def _polars_filter(expr, schema: pa.Schema):
     from ..predicate import And, Compare, IsIn, Not, bind
 
     node = bind(expr, schema)
@@ -501,10 +520,24 @@ def filter_with_polars(
         if not df.height:
             out[i] = None  # no row matched: nothing to convert
             continue
-        arrays = [df.get_column(c).to_arrow().cast(t) for c, t in zip(source, types)]
+        arrays = [_as_type(df.get_column(c).to_arrow(), t) for c, t in zip(source, types)]
         table = pa.Table.from_arrays(arrays, schema=pa.schema(list(zip(source, types))))
         out[i] = r.adapt(table, columns) if r.schema is not None and r.adapt else table
     return out
+
+
+def _as_type(values: pa.Array, to_type: pa.DataType) -> pa.Array:
+    """``values.cast(to_type)``, without the call when the type is already ``to_type``."""
+    return values if values.type == to_type else values.cast(to_type)
+
+
+def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table.cast(schema)``, without casting column by column when ``table`` already has
+    exactly ``schema`` (metadata included) and no field is non-nullable (whose cast checks
+    for NULLs)."""
+    if table.schema.equals(schema, check_metadata=True) and all(f.nullable for f in schema):
+        return table
+    return table.cast(schema)
 
 
 def _decoded_bytes(metadata, groups: list[int], columns: list[str]) -> int:
