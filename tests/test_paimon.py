@@ -101,7 +101,7 @@ def test_indexes_prune_files():
     assert {p.reason for p in t.explain(pc.field("part") == "a").files if p.skipped} == {"partition"}
 
 
-def test_filters_asked_again_answer_as_a_fresh_table():
+def test_filters_asked_again_answer_as_a_fresh_table(row_takes):
     """A table remembers its last filters bound (and what their reads derive): equal
     filters built anew, filters differing only in a literal or its type, and more filters
     than it remembers are each answered as a table opened for that one query answers."""

@@ -108,7 +108,10 @@ class FileRead:
     exactly the rows matching the filter (no re-filter). ``schema``: the schema to scan the
     file with (None: the reader's); with it, ``source_columns`` names the file's columns to
     read for output columns, and ``adapt(table, columns)`` maps what was read to the output
-    columns (renamed columns, added columns as NULL, constants).
+    columns (renamed columns, added columns as NULL, constants). ``polars_scan()``: the
+    file's ``pl.scan_parquet`` made once and reused, for files that never change (Polars
+    then resolves the file's metadata once, not per query; ~0.15 ms a file); None: a new
+    scan per read.
     """
 
     name: str
@@ -122,6 +125,7 @@ class FileRead:
     source_columns: Callable[[list[str]], list[str]] | None = None
     adapt: Callable[[pa.Table, list[str]], pa.Table] | None = None
     dictionary: tuple[ds.ParquetFileFormat, set[str]] | None = None  # as FileReader's, for ``schema``
+    polars_scan: Callable[[], Any] | None = None
 
     def position_mask(self, groups: list[int]) -> np.ndarray | None:
         """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
@@ -389,9 +393,9 @@ def take_with_polars(
     import polars as pl
 
     frames = []
-    for _, _, path, source, _, rows in jobs:
+    for _, r, path, source, _, rows in jobs:
         if rows.size <= TAKE_SLICED_ROWS:  # a needle: each row sliced out, no row index
-            parts = [pl.scan_parquet(path, glob=False, hive_partitioning=False).slice(int(x), 1) for x in rows]
+            parts = [_polars_scan(r, path).slice(int(x), 1) for x in rows]
             frames.append((parts[0] if len(parts) == 1 else pl.concat(parts)).select(source))
             continue
         lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, row_index_name=_ROW)
@@ -510,7 +514,7 @@ def filter_with_polars(
         return {}
     import polars as pl
 
-    frames = [pl.scan_parquet(path, glob=False, hive_partitioning=False).filter(predicate).select(source) for _, _, path, source, _ in jobs]
+    frames = [_polars_scan(r, path).filter(predicate).select(source) for _, r, path, source, _ in jobs]
     try:
         results = pl.collect_all(frames)
     except (pl.exceptions.PolarsError, OSError):
@@ -538,6 +542,15 @@ def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if table.schema.equals(schema, check_metadata=True) and all(f.nullable for f in schema):
         return table
     return table.cast(schema)
+
+
+def _polars_scan(r: FileRead, path: str):
+    """The read's Polars scan of the file at ``path``: its own (:attr:`FileRead.polars_scan`), else a new one."""
+    if r.polars_scan is not None:
+        return r.polars_scan()
+    import polars as pl
+
+    return pl.scan_parquet(path, glob=False, hive_partitioning=False)
 
 
 def _decoded_bytes(metadata, groups: list[int], columns: list[str]) -> int:

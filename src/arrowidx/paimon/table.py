@@ -284,6 +284,7 @@ class PaimonTable:
         self._paths: dict[str, str] = {}  # data file name -> file_path
         self._offsets: dict[str, np.ndarray] = {}  # data file name -> row_group_offsets
         self._bound_filters: list[_BoundFilter] = []  # the latest first
+        self._polars_scans: dict[str, Any] = {}  # data file name -> its pl.scan_parquet
 
     @property
     def snapshot_id(self) -> int | None:
@@ -613,8 +614,19 @@ class PaimonTable:
             return self._dictionary_fragment(f, dictionary[0]) if as_dictionary and dictionary else fragment
 
         return FileRead(
-            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary
+            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary,
+            lambda: self._polars_scan(f, fragment.path),
         )  # fmt: skip
+
+    def _polars_scan(self, f: DataFile, path: str):
+        """The data file's Polars scan, made once: Polars resolves a scan's file metadata
+        once and keeps it, which is safe only because a data file never changes."""
+        scan = self._polars_scans.get(f.name)
+        if scan is None:
+            import polars as pl
+
+            scan = self._polars_scans[f.name] = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+        return scan
 
     def _row_group_offsets(self, f: DataFile, fragment: ds.ParquetFileFragment) -> np.ndarray:
         """:func:`row_group_offsets` of the data file, computed once (read-only: shared by
