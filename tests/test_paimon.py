@@ -101,6 +101,40 @@ def test_indexes_prune_files():
     assert {p.reason for p in t.explain(pc.field("part") == "a").files if p.skipped} == {"partition"}
 
 
+def test_filters_asked_again_answer_as_a_fresh_table(row_takes):
+    """A table remembers its last filters bound (and what their reads derive): equal
+    filters built anew, filters differing only in a literal or its type, and more filters
+    than it remembers are each answered as a table opened for that one query answers."""
+    path = ROOT / "paimon-master" / "db.db" / "append_idx"
+    t = paimon.open_table(path)
+    want = expected("paimon-master", "append_idx", t.schema)
+    status, name = pc.field("status"), pc.field("name")
+    filters = [
+        lambda: status == "pending",
+        lambda: status == "paid",
+        lambda: name == want.column("name")[123].as_py(),
+        lambda: pc.field("id") == 2003,
+        lambda: pc.field("id") == pa.scalar(100, pa.int8()),
+        lambda: pc.field("id") == 100,
+        lambda: pc.field("id") == 2003.5,
+        lambda: pc.field("amount") == pa.scalar(93, pa.int32()),
+        lambda: pc.field("amount") == pa.scalar(93, pa.int64()),
+        lambda: (pc.field("part") == "a") & (status == "new"),
+        lambda: pc.field("price") == 60.13,
+        lambda: pc.field("price") == pa.scalar(60.13, pa.float32()),  # printed alike, never equal
+        lambda: pc.field("price") < 60.3,
+    ]
+    for _ in range(2):
+        for make in filters + filters[::-1]:
+            expr = make()
+            fresh = paimon.open_table(path)
+            got = t.to_table(filter=expr)
+            assert sort(got).equals(sort(fresh.to_table(filter=expr))), expr
+            assert sort(got).equals(sort(want.filter(expr))), expr
+            assert str(t.explain(expr)) == str(fresh.explain(expr))
+            assert t.count_rows(expr) == got.num_rows
+
+
 def _copy(tmp_path, version, name) -> Path:
     dst = tmp_path / name
     shutil.copytree(ROOT / version / "db.db" / name, dst)

@@ -583,6 +583,20 @@ def test_filters_without_an_exact_polars_form_stay_with_pyarrow(expr):
     assert polars_filter(expr, _FILTER_TABLE.schema) is None
 
 
+def test_polars_filter_asked_again_answers_as_the_first_time():
+    """polars_filter remembers its last answer: an equal filter built anew gets it, the
+    same filter under another schema or another filter does not."""
+    pytest.importorskip("polars")
+    from arrowidx.lake.read import polars_filter
+
+    schema = _FILTER_TABLE.schema
+    first = polars_filter(pc.field("i") == 5, schema)
+    assert first is not None and polars_filter(pc.field("i") == 5, schema) is first
+    assert polars_filter(pc.field("i") == 5, pa.schema([pa.field("i", pa.float64())])) is None  # floats: none
+    assert polars_filter(pc.field("i") == 1.5, schema) is None
+    assert polars_filter(pc.field("i") == 5, schema) is not None
+
+
 def test_files_kept_whole_are_filtered_by_polars_and_answer_as_pyarrow(tmp_path, monkeypatch):
     """A bloom-only needle: the files the bloom filter keeps are read by Polars with the
     filter pushed down (in every file above FILTER_MIN_ROWS, here all), the others as before;

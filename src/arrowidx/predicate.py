@@ -199,8 +199,26 @@ def _metadata_pairs(schema: pa.Schema) -> list[tuple[str, str]]:
         c_schema.release(ctypes.byref(c_schema))
 
 
+_LAST_PARSE: tuple = (None, None)  # (expression, its tree)
+
+
 def parse(expr: pc.Expression):
-    """The raw call tree of a pyarrow Expression (``_Call``/``_Field``/``_Literal``/``_Unknown``)."""
+    """The raw call tree of a pyarrow Expression (``_Call``/``_Field``/``_Literal``/``_Unknown``).
+
+    The last expression's tree is remembered: one query asks for its filter's tree several
+    times (to bind it, for the columns it reads, for its Polars form). Safe: an Expression
+    object never changes, the tree is immutable, and the object is held, so ``is`` cannot
+    match another expression."""
+    global _LAST_PARSE
+    last = _LAST_PARSE
+    if last[0] is expr:
+        return last[1]
+    tree = _parse(expr)
+    _LAST_PARSE = (expr, tree)
+    return tree
+
+
+def _parse(expr: pc.Expression):
     reduced = expr.__reduce__()
     buf = reduced[1][0]
     reader = ipc.open_file(buf)

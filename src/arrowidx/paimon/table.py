@@ -163,6 +163,29 @@ def rename_columns(node: Node, mapping: dict[str, str | None]) -> Node:
 # ----------------------------------------------------------------------------------------
 # Plans
 # ----------------------------------------------------------------------------------------
+#: How many filters a table remembers bound (see :class:`_BoundFilter`).
+BOUND_FILTERS = 8
+
+
+@dataclass
+class _BoundFilter:
+    """A filter bound to the table's latest schema, and what planning and reading derive
+    from it: per file schema the predicate under that schema's column names, per data file
+    what planning decided (unless the index answered with a bitmap) and the row groups
+    Parquet statistics keep. A table remembers the last ``BOUND_FILTERS``
+    (a query repeated on a table is planned and read from them). Safe: a table is one
+    snapshot whose files (named by UUID) never change, and a filter is found again only
+    by an equal expression (``Expression.equals``: same calls, fields and typed literals)."""
+
+    expr: Any
+    node: Node
+    columns: frozenset[str]  # the columns the bound predicate reads
+    filter_columns: list[str]  # every column the expression names (sorted)
+    local: dict[int, Node] = field(default_factory=dict)  # file schema id -> predicate
+    decided: dict[tuple[str, int], tuple] = field(default_factory=dict)  # (file, level) -> status, reason, result, exact
+    groups: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)  # (file, groups) -> kept
+
+
 @dataclass
 class FilePlan:
     """What planning decided for one data file."""
@@ -258,6 +281,10 @@ class PaimonTable:
         self._scan_schemas: dict[tuple, pa.Schema] = {}
         self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
         self._dictionary_formats: dict[tuple, tuple[ds.ParquetFileFormat, set[str]] | None] = {}
+        self._paths: dict[str, str] = {}  # data file name -> file_path
+        self._offsets: dict[str, np.ndarray] = {}  # data file name -> row_group_offsets
+        self._bound_filters: list[_BoundFilter] = []  # the latest first
+        self._polars_scans: dict[str, Any] = {}  # data file name -> its pl.scan_parquet
 
     @property
     def snapshot_id(self) -> int | None:
@@ -385,10 +412,10 @@ class PaimonTable:
         self._maps[key] = out
         return out
 
-    def _stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
+    def _stats(self, f: DataFile, columns: frozenset[str]) -> dict[str, ColumnStats]:
         """Min/max/null-count per latest column name, from partition values and _VALUE_STATS
         (decoded once per file and column set)."""
-        key = (f.name, f.level, frozenset(columns))
+        key = (f.name, f.level, columns)
         stats = self._stats_cache.get(key)
         if stats is None:
             stats = self._stats_cache[key] = self._decode_stats(f, columns)
@@ -440,8 +467,9 @@ class PaimonTable:
 
     def plan(self, filter=None) -> Explain:
         """Which files are read for ``filter`` and why (see :class:`Explain`)."""
-        node = bind(filter, self.schema) if filter is not None else None
-        columns = node.columns() if node is not None else set()
+        return self._plan(filter, self._bound(filter))
+
+    def _plan(self, filter, bound: _BoundFilter | None) -> Explain:
         todo: list[DataFile] = []
         not_read: list[tuple[str, str]] = []
         for f in self.files:
@@ -457,26 +485,60 @@ class PaimonTable:
                 not_read.append((f.name, "level 0 of a deletion-vector table"))
                 continue
             todo.append(f)
-        plans = [self._plan_file(f, node, columns) for f in todo]
+        plans = [self._plan_file(f, bound) for f in todo]
         return Explain(" ".join(str(filter).split()) if filter is not None else "None", self.snapshot_id, plans, not_read)
 
-    def _plan_file(self, f: DataFile, node: Node | None, columns: set[str]) -> FilePlan:
-        path = self.file_path(f)
+    def _bound(self, filter) -> _BoundFilter | None:
+        """``filter`` bound (see :class:`_BoundFilter`); None for no filter."""
+        if filter is None:
+            return None
+        expression = isinstance(filter, pc.Expression)
+        if expression:
+            with self._lock:
+                for bound in self._bound_filters:
+                    if bound.expr is filter or bound.expr.equals(filter):
+                        return bound
+        node = bind(filter, self.schema)
+        bound = _BoundFilter(filter, node, frozenset(node.columns()), sorted(_filter_columns(filter, self.schema)))
+        if expression:
+            with self._lock:
+                self._bound_filters = [bound, *self._bound_filters[: BOUND_FILTERS - 1]]
+        return bound
+
+    def _plan_file(self, f: DataFile, bound: _BoundFilter | None) -> FilePlan:
+        path = self._paths.get(f.name)
+        if path is None:
+            path = self._paths[f.name] = self.file_path(f)
         plan = FilePlan(f, path, "read", deletion=self.deletion_ranges.get(f.name))
-        if node is None:
+        if bound is None:
             return plan
-        stats = self._stats(f, columns)
+        key = (f.name, f.level)
+        decided = bound.decided.get(key)
+        if decided is not None:
+            plan.status, plan.reason, plan.result, plan.exact = decided
+            return plan
+        self._decide(plan, bound)
+        if plan.result.kind != "bitmap":  # (a bitmap is mutable: decided again per query)
+            bound.decided[key] = (plan.status, plan.reason, plan.result, plan.exact)
+        return plan
+
+    def _decide(self, plan: FilePlan, bound: _BoundFilter) -> None:
+        """Set ``plan``'s status, reason, result and exactness: partition values and
+        statistics, then the file index."""
+        f, node = plan.file, bound.node
+        stats = self._stats(f, bound.columns)
         if not may_match(node, stats)[0]:
             partition_only = {k: v for k, v in stats.items() if k in self.table_schema.partition_keys}
             plan.status = "skipped"
             plan.reason = "partition" if not may_match(node, partition_only)[0] else "stats"
-            return plan
+            return
         if self.merge_on_read:
-            return plan  # a newer file may change a row: only partitions prune before merging
-        mapping = self._column_map(f)
-        local = rename_columns(node, mapping)
+            return  # a newer file may change a row: only partitions prune before merging
+        local = bound.local.get(f.schema_id)
+        if local is None:
+            local = bound.local[f.schema_id] = rename_columns(node, self._column_map(f))
         try:
-            index, where = self._file_index(f, path)
+            index, where = self._file_index(f, plan.path)
             if index is not None:
                 plan.result = index.evaluate(local)
                 if plan.result.kind == "bitmap" and local.columns() == node.columns():
@@ -487,7 +549,6 @@ class PaimonTable:
                     plan.reason = "bitmap"
         except ArrowIdxError:
             plan.result = REMAIN  # a broken index only costs speed
-        return plan
 
     def explain(self, filter=None) -> Explain:
         return self.plan(filter)
@@ -509,16 +570,16 @@ class PaimonTable:
         if missing:
             raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
 
-    def _file_read(self, plan: FilePlan, filter, filter_columns: list[str], reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
+    def _file_read(self, plan: FilePlan, bound: _BoundFilter | None, reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
         """One planned file for the scan core (:mod:`arrowidx.lake.read`): its row groups
-        holding index-selected rows, minus those Parquet statistics rule out for ``filter``,
+        holding index-selected rows, minus those Parquet statistics rule out for the filter,
         its deletion vector, and the mapping of its own columns (field ids) to the latest
         schema (renamed columns, added ones NULL, partition values; ``system``: also
         ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, for merge-on-read)."""
         f = plan.file
         fragment = self._fragment(f)
         physical = fragment.physical_schema
-        offsets = row_group_offsets(fragment)
+        offsets = self._row_group_offsets(f, fragment)
         bitmap = plan.result.bitmap if plan.result.kind == "bitmap" else None
         if bitmap is not None:
             groups = bitmap_groups(bitmap, offsets)
@@ -527,8 +588,12 @@ class PaimonTable:
         mapping = dict(self._column_map(f, same_type=False))
         if system:
             mapping.update({c: c for c in SYSTEM_COLUMNS})
-        if filter is not None and groups and self._statistics_usable(f, filter_columns, physical):
-            groups = statistics_groups(fragment, filter, physical, groups)
+        if bound is not None and groups and self._statistics_usable(f, bound.filter_columns, physical):
+            key = (f.name, tuple(groups))
+            kept = bound.groups.get(key)
+            if kept is None:
+                kept = bound.groups[key] = statistics_groups(fragment, bound.expr, physical, groups)
+            groups = list(kept)
         partition = self.partition_values(f)
         names = set(physical.names)
         key = (f.schema_id, system, physical)
@@ -549,8 +614,29 @@ class PaimonTable:
             return self._dictionary_fragment(f, dictionary[0]) if as_dictionary and dictionary else fragment
 
         return FileRead(
-            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary
+            plan.path, fragment_for, groups, offsets, bitmap, dv, plan.exact, scan_schema, source_columns, adapt, dictionary,
+            lambda: self._polars_scan(f, fragment.path),
         )  # fmt: skip
+
+    def _polars_scan(self, f: DataFile, path: str):
+        """The data file's Polars scan, made once: Polars resolves a scan's file metadata
+        once and keeps it, which is safe only because a data file never changes."""
+        scan = self._polars_scans.get(f.name)
+        if scan is None:
+            import polars as pl
+
+            scan = self._polars_scans[f.name] = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+        return scan
+
+    def _row_group_offsets(self, f: DataFile, fragment: ds.ParquetFileFragment) -> np.ndarray:
+        """:func:`row_group_offsets` of the data file, computed once (read-only: shared by
+        every read of the file)."""
+        offsets = self._offsets.get(f.name)
+        if offsets is None:
+            offsets = row_group_offsets(fragment)
+            offsets.flags.writeable = False
+            self._offsets[f.name] = offsets
+        return offsets
 
     def _statistics_usable(self, f: DataFile, filter_columns: list[str], physical: pa.Schema) -> bool:
         """Parquet statistics may prune the file's row groups for a filter reading
@@ -562,24 +648,24 @@ class PaimonTable:
                 return False
         return True
 
-    def _file_reads(self, plans: list[FilePlan], filter, reader_schema: pa.Schema, *, system: bool = False) -> list[FileRead]:
+    def _file_reads(self, plans: list[FilePlan], bound: _BoundFilter | None, reader_schema: pa.Schema, *, system: bool = False) -> list[FileRead]:
         if sum(p.file.name not in self._fragments for p in plans) > 1:  # footers of many files: on threads
             with ThreadPoolExecutor(max_workers=self.threads) as pool:
                 list(pool.map(lambda p: self._fragment(p.file), plans))
-        filter_columns = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
-        return [self._file_read(p, filter, filter_columns, reader_schema, system=system) for p in plans]
+        return [self._file_read(p, bound, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
         self._check_columns(columns)
-        explain = self.plan(filter)
+        bound = self._bound(filter)
+        explain = self._plan(filter, bound)
         plans = [p for p in explain.files if not p.skipped]
         out_schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
         if self.merge_on_read:
             yield self._merge(plans, filter, columns, out_schema)
             return
         reader = FileReader(self.fs, self.schema, PARQUET)
-        filter_columns = sorted(_filter_columns(filter, self.schema)) if filter is not None else []
-        reads = self._file_reads(plans, filter, self.schema)
+        filter_columns = bound.filter_columns if bound is not None else []
+        reads = self._file_reads(plans, bound, self.schema)
         for t in reader.read(reads, filter, columns, filter_columns, out_schema):
             if t is not None and t.num_rows:
                 yield t if t.schema.equals(out_schema) else t.select(out_schema.names).cast(out_schema)
