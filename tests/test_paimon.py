@@ -367,3 +367,65 @@ def test_index_files_are_read_whole_when_they_cannot_be_mapped(monkeypatch):
     read = paimon.open_table(table).explain(pred)
     assert [p.status for p in read.files] == [p.status for p in mapped.files]
     assert read.files_read < len(read.files)
+
+
+def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
+    """A table object opened again in the same process parses no manifest, index file or
+    footer an earlier one parsed (Paimon never rewrites a file), and answers alike; a file
+    changed in place is parsed again (on a local filesystem its size and modification time
+    are part of the key); ``clear_caches`` forgets everything."""
+    from arrowidx.paimon import cache, metadata, table
+
+    d = _copy(tmp_path, "paimon-master", "append_idx")
+    expr = pc.field("status") == "pending"
+    counts = {"avro": 0, "index": 0, "footer": 0}
+    for module, name, what in [(metadata, "read_avro", "avro"), (table, "FileIndex", "index")]:
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _r=real, _w=what, **k: counts.__setitem__(_w, counts[_w] + 1) or _r(*a, **k))
+    footers = table.FOOTERS
+
+    class Footers:  # counts footers read
+        def get(self, key, make):
+            return footers.get(key, lambda: counts.__setitem__("footer", counts["footer"] + 1) or make())
+
+    monkeypatch.setattr(table, "FOOTERS", Footers())
+    want = sort(paimon.open_table(d).to_table(filter=expr))
+    first = dict(counts)
+    assert first["index"] and first["footer"] and first["avro"] > 2
+    counts.update(avro=0, index=0, footer=0)
+    again = paimon.open_table(d)
+    assert sort(again.to_table(filter=expr)).equals(want)
+    lists = sum(1 for k in ("baseManifestList", "deltaManifestList") if again._snapshot.get(k))
+    assert counts == {"avro": lists, "index": 0, "footer": 0}  # only the snapshot's manifest lists
+
+    index_file = next(d.rglob("*.index"))  # damaged in place: parsed again, and only costs speed
+    index_file.write_bytes(index_file.read_bytes()[:10])
+    counts.update(avro=0, index=0, footer=0)
+    plan = paimon.open_table(d).explain(expr)
+    assert counts["index"] == 1
+    damaged = [p for p in plan.files if p.path.endswith(index_file.name[: -len(".index")])]
+    assert damaged and not damaged[0].skipped
+    assert sort(paimon.open_table(d).to_table(filter=expr)).equals(want)
+
+    cache.clear_caches()
+    counts.update(avro=0, index=0, footer=0)
+    assert sort(paimon.open_table(d).to_table(filter=expr)).equals(want)
+    assert counts["index"] == first["index"] and counts["avro"] == first["avro"] and counts["footer"]
+
+
+def test_shared_cache_keeps_its_budget():
+    from arrowidx.paimon.cache import SharedCache
+
+    made = []
+
+    def make(value, weight):
+        return lambda: made.append(value) or (value, weight)
+
+    c = SharedCache("test", 10)
+    assert c.get("a", make("A", 4)) == "A" and c.get("b", make("B", 4)) == "B"
+    assert c.get("a", make("A2", 4)) == "A"  # a hit, now the most recent
+    assert c.get("c", make("C", 4)) == "C"  # over budget: the least recent ("b") goes
+    assert c.get("b", make("B2", 4)) == "B2" and len(c) == 2
+    assert c.get("big", make("BIG", 11)) == "BIG" and c.get("big", make("BIG2", 11)) == "BIG2"  # never kept
+    assert c.get(None, make("N", 1)) == "N" and c.get(None, make("N2", 1)) == "N2"  # a None key is never kept
+    assert made == ["A", "B", "C", "B2", "BIG", "BIG2", "N", "N2"]

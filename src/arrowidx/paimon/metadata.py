@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import PaimonTableError, UnsupportedTableError
+from .cache import MANIFESTS, file_key
 
 SNAPSHOT_VERSIONS = (1, 2, 3)
 SCHEMA_VERSIONS = (1, 2, 3)
@@ -386,7 +387,8 @@ def plain_name(value: Any, where: str, what: str) -> str:
     return value
 
 
-def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> list[str]:
+def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> list[tuple[str, int | None]]:
+    """``[(manifest name, its size or None)]`` of a manifest list."""
     if not name:
         return []
     path = posixpath.join(table, "manifest", plain_name(name, table, "manifest list"))
@@ -394,7 +396,8 @@ def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> lis
     for rec in read_avro(fs, path):
         _check_version(rec, MANIFEST_FILE_VERSIONS, path, "manifest file meta")
         try:
-            out.append(plain_name(rec["_FILE_NAME"], path, "manifest"))
+            size = rec.get("_FILE_SIZE")
+            out.append((plain_name(rec["_FILE_NAME"], path, "manifest"), size if isinstance(size, int) else None))
         except KeyError:
             raise PaimonTableError(f"{path}: manifest list record has no _FILE_NAME") from None
     return out
@@ -444,8 +447,8 @@ def live_files(fs: pafs.FileSystem, table: str, snapshot: dict) -> list[DataFile
     files: dict[tuple, DataFile] = {}
     names = read_manifest_list(fs, table, snapshot.get("baseManifestList"))
     names += read_manifest_list(fs, table, snapshot.get("deltaManifestList"))
-    for name in names:
-        for kind, f in read_manifest(fs, table, name):
+    for name, size in names:
+        for kind, f in _manifest_entries(fs, table, name, size):
             key = (f.partition, f.bucket, f.level, f.name)
             if kind == ADD:
                 files[key] = f
@@ -454,6 +457,15 @@ def live_files(fs: pafs.FileSystem, table: str, snapshot: dict) -> list[DataFile
             else:
                 raise PaimonTableError(f"{posixpath.join(table, 'manifest', name)}: unknown entry kind {kind}")
     return list(files.values())
+
+
+def _manifest_entries(fs: pafs.FileSystem, table: str, name: str, size: int | None) -> list[tuple[int, DataFile]]:
+    """:func:`read_manifest`, shared by the table objects of the process when the manifest
+    list records the manifest's size (see :mod:`arrowidx.paimon.cache`)."""
+    if size is None:
+        return read_manifest(fs, table, name)
+    key = file_key(fs, posixpath.join(table, "manifest", name), size)
+    return MANIFESTS.get(key, lambda: (read_manifest(fs, table, name), 8 * size))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from ..file_index import FileIndex
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
+from .cache import FOOTERS, INDEXES, file_key
 from .metadata import (
     UNKNOWN,
     DataFile,
@@ -371,17 +372,25 @@ class PaimonTable:
         if not f.name.endswith(".parquet"):
             raise UnsupportedTableError(f"{self.path}: data file {f.name} is not Parquet (only file.format=parquet is read)")
         path = self.file_path(f)
-        for attempt in (0, 1):
-            fragment = PARQUET.make_fragment(path, self.fs)
-            try:
-                fragment.ensure_complete_metadata()
-                break
-            except FileNotFoundError:
-                if attempt or f.external_path:
-                    raise PaimonTableError(f"{path}: data file of snapshot {self.snapshot_id} not found") from None
-                path = self._locate(f)
-            except (OSError, pa.ArrowException) as e:
-                raise PaimonTableError(f"{path}: unreadable Parquet file: {e}") from None
+
+        def footer() -> tuple[ds.ParquetFileFragment, int]:
+            where = path
+            for attempt in (0, 1):
+                fragment = PARQUET.make_fragment(where, self.fs)
+                try:
+                    fragment.ensure_complete_metadata()
+                    return fragment, fragment.metadata.serialized_size
+                except FileNotFoundError:
+                    if attempt or f.external_path:
+                        raise PaimonTableError(f"{where}: data file of snapshot {self.snapshot_id} not found") from None
+                    where = self._locate(f)
+                except (OSError, pa.ArrowException) as e:
+                    raise PaimonTableError(f"{where}: unreadable Parquet file: {e}") from None
+            raise AssertionError("unreachable")
+
+        # once per process (arrowidx.paimon.cache.FOOTERS), by the computed path and the size
+        # the manifest records
+        fragment = FOOTERS.get(file_key(self.fs, path, f.size), footer)
         with self._lock:
             self._fragments[f.name] = fragment
         return fragment
@@ -455,15 +464,28 @@ class PaimonTable:
         return self._indexes[key]
 
     def _open_file_index(self, f: DataFile, path: str) -> tuple[FileIndex | None, str]:
-        old = self._schema(f.schema_id)
-        schema = old.arrow_schema()
+        """The file's index, parsed once per process (:data:`~arrowidx.paimon.cache.INDEXES`):
+        an index file is keyed by its path, the data file's size and schema id, an embedded
+        index by its bytes."""
         if f.embedded_index:
-            return FileIndex(f.embedded_index, schema, name=f"{path} (embedded index)"), "embedded"
-        extras = [e for e in f.extra_files if e.endswith(".index")]
-        if len(extras) != 1:
-            return None, ""
-        index_path = posixpath.join(posixpath.dirname(path), extras[0])
-        return FileIndex(map_bytes(self.fs, index_path), schema, name=index_path), "index file"
+            where, data = "embedded", f.embedded_index
+            name = f"{path} (embedded index)"
+        else:
+            extras = [e for e in f.extra_files if e.endswith(".index")]
+            if len(extras) != 1:
+                return None, ""
+            where, data = "index file", None
+            name = posixpath.join(posixpath.dirname(path), extras[0])
+
+        def parse() -> tuple[FileIndex, int]:
+            source = data if data is not None else map_bytes(self.fs, name)
+            return FileIndex(source, self._schema(f.schema_id).arrow_schema(), name=name), len(source)
+
+        if data is not None:  # (by its bytes: an embedded index is as the manifest holds it)
+            key = (self.fs.type_name, path, "embedded", data, f.schema_id)
+        else:
+            key = file_key(self.fs, name, f.size, f.schema_id)
+        return INDEXES.get(key, parse), where
 
     def plan(self, filter=None) -> Explain:
         """Which files are read for ``filter`` and why (see :class:`Explain`)."""
