@@ -243,6 +243,39 @@ def test_bloom_scalar_and_vector_probes_agree(data, extra):
     assert (few == many).all()
 
 
+@SETTINGS
+@given(data=column_and_literals(BLOOM_TYPES))
+def test_bloom_needles_asked_again_answer_as_the_vector_probe(data):
+    """A needle's key hash is remembered between the files a scan asks: asked twice, each
+    key still gets the answer the numpy probe (no remembered hash) gives it."""
+    from arrowidx.index.bloom import _SCALAR_KEYS, BloomFilterReader
+    from arrowidx.types import literal_keys, paimon_type
+
+    array, literals = data
+    table = pa.table({"c": array})
+    options = {"file-index.bloom-filter.columns": "c", "file-index.bloom-filter.c.items": "20"}
+    (reader,) = FileIndex(write_file_index(table, options), table.schema).readers("c")
+    assert isinstance(reader, BloomFilterReader)
+    keys = [k for k in literal_keys(pa.array([v.as_py() for v in literals], type=array.type), paimon_type(array.type)) if k is not None]
+    for key in keys + keys:
+        vector = bool(reader.might_contain([key] * (_SCALAR_KEYS + 1))[0])
+        assert reader.answer("eq", (key,)).t.remain == vector, key
+
+
+def test_bloom_needle_minus_zero_is_not_answered_as_plus_zero():
+    """-0.0 and 0.0 are equal as dictionary keys but hash apart in Java: a filter holding
+    0.0 asked for 0.0 first must still answer -0.0 with -0.0's own probe."""
+    from arrowidx.index.bloom import BloomFilterReader
+
+    table = pa.table({"c": pa.array([0.0], pa.float64())})
+    options = {"file-index.bloom-filter.columns": "c", "file-index.bloom-filter.c.items": "1000"}
+    (reader,) = FileIndex(write_file_index(table, options), table.schema).readers("c")
+    assert isinstance(reader, BloomFilterReader)
+    assert reader.answer("eq", (0.0,)).t.remain
+    assert not reader.might_contain([-0.0] * 20)[0]  # (the filter's bits: -0.0 is not a false positive)
+    assert not reader.answer("eq", (-0.0,)).t.remain
+
+
 @st.composite
 def sorted_rows(draw):
     """Sorted unique uint32 rows: scattered singles and short runs, some across the

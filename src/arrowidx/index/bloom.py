@@ -10,6 +10,7 @@ or XXH64 of its UTF-8 bytes (strings); bit ``i`` of ``k`` is
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import struct
@@ -161,6 +162,19 @@ def _scalar_hash(value, ptype: PaimonType) -> int:
     return _thomas_wang(int(value))
 
 
+_remembered_hash = functools.lru_cache(maxsize=1024)(_scalar_hash)
+
+
+def _key_hash(value, ptype: PaimonType) -> int:
+    """:func:`_scalar_hash`, remembered for integer, string and binary keys: a needle asks
+    every file of a scan for the same key. Floats are not remembered (``-0.0 == 0.0`` as
+    keys, yet their hashes differ), nor booleans (``True == 1``)."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bytes:
+        return _remembered_hash(value, ptype)
+    return _scalar_hash(value, ptype)
+
+
 def _thomas_wang(key: int) -> int:
     """``FastHash.getLongHash`` (Java long arithmetic) for one key."""
     key = _int64(~key + (key << 21))
@@ -254,7 +268,7 @@ class BloomFilterReader(IndexReader):
         if not keys:
             return Answer(SKIP, REMAIN)
         if len(keys) <= _SCALAR_KEYS:  # a needle (asked of every file of a scan): probes, no arrays
-            hit = any(self._probe(_scalar_hash(k, self.ptype)) for k in keys)
+            hit = any(self._probe(_key_hash(k, self.ptype)) for k in keys)
         else:
             hit = self.might_contain(list(keys)).any()
         return Answer(REMAIN if hit else SKIP, REMAIN)
