@@ -413,6 +413,32 @@ def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
     assert counts["index"] == first["index"] and counts["avro"] == first["avro"] and counts["footer"]
 
 
+def test_tables_opened_again_share_each_files_polars_scan(tmp_path):
+    """Each data file's Polars scan (which keeps the file's metadata once it ran) is made
+    once per process: a table opened again gets the same scan, which reads the same rows; a
+    data file changed in place gets a new one, and ``clear_caches`` forgets them."""
+    import os
+
+    import polars as pl
+
+    from arrowidx.paimon import cache
+
+    d = _copy(tmp_path, "paimon-master", "append_idx")
+    first, again = paimon.open_table(d), paimon.open_table(d)
+    f = first.files[0]
+    path = first._fragment(f).path
+    scan = first._polars_scan(f, path)
+    assert again._polars_scan(again.files[0], path) is scan
+    want = pl.read_parquet(path)
+    assert scan.collect().equals(want)
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # changed in place
+    assert paimon.open_table(d)._polars_scan(f, path) is not scan
+    later = paimon.open_table(d)._polars_scan(f, path)
+    cache.clear_caches()
+    assert paimon.open_table(d)._polars_scan(f, path) is not later
+
+
 def test_shared_cache_keeps_its_budget():
     from arrowidx.paimon.cache import SharedCache
 

@@ -8,8 +8,10 @@ after a commit) need not parse again what an earlier table object parsed: manife
 by path and the size the manifest list records), data files' footers (by path and the size
 the manifest records) and their file indexes (by index path, data file size and schema id).
 On a local filesystem each key also holds the file's size and modification time as a stat
-finds them, so a file damaged or replaced in place is parsed again. Each cache is bounded by an approximate byte budget, the least recently used entries
-dropped first; :func:`clear_caches` empties them.
+finds them, so a file damaged or replaced in place is parsed again. Each data file's Polars
+scan is shared the same way (Polars keeps the file's metadata in it). Each cache is bounded
+by an approximate byte budget, the least recently used entries dropped first;
+:func:`clear_caches` empties them.
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ def file_key(fs: pafs.FileSystem, path: str, *recorded: Any) -> tuple | None:
 MANIFESTS = SharedCache("manifests", 64 << 20)  # weight: the manifest file's size x 8 (decoded)
 FOOTERS = SharedCache("footers", 64 << 20)  # weight: the footer's serialized size
 INDEXES = SharedCache("file indexes", 256 << 20)  # weight: the container's size
+# each data file's pl.scan_parquet: Polars reads the file's metadata when the scan first
+# runs and keeps it in the scan (weight: the footer's serialized size)
+POLARS_SCANS = SharedCache("polars scans", 64 << 20)
 
 
 def clear_caches() -> None:
-    """Forget every parsed manifest, footer and file index (they are parsed again on use)."""
-    for cache in (MANIFESTS, FOOTERS, INDEXES):
+    """Forget every parsed manifest, footer, file index and Polars scan (made again on use)."""
+    for cache in (MANIFESTS, FOOTERS, INDEXES, POLARS_SCANS):
         cache.clear()

@@ -44,7 +44,7 @@ from ..file_index import FileIndex
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
-from .cache import FOOTERS, INDEXES, file_key
+from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (
     UNKNOWN,
     DataFile,
@@ -641,13 +641,18 @@ class PaimonTable:
         )  # fmt: skip
 
     def _polars_scan(self, f: DataFile, path: str):
-        """The data file's Polars scan, made once: Polars resolves a scan's file metadata
-        once and keeps it, which is safe only because a data file never changes."""
+        """The data file's Polars scan, made once per process (:data:`POLARS_SCANS`, keyed
+        as its footer is): Polars resolves a scan's file metadata once and keeps it, which is
+        safe only because a data file never changes."""
         scan = self._polars_scans.get(f.name)
         if scan is None:
             import polars as pl
 
-            scan = self._polars_scans[f.name] = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+            def make():
+                scan = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+                return scan, self._fragment(f).metadata.serialized_size
+
+            scan = self._polars_scans[f.name] = POLARS_SCANS.get(file_key(self.fs, path, f.size), make)
         return scan
 
     def _row_group_offsets(self, f: DataFile, fragment: ds.ParquetFileFragment) -> np.ndarray:
