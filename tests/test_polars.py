@@ -9,6 +9,7 @@ the Polars expression itself.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import logging
 from decimal import Decimal
 from pathlib import Path
@@ -289,6 +290,80 @@ def test_untranslatable_parts_are_dropped_conservatively():
     assert apl.translate(pl.col("i64") == pl.col("i8"), schema).expression is None
     assert apl.translate(pl.col("i64"), schema).expression is None  # not a predicate
     assert apl.to_arrow_expression(None, schema) is None
+
+
+def test_translations_are_remembered_per_predicate_and_schema(monkeypatch):
+    """A predicate Polars hands over again (a new object, the same expression) is not
+    translated again; one differing only in a literal's type or sign, or the same one over
+    another schema, gets its own translation."""
+    import importlib
+
+    module = importlib.import_module("arrowidx.polars.translate")
+    calls = []
+    real = module._translate
+    monkeypatch.setattr(module, "_translate", lambda e, s: calls.append(str(e)) or real(e, s))
+    monkeypatch.setattr(module, "_REMEMBERED", [])
+    schema = FRAME_TABLE.schema
+    expr = (pl.col("i64") == 2) & (pl.col("s") == "b")
+    first = apl.translate(expr, schema)
+    copy = pl.Expr.deserialize(io.BytesIO(expr.meta.serialize(format="binary")), format="binary")
+    assert apl.translate(copy, schema) is first and len(calls) == 1
+    others = [
+        (pl.col("i64") == pl.lit(2, dtype=pl.Int8)) & (pl.col("s") == "b"),
+        (pl.col("i64") == 3) & (pl.col("s") == "b"),
+        pl.col("f64") == -0.0,
+        pl.col("f64") == 0.0,
+    ]
+
+    def same(a, b) -> bool:
+        both = a.expression is not None and b.expression is not None
+        exprs = (a.expression is None and b.expression is None) or (both and a.expression.equals(b.expression))
+        return exprs and (a.polars, a.exact, a.dropped) == (b.polars, b.exact, b.dropped)
+
+    for other in others:
+        assert same(apl.translate(other, schema), real(other, schema))
+    assert len(calls) == 1 + len(others)
+    narrow = pa.schema([pa.field("i64", pa.int8()) if f.name == "i64" else f for f in schema])
+    assert same(apl.translate(expr, narrow), real(expr, narrow))
+    assert not apl.translate(expr, narrow).expression.equals(first.expression)
+    assert len(calls) == 2 + len(others)
+
+
+def test_a_data_file_rewritten_in_place_is_read_as_it_now_is(tmp_path, monkeypatch):
+    """Each file's Polars scan is kept per file identity (path, size, modification time):
+    a file rewritten under the same path is read anew, with its new row groups, and its
+    matching row is still narrowed to (a stale scan would fail there)."""
+    from arrowidx.polars import source
+
+    reads: list[tuple[str, int, int]] = []
+    run_query = source._Source._run_query
+    monkeypatch.setattr(source._Source, "_run_query", lambda self, path, a, b, *rest: reads.append((Path(path).name, a, b)) or run_query(self, path, a, b, *rest))
+    rng = np.random.default_rng(4)
+    def part(i: int, rows: int) -> pa.Table:
+        return pa.table({"id": np.arange(i * 10_000, i * 10_000 + rows), "u": rng.integers(0, 2**40, rows), "v": rng.normal(size=rows)})
+
+    for i in range(8):
+        pq.write_table(part(i, 1000), tmp_path / f"part-{i}.parquet", row_group_size=250)
+    options = {"file-index.bloom-filter.columns": "u", "file-index.bloom-filter.u.items": "1000"}
+    arrowidx.build(tmp_path, options, progress=False)
+
+    def check(expr):
+        got = apl.scan(tmp_path).filter(expr).collect()
+        want = pl.scan_parquet(str(tmp_path / "*.parquet")).filter(expr).collect()
+        assert_frame_equal(got.sort("id"), want.sort("id"))
+        return got.height
+
+    needle = pq.read_table(tmp_path / "part-5.parquet").column("u")[333].as_py()
+    assert check(pl.col("u") == needle) == 1
+    assert ("part-5.parquet", 333, 334) in reads
+    reads.clear()
+    new = part(5, 600)
+    new = new.set_column(1, "u", pa.array(np.where(np.arange(600) == 500, needle, new.column("u").to_numpy())))
+    pq.write_table(new, tmp_path / "part-5.parquet", row_group_size=100)  # other row groups, other rows
+    arrowidx.build(tmp_path, progress=False)
+    assert check(pl.col("u") == needle) == 1
+    assert ("part-5.parquet", 500, 501) in reads
+    assert apl.scan(tmp_path).filter(pl.col("u") == needle).collect()["id"].to_list() == [50_500]
 
 
 # ------------------------------------------------------------------------------------------

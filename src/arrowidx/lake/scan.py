@@ -395,6 +395,11 @@ class IndexedDataset:
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
 
+    def file_identity(self, rel: str) -> tuple:
+        """The data file's identity, ``(rel, size, mtime_ns)`` as this query's stat found it:
+        what is cached of a file is cached under it."""
+        return self._key(rel)
+
     def _key(self, rel: str) -> tuple:
         """The file's identity (path, size, mtime), under which its footer, index and
         deletion vector are cached."""
