@@ -212,12 +212,13 @@ class _Source:
     def _whole_files(self, predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
         """Every non-empty file read whole by Polars (nothing to prune, nothing deleted), in
         waves of at most ``WAVE_ROWS`` rows. Sized from the manifest; footers are read only
-        for files it lacks or lists as empty. Per file this is a dict lookup and a path: a
-        lake of 1,000 files pays no planning objects."""
-        manifest, root = self.data.manifest.files, self.data.root
+        for files it lacks or lists as empty. Per file this is a dict lookup and its stat
+        (one call for all: the files' identities key the Polars scan kept for them,
+        :func:`_files_scan`): a lake of 1,000 files pays no planning objects."""
+        manifest = self.data.manifest.files
 
-        def read(paths: list[str]) -> pl.DataFrame:
-            return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed).collect()
+        def read(rels: list[str]) -> pl.DataFrame:
+            return _finish(_files_scan(self.data, rels), predicate, needed).collect()
 
         wave: list[str] = []
         rows = 0
@@ -229,7 +230,7 @@ class _Source:
             if wave and rows + n > self.WAVE_ROWS:
                 yield read(wave)
                 wave, rows = [], 0
-            wave.append(join(root, rel))
+            wave.append(rel)
             rows += n
         if wave:
             yield read(wave)
@@ -324,12 +325,12 @@ class _Source:
         runs alone in Polars' reader (its late materialisation intact) and the deleted rows
         are dropped from the few rows it returns; otherwise both run in the one filter.
         """
-        paths = [join(self.data.root, r.plan.path) for r in reads]
+        rels = [r.plan.path for r in reads]
         starts = np.cumsum([0] + [r.plan.rows for r in reads[:-1]])
         deleted = np.concatenate([r.deleted + start for r, start in zip(reads, starts)])
         if not deleted.size:
-            return _finish(pl.scan_parquet(paths, glob=False, hive_partitioning=False), predicate, needed), None
-        lf = pl.scan_parquet(paths, glob=False, hive_partitioning=False, row_index_name=_ROW_INDEX)
+            return _finish(_files_scan(self.data, rels), predicate, needed), None
+        lf = _files_scan(self.data, rels, row_index=True)
         alive = ~pl.col(_ROW_INDEX).cast(pl.Int64).is_in(_collection(deleted))
         if not selective:
             return _finish(lf, alive if predicate is None else alive & predicate, needed), None
@@ -396,11 +397,17 @@ _SCANS_MAX = 2048  # per dataset (then forgotten all at once)
 
 
 def _file_scan(data: IndexedDataset, rel: str, *, row_index: bool = False) -> pl.LazyFrame:
-    """The data file's ``pl.scan_parquet`` (with the row index column), made once per file
-    identity (path, size and modification time, stat'ed by every execution's plan) and kept
-    per dataset: Polars reads a file's metadata when its scan first runs and keeps it in the
-    scan, so a file read again is not resolved again (~0.1-0.4 ms a file)."""
-    key = (data.file_identity(rel), row_index)
+    """:func:`_files_scan` of one data file."""
+    return _files_scan(data, [rel], row_index=row_index)
+
+
+def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = False) -> pl.LazyFrame:
+    """One ``pl.scan_parquet`` of the data files ``rels`` in order (with the row index
+    column), made once per file identities (path, size and modification time, stat'ed by
+    every execution) and kept per dataset: Polars reads the files' metadata when the scan
+    first runs and keeps it in the scan, so files read again are not resolved again
+    (~0.1-0.4 ms a file)."""
+    key = (tuple(data.file_identity(rel) for rel in rels), row_index)
     scans = _SCANS.get(data)
     if scans is None:
         with _DATASETS_LOCK:
@@ -408,7 +415,8 @@ def _file_scan(data: IndexedDataset, rel: str, *, row_index: bool = False) -> pl
     scan = scans.get(key)
     if scan is None:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
-        scan = pl.scan_parquet(join(data.root, rel), glob=False, hive_partitioning=False, **extra)
+        paths = [join(data.root, rel) for rel in rels]
+        scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
         if len(scans) >= _SCANS_MAX:
             scans.clear()
         scans[key] = scan
