@@ -388,6 +388,9 @@ def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
         def get(self, key, make):
             return footers.get(key, lambda: counts.__setitem__("footer", counts["footer"] + 1) or make())
 
+        def holds(self, key):
+            return footers.holds(key)
+
     monkeypatch.setattr(table, "FOOTERS", Footers())
     want = sort(paimon.open_table(d).to_table(filter=expr))
     first = dict(counts)
@@ -455,3 +458,4 @@ def test_shared_cache_keeps_its_budget():
     assert c.get("big", make("BIG", 11)) == "BIG" and c.get("big", make("BIG2", 11)) == "BIG2"  # never kept
     assert c.get(None, make("N", 1)) == "N" and c.get(None, make("N2", 1)) == "N2"  # a None key is never kept
     assert made == ["A", "B", "C", "B2", "BIG", "BIG2", "N", "N2"]
+    assert c.holds("b") and not c.holds("a") and not c.holds("big") and not c.holds(None)

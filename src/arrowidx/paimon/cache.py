@@ -58,6 +58,11 @@ class SharedCache:
                     self._weight -= dropped
         return value
 
+    def holds(self, key: Any) -> bool:
+        """Whether ``key`` is kept (a key of None never is)."""
+        with self._lock:
+            return key is not None and key in self._entries
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

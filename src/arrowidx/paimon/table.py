@@ -388,12 +388,15 @@ class PaimonTable:
                     raise PaimonTableError(f"{where}: unreadable Parquet file: {e}") from None
             raise AssertionError("unreachable")
 
-        # once per process (arrowidx.paimon.cache.FOOTERS), by the computed path and the size
-        # the manifest records
-        fragment = FOOTERS.get(file_key(self.fs, path, f.size), footer)
+        fragment = FOOTERS.get(self._footer_key(f), footer)
         with self._lock:
             self._fragments[f.name] = fragment
         return fragment
+
+    def _footer_key(self, f: DataFile) -> tuple | None:
+        """The data file's key in :data:`FOOTERS` (its footer is parsed once per process): its
+        computed path and the size the manifest records."""
+        return file_key(self.fs, self.file_path(f), f.size)
 
     def _locate(self, f: DataFile) -> str:
         """Where a listing of the table finds the file's name."""
@@ -676,9 +679,10 @@ class PaimonTable:
         return True
 
     def _file_reads(self, plans: list[FilePlan], bound: _BoundFilter | None, reader_schema: pa.Schema, *, system: bool = False) -> list[FileRead]:
-        if sum(p.file.name not in self._fragments for p in plans) > 1:  # footers of many files: on threads
+        unread = [p for p in plans if p.file.name not in self._fragments and not FOOTERS.holds(self._footer_key(p.file))]
+        if len(unread) > 1:  # footers of many files read: on threads
             with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                list(pool.map(lambda p: self._fragment(p.file), plans))
+                list(pool.map(lambda p: self._fragment(p.file), unread))
         return [self._file_read(p, bound, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
