@@ -207,6 +207,41 @@ def test_overwrite_removed_files():
     assert t.to_table(filter=(pc.field("p") == "x") & (pc.field("q") == 0)).num_rows == 100
 
 
+def test_a_name_given_to_another_column_later_is_planned_by_its_new_column(tmp_path):
+    """Statistics decoded from a manifest entry are kept for every table object of the
+    process, per latest schema: after ``status`` is dropped and ``full_name`` renamed to
+    ``status`` (a schema, then a snapshot committed under it; written here by hand), a
+    filter on ``status`` is planned with the former ``full_name``'s statistics, though a
+    table at the earlier snapshot planned ``status`` first. The reference: the later
+    snapshot's full read (no filter, so no statistics), filtered by pyarrow."""
+    import shutil
+
+    d = tmp_path / "evolve"
+    shutil.copytree(ROOT / "db.db" / "evolve", d)
+    schema = json.loads((d / "schema" / "schema-1").read_text())
+    schema["id"] = 2
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "status"]
+    for f in schema["fields"]:
+        if f["name"] == "full_name":
+            f["name"] = "status"
+    (d / "schema" / "schema-2").write_text(json.dumps(schema))
+    latest = int((d / "snapshot" / "LATEST").read_text())
+    snapshot = json.loads((d / "snapshot" / f"snapshot-{latest}").read_text())
+    snapshot.update(id=latest + 1, schemaId=2)
+    (d / "snapshot" / f"snapshot-{latest + 1}").write_text(json.dumps(snapshot))
+    (d / "snapshot" / "LATEST").write_text(str(latest + 1))
+
+    before = paimon.open_table(d, snapshot=latest)
+    after = paimon.open_table(d)
+    assert after.snapshot_id == latest + 1 and after.files[0] is before.files[0]  # the same manifest entries
+    name = after.to_table(columns=["status"]).column("status")[0].as_py()
+    for value in (name, "rare"):
+        before.to_table(filter=pc.field("status") == value)  # statistics of the dropped status, first
+        expr = pc.field("status") == value
+        assert sort(after.to_table(filter=expr)).equals(sort(after.to_table().filter(expr)))
+    assert after.to_table(filter=pc.field("status") == name).num_rows
+
+
 def test_data_file_found_by_listing_when_path_differs(tmp_path):
     """A partition directory not named as computed (e.g. another escaping): files are found
     by name; their index files are then not found and the files are simply read."""

@@ -240,6 +240,14 @@ class Explain:
 # ----------------------------------------------------------------------------------------
 # The table
 # ----------------------------------------------------------------------------------------
+#: Decoded statistics per manifest entry (by ``id``; the entry is held with them, so the id
+#: stays its own), then by table path, latest schema id, merge-on-read and column set.
+#: Manifest entries are shared by the table objects of a process (the manifest cache hands
+#: out the same objects), so a table opened again does not decode them again.
+_DECODED_STATS: dict[int, tuple[DataFile, dict[tuple, dict[str, ColumnStats]]]] = {}
+_DECODED_STATS_MAX = 1 << 17  # entries (then forgotten all at once)
+
+
 class PaimonTable:
     """One snapshot of a Paimon table (see :func:`open_table`)."""
 
@@ -426,11 +434,22 @@ class PaimonTable:
 
     def _stats(self, f: DataFile, columns: frozenset[str]) -> dict[str, ColumnStats]:
         """Min/max/null-count per latest column name, from partition values and _VALUE_STATS
-        (decoded once per file and column set)."""
+        (decoded once per file and column set, and kept with the manifest entry for the
+        table objects of the process that share it, :data:`_DECODED_STATS`)."""
         key = (f.name, f.level, columns)
         stats = self._stats_cache.get(key)
         if stats is None:
-            stats = self._stats_cache[key] = self._decode_stats(f, columns)
+            held = _DECODED_STATS.get(id(f))
+            if held is None or held[0] is not f:
+                if len(_DECODED_STATS) >= _DECODED_STATS_MAX:
+                    _DECODED_STATS.clear()
+                held = _DECODED_STATS[id(f)] = (f, {})
+            decoded = held[1]
+            shared = (self.path, self.table_schema.id, self.merge_on_read, columns)
+            stats = decoded.get(shared)
+            if stats is None:
+                stats = decoded[shared] = self._decode_stats(f, columns)
+            self._stats_cache[key] = stats
         return stats
 
     def _decode_stats(self, f: DataFile, columns: set[str]) -> dict[str, ColumnStats]:
