@@ -337,7 +337,7 @@ def test_a_data_file_rewritten_in_place_is_read_as_it_now_is(tmp_path, monkeypat
 
     reads: list[tuple[str, int, int]] = []
     run_query = source._Source._run_query
-    monkeypatch.setattr(source._Source, "_run_query", lambda self, path, a, b, *rest: reads.append((Path(path).name, a, b)) or run_query(self, path, a, b, *rest))
+    monkeypatch.setattr(source._Source, "_run_query", lambda self, a, b, r, *rest: reads.append((Path(r.plan.path).name, a, b)) or run_query(self, a, b, r, *rest))
     rng = np.random.default_rng(4)
     def part(i: int, rows: int) -> pa.Table:
         return pa.table({"id": np.arange(i * 10_000, i * 10_000 + rows), "u": rng.integers(0, 2**40, rows), "v": rng.normal(size=rows)})
@@ -793,9 +793,9 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
     reads: list[tuple[str, int, int]] = []
     run_query = source._Source._run_query
 
-    def recording(self, path, a, b, r, predicate, needed):
-        reads.append((Path(path).name, a, b))
-        return run_query(self, path, a, b, r, predicate, needed)
+    def recording(self, a, b, r, predicate, needed):
+        reads.append((Path(r.plan.path).name, a, b))
+        return run_query(self, a, b, r, predicate, needed)
 
     monkeypatch.setattr(source._Source, "_run_query", recording)
 

@@ -270,8 +270,7 @@ class _Source:
                 if whole:
                     queries.append(self._scan_whole(whole, predicate, needed, selective))
                     whole = []
-                path = join(self.data.root, r.plan.path)
-                parts = [self._run_query(path, a, b, r, predicate, needed) for a, b in r.runs]
+                parts = [self._run_query(a, b, r, predicate, needed) for a, b in r.runs]
                 queries.append((parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical"), None))
             if whole:
                 queries.append(self._scan_whole(whole, predicate, needed, selective))
@@ -336,7 +335,8 @@ class _Source:
             return _finish(lf, alive if predicate is None else alive & predicate, needed), None
         return _finish(lf, predicate, [*needed, _ROW_INDEX]), lambda df: df.filter(alive).drop(_ROW_INDEX)
 
-    def _run_query(self, path: str, a: int, b: int, r: _Read, predicate, needed) -> pl.LazyFrame:
+    def _run_query(self, a: int, b: int, r: _Read, predicate, needed) -> pl.LazyFrame:
+        """Rows ``[a, b)`` of the read's file (its kept Polars scan), deleted rows dropped, predicate applied."""
         deleted = r.deleted[(r.deleted >= a) & (r.deleted < b)]
         if not deleted.size:
             lf = _file_scan(self.data, r.plan.path)
