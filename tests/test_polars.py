@@ -724,10 +724,9 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
 
 
 
-def test_deletions_outside_the_index_bitmap_need_no_row_index(tmp_path, monkeypatch):
-    """A deleted row the index's bitmap leaves out can never match, so files whose deleted
-    rows all lie outside the bitmap are read by plain Polars scans (no row index); a deleted
-    row inside it is still dropped. The answer is plain Polars' minus the deleted ids."""
+def _deleted_rows_lake(tmp_path):
+    """Three files with a bitmap index on ``k``; every ``k = 5`` row deleted, and id 1500
+    (whose ``k`` is returned). The reference is plain Polars minus the deleted ids."""
     rng = np.random.default_rng(5)
     tables = [
         pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "k": rng.integers(0, 6, 1000), "v": rng.normal(size=1000)})
@@ -741,10 +740,14 @@ def test_deletions_outside_the_index_bitmap_need_no_row_index(tmp_path, monkeypa
     arrowidx.delete(tmp_path, (pc.field("k") == 5) | (pc.field("id") == 1500), progress=False)
     everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
     deleted_ids = everything.filter((pl.col("k") == 5) | (pl.col("id") == 1500)).select("id").collect().to_series()
-    reference = everything.filter(~pl.col("id").is_in(deleted_ids.implode()))
+    return k_1500, everything.filter(~pl.col("id").is_in(deleted_ids.implode()))
+
+
+def _recording_row_indexes(monkeypatch) -> list[bool]:
+    """Per Polars scan of data files used from now on: whether it had a row index."""
     from arrowidx.polars import source
 
-    row_indexes: list[bool] = []  # per Polars scan of data files used: with a row index?
+    row_indexes: list[bool] = []
     files_scan = source._files_scan
 
     def recording(data, rels, *, row_index=False):
@@ -752,18 +755,74 @@ def test_deletions_outside_the_index_bitmap_need_no_row_index(tmp_path, monkeypa
         return files_scan(data, rels, row_index=row_index)
 
     monkeypatch.setattr(source, "_files_scan", recording)
+    return row_indexes
+
+
+def test_deleted_rows_need_a_row_index_only_where_an_inexact_bitmap_holds_them(tmp_path, monkeypatch):
+    """A deleted row the index's bitmap leaves out can never match, and where the bitmap is
+    exactly the matching rows a deleted row's place in Polars' result is its rank in the
+    bitmaps: either way the files are read by plain Polars scans (no row index). Only a
+    deleted row inside an inexact bitmap (a predicate on an unindexed column too, or a part
+    the translation left out) needs one. Every answer is plain Polars' minus the deleted ids."""
+    k_1500, reference = _deleted_rows_lake(tmp_path)
+    row_indexes = _recording_row_indexes(monkeypatch)
     others = [k for k in range(5) if k != k_1500]
-    for expr, deletion_inside in [
+    for expr, row_index in [
         (pl.col("k") == others[0], False),
         (pl.col("k").is_in(others[1:3]), False),
-        ((pl.col("k") == others[3]) & (pl.col("v") > 0), False),
-        (pl.col("k") == k_1500, True),  # the bitmap holds row 1500 of part-1
-        (pl.col("k").is_in([5, others[0]]), True),  # the bitmap holds every deleted k = 5 row
+        ((pl.col("k") == others[3]) & (pl.col("v") > 0), False),  # inexact, but no deleted row inside
+        (pl.col("k") == k_1500, False),  # the bitmap holds row 1500 of part-1, and is exact
+        (pl.col("k").is_in([5, others[0]]), False),  # it holds every deleted k = 5 row, in each file
+        (pl.col("k") == 5, False),  # every row it holds is deleted
+        ((pl.col("k") == k_1500) & (pl.col("v") > -100), True),  # row 1500 inside an inexact bitmap
+        ((pl.col("k") == 5) & pl.col("v").is_not_null(), True),
+        ((pl.col("k") == k_1500) & (pl.col("v").sin() < 2), True),  # exact bitmap, a part not translated
     ]:
         row_indexes.clear()
         assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
-        assert row_indexes, expr
-        assert any(row_indexes) == deletion_inside, (expr, row_indexes)
+        assert row_indexes == [row_index], expr  # one scan of the three files
+
+
+def test_files_with_deleted_rows_keep_asking_an_exact_index_that_prunes_no_row_group(tmp_path, monkeypatch):
+    """After a few files whose bitmaps keep every row group the remaining files' indexes are
+    not asked (it bought nothing), but a file with deleted rows keeps asking an exact
+    index: its bitmap places the deleted rows, where not asking costs the scan a row index."""
+    rng = np.random.default_rng(11)
+    for i in range(8):
+        t = pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "k": rng.integers(0, 6, 1000)})
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
+    arrowidx.build(tmp_path, {"file-index.bitmap.columns": "k"}, progress=False)
+    arrowidx.delete(tmp_path, pc.field("k") == 5, progress=False)
+    row_indexes = _recording_row_indexes(monkeypatch)
+    expr = pl.col("k").is_in([1, 5])  # every row group holds both; the bitmaps hold the deleted rows
+    want = pl.scan_parquet(str(tmp_path / "*.parquet")).filter(pl.col("k") == 1).collect()
+    assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), want)
+    assert row_indexes == [False]
+
+
+def test_an_exact_bitmap_holding_rows_polars_does_not_return_falls_back_to_a_row_index(tmp_path, monkeypatch):
+    """Deleted rows are placed by rank only while Polars returns exactly the bitmaps' rows.
+    An index claiming exactness with a bitmap one row too wide (here made so) is caught by
+    the count, and the query runs again with a row index: the answer stays plain Polars'
+    minus the deleted ids."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    k_1500, reference = _deleted_rows_lake(tmp_path)
+    plan_file = IndexedDataset.plan_file
+
+    def one_row_too_many(self, rel, expr, bound=None, **kw):
+        plan = plan_file(self, rel, expr, bound, **kw)
+        if plan.exact and rel == "part-0.parquet":
+            bitmap = plan.result.bitmap
+            extra = next(r for r in range(plan.rows) if r not in bitmap)
+            bitmap.add(extra)  # a row that does not match, before some deleted ones
+        return plan
+
+    monkeypatch.setattr(IndexedDataset, "plan_file", one_row_too_many)
+    row_indexes = _recording_row_indexes(monkeypatch)
+    expr = pl.col("k").is_in([5, k_1500])
+    assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
+    assert row_indexes == [False, True]
 
 
 def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path, monkeypatch):
@@ -834,8 +893,8 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
     """Polars re-applies the predicate, so an index bitmap holding a row in every row group
     buys nothing: after four such files in a row the rest are read without asking their
     indexes. A file the index skips resets the count; a file with deleted rows none of which
-    its bitmap holds (so it is read without a row index) neither counts nor resets. Every
-    answer is plain Polars' (minus deleted rows)."""
+    its bitmap holds, or whose bitmap is exact (either way it is read without a row index),
+    neither counts nor resets. Every answer is plain Polars' (minus deleted rows)."""
     from arrowidx.lake.scan import IndexedDataset
 
     rng = np.random.default_rng(9)
@@ -875,11 +934,16 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
     alive = everything.filter(pl.col("id") != low7)
     assert check(pl.col("u") < 500_000, alive) == [0, 1, 2, 3, 4, 5, 6]  # deleted or not, 7 and 8 not asked
     # part-3 loses a row its bitmap does not hold: read without a row index, it neither
-    # counts nor resets, so 4, 5, 6, 7 make the four (part-7's bitmap holds its deleted row)
+    # counts nor resets, so 4, 5, 6, 7 make the four when part-7's bitmap (holding its
+    # deleted row) is inexact; an exact one places its deleted row, so it neither counts nor
+    # resets either, and 8 is asked too
+    inexact = (pl.col("u") < 500_000) & (pl.col("v") > -100)  # v has no index
     arrowidx.delete(tmp_path, pc.field("id") == high, progress=False)
     alive = alive.filter(pl.col("id") != high)
-    assert check(pl.col("u") < 500_000, alive) == [0, 1, 2, 3, 4, 5, 6, 7]
-    # part-3 loses a row its bitmap holds: a row index is needed anyway, so it counts
+    assert check(inexact, alive) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert check(pl.col("u") < 500_000, alive) == list(range(9))
+    # part-3 loses a row its bitmap holds: an inexact bitmap needs a row index anyway, so it counts
     arrowidx.delete(tmp_path, pc.field("id") == low, progress=False)
     alive = alive.filter(pl.col("id") != low)
-    assert check(pl.col("u") < 500_000, alive) == [0, 1, 2, 3, 4, 5, 6]
+    assert check(inexact, alive) == [0, 1, 2, 3, 4, 5, 6]
+    assert check(pl.col("u") < 500_000, alive) == list(range(9))

@@ -131,7 +131,7 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
             else:
                 plan = data.plan_file(rel, expr, bound, statistics=False)
                 # a bitmap that spared a row index bought something, but says nothing of the next file
-                if not _spares_row_index(plan, data.deletion_vector(rel)):
+                if not _spares_row_index(plan, data.deletion_vector(rel), translation.exact):
                     futile = futile + 1 if _kept_every_row_group(plan) else 0
             plans.append(plan)
         vectors = {p.path: data.deletion_vector(p.path) for p in plans}
@@ -143,17 +143,22 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
 # but its cost: evaluating a 1 % range on the range bitmaps of the demo lake's 20 files
 # takes ~12 ms of a 150 ms query. After this many such files in a row the remaining files
 # are read without asking their indexes; a file the index skips, narrows, or only "maybe"
-# keeps resets the count. A file with deleted rows none of which the bitmap holds neither
-# counts nor resets: there the bitmap spared a row index (only deleted rows that match can
-# change the answer), which a file not asked pays for.
+# keeps resets the count. A file with deleted rows whose bitmap holds none of them, or is
+# exact, neither counts nor resets: there the bitmap spared a row index (only deleted rows
+# that match can change the answer, and an exact bitmap places them in the result), which a
+# file not asked pays for.
 _FUTILE_FILES = 4
 
 
-def _spares_row_index(plan, dv) -> bool:
-    """The file has deleted rows and its index bitmap holds none of them, so it is read
-    without a row index (see ``_Source._reads``); not asking its index would cost one."""
+def _spares_row_index(plan, dv, exact: bool = False) -> bool:
+    """The file has deleted rows and its index bitmap holds none of them, or is exactly the
+    rows matching a predicate translated exactly (``exact``), so it is read without a row
+    index (see ``_Source._reads`` and ``_Source._scan_whole``); not asking its index would
+    cost one."""
     if dv is None or not dv.cardinality or plan.result.kind != "bitmap":
         return False
+    if exact and plan.exact:
+        return True
     deleted = dv.bitmap
     if dv.bitmap64:  # the bitmaps of an index are 32-bit (a file's rows fit in them)
         positions = dv.positions()

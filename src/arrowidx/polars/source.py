@@ -183,8 +183,9 @@ class _Source:
                     row_groups_read=sum(_groups(r) for r in reads),
                     rows_read=sum(r.rows - r.deleted.size - r.deleted_elsewhere for r in reads),
                 )  # fmt: skip
+            exact = planned.translation is not None and planned.translation.exact
             frames = (
-                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows)
+                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows, exact)
                 if self.native
                 else self._pyarrow(reads, predicate, needed)
             )
@@ -248,12 +249,13 @@ class _Source:
             yield wave
 
     def _native(
-        self, reads: list[_Read], predicate, needed: list[str], selective: bool, lake_rows: int
+        self, reads: list[_Read], predicate, needed: list[str], selective: bool, lake_rows: int, exact: bool = False
     ) -> Iterator[pl.DataFrame]:
         """Kept row ranges read by Polars (its own row-group statistics and late
         materialisation apply), deleted rows dropped by row position, predicate applied.
         ``selective``: the indexes pruned, so few rows are expected to match (whole files an
-        inexact index kept are then narrowed first, :meth:`_narrow`)."""
+        inexact index kept are then narrowed first, :meth:`_narrow`). ``exact``: the
+        predicate's translation has its exact semantics (see :meth:`_scan_whole`)."""
         # narrowing is decided for the whole scan (its waves share the budget)
         narrow = selective and sum(r.rows for r in reads if _narrowable(r)) * _NARROW_SHARE <= lake_rows
         for wave in self._waves(reads):
@@ -268,12 +270,12 @@ class _Source:
                     whole.append(r)
                     continue
                 if whole:
-                    queries.append(self._scan_whole(whole, predicate, needed, selective))
+                    queries.append(self._scan_whole(whole, predicate, needed, selective, exact))
                     whole = []
                 parts = [self._run_query(a, b, r, predicate, needed) for a, b in r.runs]
                 queries.append((parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical"), None))
             if whole:
-                queries.append(self._scan_whole(whole, predicate, needed, selective))
+                queries.append(self._scan_whole(whole, predicate, needed, selective, exact))
             frames = pl.collect_all([q for q, _ in queries]) if len(queries) > 1 else [queries[0][0].collect()]
             for df, (_, after) in zip(frames, queries):
                 yield df if after is None else after(df)
@@ -316,24 +318,49 @@ class _Source:
                 out.append(n)
         return out
 
-    def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool):
+    def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool, exact: bool = False):
         """One Polars scan of whole files, and what to do to its result (None: nothing).
 
         Deleted rows are found by a row index over the files in order (the file's row
         offset plus the position). When the indexes pruned (``selective``), the predicate
         runs alone in Polars' reader (its late materialisation intact) and the deleted rows
         are dropped from the few rows it returns; otherwise both run in the one filter.
+
+        When every file's index bitmap is exactly its matching rows (``exact``: the
+        predicate translated exactly, each plan exact), no row index is needed: Polars
+        returns the bitmaps' rows in file order, so a deleted row's place in the result is
+        its rank in its file's bitmap. A row index costs Polars ~5 % of a scan. If the
+        result does not hold as many rows as the bitmaps, the query runs again with the
+        row index (the bitmaps being supersets, an equal count means the same rows).
         """
         rels = [r.plan.path for r in reads]
         starts = np.cumsum([0] + [r.plan.rows for r in reads[:-1]])
         deleted = np.concatenate([r.deleted + start for r, start in zip(reads, starts)])
         if not deleted.size:
             return _finish(_files_scan(self.data, rels), predicate, needed), None
-        lf = _files_scan(self.data, rels, row_index=True)
         alive = ~pl.col(_ROW_INDEX).cast(pl.Int64).is_in(_collection(deleted))
         if not selective:
+            lf = _files_scan(self.data, rels, row_index=True)
             return _finish(lf, alive if predicate is None else alive & predicate, needed), None
-        return _finish(lf, predicate, [*needed, _ROW_INDEX]), lambda df: df.filter(alive).drop(_ROW_INDEX)
+
+        def with_row_index() -> pl.LazyFrame:
+            return _finish(_files_scan(self.data, rels, row_index=True), predicate, [*needed, _ROW_INDEX])
+
+        def drop_by_row_index(df: pl.DataFrame) -> pl.DataFrame:
+            return df.filter(alive).drop(_ROW_INDEX)
+
+        if not (exact and predicate is not None and all(r.plan.exact for r in reads)):
+            return with_row_index(), drop_by_row_index
+        places, matching = _places_in_bitmaps(reads)
+
+        def drop_by_place(df: pl.DataFrame) -> pl.DataFrame:
+            if df.height != matching:
+                return drop_by_row_index(with_row_index().collect())
+            keep = np.ones(df.height, dtype=bool)
+            keep[places] = False
+            return df.filter(pl.Series(keep))
+
+        return _finish(_files_scan(self.data, rels), predicate, needed), drop_by_place
 
     def _run_query(self, a: int, b: int, r: _Read, predicate, needed) -> pl.LazyFrame:
         """Rows ``[a, b)`` of the read's file (its kept Polars scan), deleted rows dropped, predicate applied."""
@@ -443,6 +470,23 @@ def _rows_read(r: _Read, rows: np.ndarray) -> _Read | None:
         spans = [(int(offsets[g]), int(offsets[g + 1])) for g in groups]
     runs = _merged(spans)
     return _Read(r.plan, runs, r.deleted[_within(r.deleted, runs)])
+
+
+def _places_in_bitmaps(reads: list[_Read]) -> tuple[np.ndarray, int]:
+    """Where the deleted rows of ``reads`` (files read whole) that their files' bitmaps hold
+    fall among all the bitmaps' rows in file order, and how many rows the bitmaps hold."""
+    places = [np.zeros(0, np.int64)]
+    offset = 0
+    for r in reads:
+        bitmap = r.plan.result.bitmap
+        if r.deleted.size:
+            rows = positions_of(bitmap)
+            at = np.searchsorted(rows, r.deleted)
+            inside = at < rows.size
+            inside[inside] = rows[at[inside]] == r.deleted[inside]  # a row outside matches nothing
+            places.append(at[inside] + offset)
+        offset += len(bitmap)
+    return np.concatenate(places), offset
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
