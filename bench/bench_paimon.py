@@ -1,6 +1,6 @@
 """arrowidx.paimon against pypaimon-rust, pypaimon and Java Paimon on one generated table.
 
-    python bench/bench_paimon.py [--rows 5000000 --files 50] [--runs 5]
+    python bench/bench_paimon.py [--rows 5000000 --files 50] [--runs 5] [--rounds 2]
 
 The table (append, no partitions, bloom filter on ``id``, bitmap on ``status``, ids scattered so
 min/max statistics overlap in every file) is written once by Java Paimon 0.9.0
@@ -12,7 +12,10 @@ and a full read.
 pypaimon-rust and pypaimon are installed into their own virtual environments under
 ``~/.cache/arrowidx/venvs`` (their pins differ from ours); an engine that cannot be installed
 is skipped with a message. Each engine runs in its own process and returns a ``pyarrow.Table``;
-three medians of ``--runs`` runs per query: *first*, the first query of a new process (its
+the engines' processes take turns, ``--rounds`` times (the order reversed every other round, so
+a drift in the machine's load is shared), and every round's samples are pooled. Three medians
+per query, of at least ``--runs`` runs per round (a short query runs on until its runs took 2 s,
+at most 200): *first*, the first query of a new process (its
 modules imported beforehand, untimed; nothing parsed yet), *reopened*, the table opened afresh
 in every run of one process (arrowidx then shares the manifests, index files and footers it
 parsed between table objects: Paimon never rewrites them), and *warm*, one table object
@@ -39,7 +42,8 @@ PRIME = 2_147_483_647
 RUNNER = r"""
 import json, statistics, sys, time
 engine, warehouse, runs, needle = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-others = [int(x) for x in sys.argv[5].split(",")]  # a different needle in every run: 2 x runs ids
+others = [int(x) for x in sys.argv[5].split(",")]  # a different needle in every run: 2 x MAX_RUNS ids
+MIN_SECONDS, MAX_RUNS = 2.0, 200  # a query runs past ``runs`` until its runs took MIN_SECONDS
 QUERIES = [("needle", ("id", needle)), ("one_percent", ("status", "rare")), ("full", None)]
 
 def arrowidx_open():
@@ -90,32 +94,32 @@ if len(sys.argv) > 6:  # "first": one query in this new process, its modules imp
         print(json.dumps({"query": name, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
     sys.exit(0)
 
-def median_ms(call):
+def samples_ms(call):  # ms per run: at least `runs` runs, more for a short query until they took MIN_SECONDS
     times = []
-    for _ in range(runs):
+    while len(times) < runs or (sum(times) < MIN_SECONDS * 1000 and len(times) < MAX_RUNS):
         t0 = time.perf_counter()
         call()
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return times
 
 for name, q in QUERIES:
     try:
         rows = fn(open_(), q).num_rows  # warm-up (imports, OS cache)
-        cold = median_ms(lambda: fn(open_(), q))  # the table opened afresh each run
+        cold = samples_ms(lambda: fn(open_(), q))  # the table opened afresh each run
         table = open_()
         fn(table, q)
-        warm = median_ms(lambda: fn(table, q))  # one table object, queried again
+        warm = samples_ms(lambda: fn(table, q))  # one table object, queried again
         print(json.dumps({"query": name, "ms": cold, "warm_ms": warm, "rows": rows}), flush=True)
     except Exception as e:
         print(json.dumps({"query": name, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
 
 try:  # the needle again, but a different id in every run (nothing of an earlier query applies)
-    cold_ids, warm_ids = iter(others[:runs]), iter(others[runs:])
+    cold_ids, warm_ids = iter(others[:MAX_RUNS]), iter(others[MAX_RUNS:])
     rows = fn(open_(), ("id", needle)).num_rows
-    cold = median_ms(lambda: fn(open_(), ("id", next(cold_ids))))
+    cold = samples_ms(lambda: fn(open_(), ("id", next(cold_ids))))
     table = open_()
     fn(table, ("id", needle))
-    warm = median_ms(lambda: fn(table, ("id", next(warm_ids))))
+    warm = samples_ms(lambda: fn(table, ("id", next(warm_ids))))
     print(json.dumps({"query": "needle_each", "ms": cold, "warm_ms": warm, "rows": rows}), flush=True)
 except Exception as e:
     print(json.dumps({"query": "needle_each", "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
@@ -126,11 +130,13 @@ if engine == "arrowidx":  # the needle's floor: pyarrow decoding `id` of the fil
     kept = [p.path for p in arrowidx_open().explain(pc.field("id") == needle).files if not p.skipped]
     data = ds.dataset(kept, format="parquet")
     rows = data.to_table(columns=["id"]).num_rows
-    floor = median_ms(lambda: data.to_table(columns=["id"]))
+    floor = statistics.median(samples_ms(lambda: data.to_table(columns=["id"])))
     print(json.dumps({"query": "needle_floor", "ms": floor, "rows": rows, "files": len(kept)}), flush=True)
 """
 
 QUERY_NAMES = ("needle", "needle_each", "one_percent", "full")
+MIN_SECONDS, MAX_RUNS = 2.0, 200  # as in RUNNER
+SAMPLED = ("ms", "warm_ms", "first_ms")  # the lists of ms a RUNNER process reports
 ENGINES = {"pypaimon-rust": ["pypaimon-rust==0.4.0", "pyarrow"], "pypaimon": ["pypaimon==2.1.0"]}
 
 
@@ -162,6 +168,8 @@ def ensure_venv(name: str, packages: list[str]) -> Path | None:
 
 
 def run_engine(python: str, engine: str, warehouse: Path, runs: int, needle: int, others: list[int], env=None) -> dict:
+    """One engine's samples: its queries in one process (ms lists per query: ``ms`` reopened,
+    ``warm_ms``), then ``runs`` new processes per query for ``first_ms``."""
     args = [python, "-c", RUNNER, engine, str(warehouse), str(runs), str(needle), ",".join(map(str, others))]
     out = subprocess.run(args, capture_output=True, text=True, env=env)
     results = {}
@@ -180,8 +188,29 @@ def run_engine(python: str, engine: str, warehouse: Path, runs: int, needle: int
             if found and "first_ms" in found[0]:
                 firsts.append(found[0]["first_ms"])
         if firsts and q in results and "error" not in results[q]:
-            results[q]["first_ms"] = statistics.median(firsts)
+            results[q]["first_ms"] = firsts
     return results
+
+
+def merged(rounds: list[dict]) -> dict:
+    """One engine's rounds as one result per query: the samples of every round without an
+    error pooled, then their median (ms); a query that failed in every round keeps its error."""
+    pooled: dict[str, dict] = {}
+    for results in rounds:
+        for q, r in results.items():
+            have = pooled.get(q)
+            if have is None or ("error" in have and "error" not in r):
+                pooled[q] = dict(r)
+            elif "error" not in r:
+                for key in SAMPLED:
+                    if isinstance(r.get(key), list):
+                        have[key] = have.get(key, []) + r[key]
+    for r in pooled.values():
+        for key in SAMPLED:
+            if isinstance(r.get(key), list):
+                r[f"{key}_runs"] = len(r[key])
+                r[key] = statistics.median(r[key])
+    return pooled
 
 
 def run_java(warehouse: Path, needle: int) -> dict:
@@ -207,26 +236,35 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2, help="each engine's process this many times, in turn")
     ap.add_argument("--no-java", action="store_true")
     args = ap.parse_args()
     warehouse = CACHE / f"paimon_bench-{args.rows}-{args.files}"
     ensure_table(warehouse, args.rows, args.files)
     needle = ((args.rows // 2) * 1_000_003) % PRIME
     # ids of rows spread over the table, one per run of the varying needle (reopened and warm)
-    others = [(((k * 7919 + 12345) % args.rows) * 1_000_003) % PRIME for k in range(1, 2 * args.runs + 1)]
+    others = [(((k * 7919 + 12345) % args.rows) * 1_000_003) % PRIME for k in range(1, 2 * MAX_RUNS + 1)]
 
     src = str(HERE.parent / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    results = {"arrowidx": run_engine(sys.executable, "arrowidx", warehouse, args.runs, needle, others, env)}
+    engines = {"arrowidx": (sys.executable, env)}
     for name, packages in ENGINES.items():
         python = ensure_venv(name, packages)
         if python is not None:
-            results[name] = run_engine(str(python), name, warehouse, args.runs, needle, others)
+            engines[name] = (str(python), None)
+    rounds: dict[str, list[dict]] = {name: [] for name in engines}
+    for k in range(args.rounds):  # engines in turn, the order reversed every other round
+        for name in list(engines) if k % 2 == 0 else list(engines)[::-1]:
+            python, engine_env = engines[name]
+            rounds[name].append(run_engine(python, name, warehouse, args.runs, needle, others, engine_env))
+    results = {name: merged(r) for name, r in rounds.items()}
     if not args.no_java:
         results["java"] = run_java(warehouse, needle)
 
-    print(f"\nPaimon table: {args.rows:,} rows in {args.files} files ({warehouse}); median of {args.runs} runs")
+    print(f"\nPaimon table: {args.rows:,} rows in {args.files} files ({warehouse}); {args.rounds} rounds of each"
+          f" engine's process in turn; medians of every round's runs: at least {args.runs} per round, more for a"
+          f" short query until its runs took {MIN_SECONDS:.0f} s (at most {MAX_RUNS})")
     print("first: a new process, its first query (modules imported beforehand, untimed): nothing parsed yet;")
     print("reopened: the table opened afresh in every run of one process (snapshot, manifest lists; arrowidx")
     print("  shares the manifests, index files and footers it parsed between the table objects of a process);")

@@ -27,6 +27,7 @@ selective queries) is checked; a miss prints its cause from the plan.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -166,19 +167,28 @@ def queries(name: str, root: Path) -> list[tuple[str, pc.Expression, str, dict]]
     return q
 
 
+MIN_SECONDS = 2.0  # a query's rounds continue past ``--runs`` until they took this long ...
+MAX_ROUNDS = 200  # ... up to this many (a 10 ms query gets ~60 rounds, a 1 s query ``--runs``)
+
+
 def timed(fns: dict, runs: int) -> dict[str, float]:
-    """Median ms per function over ``runs`` interleaved rounds, after one warm-up each.
+    """Median ms per function over interleaved rounds, after one warm-up each: at least
+    ``runs`` rounds, more for short queries until the rounds took ``MIN_SECONDS`` (at most
+    ``MAX_ROUNDS``), so that a 10 ms query's median is not five samples of a noisy machine.
 
     Odd rounds run the functions in reverse order, so no engine always runs right after the
     same other one: an engine's scan is slower right after another engine's big scan
     (measured: ``pl.scan_parquet`` 142 ms alone, 158-192 ms right after DuckDB or pyarrow
     on the same query, pause or not), and a fixed order charges that to one side of a ratio.
     """
+    start = time.perf_counter()
     for fn in fns.values():
         fn()
+    warm_up = time.perf_counter() - start
+    rounds = max(runs, min(MAX_ROUNDS, math.ceil(MIN_SECONDS / max(warm_up, 1e-3))))
     names = list(fns)
     times: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(runs):
+    for r in range(rounds):
         for k in names if r % 2 == 0 else names[::-1]:
             start = time.perf_counter()
             fns[k]()
@@ -221,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect()
     con.sql("SET threads TO 2")
     print(f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; pyarrow {pa.__version__},"
-          f" duckdb {duckdb.__version__}{'' if pl is None else ', polars ' + pl.__version__}; median of {args.runs} warm runs")  # fmt: skip
+          f" duckdb {duckdb.__version__}{'' if pl is None else ', polars ' + pl.__version__}; median of at least {args.runs} warm runs (more, up to {MAX_ROUNDS}, until a query's runs took {MIN_SECONDS:.0f} s)")  # fmt: skip
     misses = []
     for name, (root, _opts) in lakes(args.scale, only).items():
         plain = ds.dataset(root, format="parquet")
