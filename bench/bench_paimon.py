@@ -15,7 +15,7 @@ is skipped with a message. Each engine runs in its own process and returns a ``p
 the engines' processes take turns, ``--rounds`` times (the order reversed every other round, so
 a drift in the machine's load is shared), and every round's samples are pooled. Three medians
 per query, of at least ``--runs`` runs per round (a short query runs on until its runs took 2 s,
-at most 200): *first*, the first query of a new process (its
+at most 200; ``needle_each`` exactly ``--runs``): *first*, the first query of a new process (its
 modules imported beforehand, untimed; nothing parsed yet), *reopened*, the table opened afresh
 in every run of one process (arrowidx then shares the manifests, index files and footers it
 parsed between table objects: Paimon never rewrites them), and *warm*, one table object
@@ -42,7 +42,7 @@ PRIME = 2_147_483_647
 RUNNER = r"""
 import json, statistics, sys, time
 engine, warehouse, runs, needle = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-others = [int(x) for x in sys.argv[5].split(",")]  # a different needle in every run: 2 x MAX_RUNS ids
+others = [int(x) for x in sys.argv[5].split(",")]  # a different needle in every run: 2 x runs ids
 MIN_SECONDS, MAX_RUNS = 2.0, 200  # a query runs past ``runs`` until its runs took MIN_SECONDS
 QUERIES = [("needle", ("id", needle)), ("one_percent", ("status", "rare")), ("full", None)]
 
@@ -94,9 +94,9 @@ if len(sys.argv) > 6:  # "first": one query in this new process, its modules imp
         print(json.dumps({"query": name, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
     sys.exit(0)
 
-def samples_ms(call):  # ms per run: at least `runs` runs, more for a short query until they took MIN_SECONDS
+def samples_ms(call, more=True):  # ms per run: `runs` runs, with `more` on until they took MIN_SECONDS
     times = []
-    while len(times) < runs or (sum(times) < MIN_SECONDS * 1000 and len(times) < MAX_RUNS):
+    while len(times) < runs or (more and sum(times) < MIN_SECONDS * 1000 and len(times) < MAX_RUNS):
         t0 = time.perf_counter()
         call()
         times.append((time.perf_counter() - t0) * 1000)
@@ -113,13 +113,14 @@ for name, q in QUERIES:
     except Exception as e:
         print(json.dumps({"query": name, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
 
-try:  # the needle again, but a different id in every run (nothing of an earlier query applies)
-    cold_ids, warm_ids = iter(others[:MAX_RUNS]), iter(others[MAX_RUNS:])
+try:  # the needle again, but a different id in every run (nothing of an earlier query applies):
+    # `runs` runs only, as more would find the files of earlier needles set up
+    cold_ids, warm_ids = iter(others[:runs]), iter(others[runs:])
     rows = fn(open_(), ("id", needle)).num_rows
-    cold = samples_ms(lambda: fn(open_(), ("id", next(cold_ids))))
+    cold = samples_ms(lambda: fn(open_(), ("id", next(cold_ids))), more=False)
     table = open_()
     fn(table, ("id", needle))
-    warm = samples_ms(lambda: fn(table, ("id", next(warm_ids))))
+    warm = samples_ms(lambda: fn(table, ("id", next(warm_ids))), more=False)
     print(json.dumps({"query": "needle_each", "ms": cold, "warm_ms": warm, "rows": rows}), flush=True)
 except Exception as e:
     print(json.dumps({"query": "needle_each", "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
@@ -243,7 +244,7 @@ def main() -> None:
     ensure_table(warehouse, args.rows, args.files)
     needle = ((args.rows // 2) * 1_000_003) % PRIME
     # ids of rows spread over the table, one per run of the varying needle (reopened and warm)
-    others = [(((k * 7919 + 12345) % args.rows) * 1_000_003) % PRIME for k in range(1, 2 * MAX_RUNS + 1)]
+    others = [(((k * 7919 + 12345) % args.rows) * 1_000_003) % PRIME for k in range(1, 2 * args.runs + 1)]
 
     src = str(HERE.parent / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -264,7 +265,7 @@ def main() -> None:
 
     print(f"\nPaimon table: {args.rows:,} rows in {args.files} files ({warehouse}); {args.rounds} rounds of each"
           f" engine's process in turn; medians of every round's runs: at least {args.runs} per round, more for a"
-          f" short query until its runs took {MIN_SECONDS:.0f} s (at most {MAX_RUNS})")
+          f" short query until its runs took {MIN_SECONDS:.0f} s (at most {MAX_RUNS}; needle_each: {args.runs})")
     print("first: a new process, its first query (modules imported beforehand, untimed): nothing parsed yet;")
     print("reopened: the table opened afresh in every run of one process (snapshot, manifest lists; arrowidx")
     print("  shares the manifests, index files and footers it parsed between the table objects of a process);")
