@@ -43,7 +43,6 @@ RUNNER = r"""
 import json, statistics, sys, time
 engine, warehouse, runs, needle = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 others = [int(x) for x in sys.argv[5].split(",")]  # a different needle in every run: 2 x runs ids
-MIN_SECONDS, MAX_RUNS = 2.0, 200  # a query runs past ``runs`` until its runs took MIN_SECONDS
 QUERIES = [("needle", ("id", needle)), ("one_percent", ("status", "rare")), ("full", None)]
 
 def arrowidx_open():
@@ -136,7 +135,7 @@ if engine == "arrowidx":  # the needle's floor: pyarrow decoding `id` of the fil
 """
 
 QUERY_NAMES = ("needle", "needle_each", "one_percent", "full")
-MIN_SECONDS, MAX_RUNS = 2.0, 200  # as in RUNNER
+MIN_SECONDS, MAX_RUNS = 2.0, 200  # a query runs past --runs until its runs took MIN_SECONDS (RUNNER gets them)
 SAMPLED = ("ms", "warm_ms", "first_ms")  # the lists of ms a RUNNER process reports
 ENGINES = {"pypaimon-rust": ["pypaimon-rust==0.4.0", "pyarrow"], "pypaimon": ["pypaimon==2.1.0"]}
 
@@ -171,7 +170,8 @@ def ensure_venv(name: str, packages: list[str]) -> Path | None:
 def run_engine(python: str, engine: str, warehouse: Path, runs: int, needle: int, others: list[int], env=None) -> dict:
     """One engine's samples: its queries in one process (ms lists per query: ``ms`` reopened,
     ``warm_ms``), then ``runs`` new processes per query for ``first_ms``."""
-    args = [python, "-c", RUNNER, engine, str(warehouse), str(runs), str(needle), ",".join(map(str, others))]
+    runner = f"MIN_SECONDS, MAX_RUNS = {MIN_SECONDS}, {MAX_RUNS}\n{RUNNER}"
+    args = [python, "-c", runner, engine, str(warehouse), str(runs), str(needle), ",".join(map(str, others))]
     out = subprocess.run(args, capture_output=True, text=True, env=env)
     results = {}
     for line in out.stdout.splitlines():

@@ -168,7 +168,7 @@ def queries(name: str, root: Path) -> list[tuple[str, pc.Expression, str, dict]]
 
 
 MIN_SECONDS = 2.0  # a query's rounds continue past ``--runs`` until they took this long ...
-MAX_ROUNDS = 200  # ... up to this many (a 10 ms query gets ~60 rounds, a 1 s query ``--runs``)
+MAX_ROUNDS = 200  # ... up to this many (a 16 ms Polars pair gets ~120; engines taking 0.4 s together ``--runs``)
 
 
 def timed(fns: dict, runs: int) -> dict[str, float]:

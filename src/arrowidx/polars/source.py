@@ -249,7 +249,7 @@ class _Source:
             yield wave
 
     def _native(
-        self, reads: list[_Read], predicate, needed: list[str], selective: bool, lake_rows: int, exact: bool = False
+        self, reads: list[_Read], predicate, needed: list[str], selective: bool, lake_rows: int, exact: bool
     ) -> Iterator[pl.DataFrame]:
         """Kept row ranges read by Polars (its own row-group statistics and late
         materialisation apply), deleted rows dropped by row position, predicate applied.
@@ -318,7 +318,7 @@ class _Source:
                 out.append(n)
         return out
 
-    def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool, exact: bool = False):
+    def _scan_whole(self, reads: list[_Read], predicate, needed: list[str], selective: bool, exact: bool):
         """One Polars scan of whole files, and what to do to its result (None: nothing).
 
         Deleted rows are found by a row index over the files in order (the file's row
@@ -349,7 +349,7 @@ class _Source:
         def drop_by_row_index(df: pl.DataFrame) -> pl.DataFrame:
             return df.filter(alive).drop(_ROW_INDEX)
 
-        if not (exact and predicate is not None and all(r.plan.exact for r in reads)):
+        if not (exact and all(r.plan.exact for r in reads)):
             return with_row_index(), drop_by_row_index
         places, matching = _places_in_bitmaps(reads)
 
