@@ -922,9 +922,12 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
         assert_frame_equal(got, reference.filter(expr).collect())
         return [int(rel[5:-8]) for rel in asked]
 
+    # (a range between two bounds: statistics cannot show that it matches in a row group, see
+    # test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group)
+    below = (pl.col("u") < 500_000) & (pl.col("u") >= 0)
     # 0, 1 keep every row group; 2 is skipped (reset); 3-6 keep every row group; 7, 8 not asked
-    assert check(pl.col("u") < 500_000) == [0, 1, 2, 3, 4, 5, 6]
-    assert check((pl.col("u") < 500_000) & (pl.col("v") > 0)) == [0, 1, 2, 3, 4, 5, 6]
+    assert check(below) == [0, 1, 2, 3, 4, 5, 6]
+    assert check(below & (pl.col("v") > 0)) == [0, 1, 2, 3, 4, 5, 6]
     needle = tables[8].column("u")[3].as_py()
     assert check(pl.col("u") == needle) == list(range(9))  # files skipped: every index asked
     u3, u7 = tables[3].column("u").to_numpy(), tables[7].column("u").to_numpy()
@@ -932,18 +935,81 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
     low7 = 7000 + int(np.argmax(u7 < 500_000))
     arrowidx.delete(tmp_path, pc.field("id") == low7, progress=False)
     alive = everything.filter(pl.col("id") != low7)
-    assert check(pl.col("u") < 500_000, alive) == [0, 1, 2, 3, 4, 5, 6]  # deleted or not, 7 and 8 not asked
+    assert check(below, alive) == [0, 1, 2, 3, 4, 5, 6]  # deleted or not, 7 and 8 not asked
     # part-3 loses a row its bitmap does not hold: read without a row index, it neither
     # counts nor resets, so 4, 5, 6, 7 make the four when part-7's bitmap (holding its
     # deleted row) is inexact; an exact one places its deleted row, so it neither counts nor
     # resets either, and 8 is asked too
-    inexact = (pl.col("u") < 500_000) & (pl.col("v") > -100)  # v has no index
+    inexact = below & (pl.col("v") > -100)  # v has no index
     arrowidx.delete(tmp_path, pc.field("id") == high, progress=False)
     alive = alive.filter(pl.col("id") != high)
     assert check(inexact, alive) == [0, 1, 2, 3, 4, 5, 6, 7]
-    assert check(pl.col("u") < 500_000, alive) == list(range(9))
+    assert check(below, alive) == list(range(9))
     # part-3 loses a row its bitmap holds: an inexact bitmap needs a row index anyway, so it counts
     arrowidx.delete(tmp_path, pc.field("id") == low, progress=False)
     alive = alive.filter(pl.col("id") != low)
     assert check(inexact, alive) == [0, 1, 2, 3, 4, 5, 6]
-    assert check(pl.col("u") < 500_000, alive) == list(range(9))
+    assert check(below, alive) == list(range(9))
+
+
+def test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group(tmp_path, monkeypatch):
+    """A range whose bound every row group's minimum (``<``, ``<=``) or maximum (``>``,
+    ``>=``) passes matches a row in every row group: Polars reads such a file without asking
+    its index, as one whose bitmap kept every row group. Files where some row group holds no
+    match, files with deleted rows, and predicates other than one range are asked. Which
+    files are asked is checked against the raw values; every answer is plain Polars'."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    rng = np.random.default_rng(4)
+    f = rng.normal(size=1000)
+    f[:250] = np.nan  # part-0's first row group: only NaN (its statistics hold no minimum)
+    tables = [
+        pa.table({"id": np.arange(1000), "u": rng.integers(0, 1_000_000, 1000), "f": f}),
+        pa.table({"id": np.arange(1000, 2000), "u": np.arange(0, 1_000_000, 1000), "f": rng.normal(size=1000)}),
+        pa.table({"id": np.arange(2000, 3000), "u": rng.integers(0, 1_000_000, 1000), "f": rng.normal(size=1000)}),
+    ]
+    for i, t in enumerate(tables):
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
+    arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u,f"}, progress=False)
+    asked: list[int] = []
+    plan_file = IndexedDataset.plan_file
+
+    def recording(self, rel, expr, *args, **kwargs):
+        if expr is not None:
+            asked.append(int(rel[5:-8]))
+        return plan_file(self, rel, expr, *args, **kwargs)
+
+    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
+    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+
+    def check(expr, reference=everything):
+        asked.clear()
+        got = apl.scan(tmp_path).filter(expr).collect()
+        assert_frame_equal(got, reference.filter(expr).collect())
+        return list(asked)
+
+    def unproven(column, matches, deleted=()):
+        """Files where some row group holds no row with ``matches(value)``, or with deleted rows."""
+        out = []
+        for i, t in enumerate(tables):
+            values = t.column(column).to_numpy()
+            groups = [values[a : a + 250] for a in range(0, 1000, 250)]
+            if i in deleted or not all(np.any(matches(g)) for g in groups):
+                out.append(i)
+        return out
+
+    assert unproven("u", lambda v: v < 500_000) == [1]  # part-1 is sorted: its last groups are all above
+    assert check(pl.col("u") < 500_000) == [1]
+    assert check(pl.col("u") <= 400_000) == unproven("u", lambda v: v <= 400_000)
+    assert check(pl.col("u") > 600_000) == unproven("u", lambda v: v > 600_000) == [1]
+    assert check(pl.col("u") >= 999_000) == unproven("u", lambda v: v >= 999_000) == [0, 1, 2]
+    assert check(pl.col("f") < 0.5) == unproven("f", lambda v: v < 0.5) == [0]  # part-0's NaN group
+    assert check(pl.col("u") < 500_000.5) == [1]  # a float bound on an integer column
+    # not one range: every file asked
+    assert check((pl.col("u") < 500_000) & (pl.col("u") > 10)) == [0, 1, 2]
+    needle = tables[2].column("u")[7].as_py()
+    assert check(pl.col("u") == needle) == [0, 1, 2]
+    # deleted rows: the index is asked (an exact bitmap places them, no row index needed)
+    arrowidx.delete(tmp_path, pc.field("id") == 2005, progress=False)
+    alive = everything.filter(pl.col("id") != 2005)
+    assert check(pl.col("u") < 500_000, alive) == unproven("u", lambda v: v < 500_000, deleted=[2]) == [1, 2]

@@ -682,3 +682,52 @@ def test_a_child_forked_after_polars_reads_with_pyarrow(tmp_path, monkeypatch):
     with multiprocessing.get_context("fork").Pool(1) as pool:
         rows, usable = pool.apply_async(_needle_rows_in_child, (str(tmp_path),)).get(timeout=120)
     assert (rows, usable) == (want, False)
+
+
+def test_every_row_group_matches_only_where_each_row_group_holds_a_match(tmp_path):
+    """``every_row_group_matches`` (which spares Polars asking an index) says True only when
+    each non-empty row group holds a row matching the range, checked on the raw values:
+    integers and floats, NULL-only and NaN-only row groups, every range operator, and
+    operators or columns it cannot judge (False)."""
+    from arrowidx.lake.read import every_row_group_matches
+    from arrowidx.predicate import bind
+
+    rng = np.random.default_rng(11)
+    ops = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+    fields = {"lt": pc.field("x").__lt__, "le": pc.field("x").__le__, "gt": pc.field("x").__gt__, "ge": pc.field("x").__ge__}
+    said_true = 0
+    for case in range(40):
+        floating = case % 2 == 1
+        values = rng.normal(0, 100, 600) if floating else rng.integers(-1000, 1000, 600).astype(float)
+        valid = np.ones(600, dtype=bool)
+        if case % 5 == 0:
+            valid[200:400] = False  # a row group of NULLs only
+        if floating and case % 3 == 0:
+            values[:200] = np.nan  # a row group of NaN only
+        if case % 7 == 0:
+            values[400:] = np.sort(values[400:])  # a sorted last group: one side of a bound only
+        arrow = pa.array(values if floating else values.astype(np.int64), mask=~valid)
+        path = tmp_path / f"c{case}.parquet"
+        pq.write_table(pa.table({"x": arrow}), path, row_group_size=200)
+        metadata = pq.read_metadata(path)
+        schema = pa.schema([("x", arrow.type)])
+        for op, compare in ops.items():
+            bound = float(rng.normal(0, 100)) if floating else int(rng.integers(-1100, 1100))
+            node = bind(fields[op](bound), schema)
+            truth = all(np.any(compare(values[a : a + 200][valid[a : a + 200]], bound)) for a in range(0, 600, 200))
+            said = every_row_group_matches(metadata, node)
+            assert not said or truth, (case, op, bound)
+            said_true += said
+    assert said_true > 20  # it does say True where every row group matches
+    metadata = pq.read_metadata(tmp_path / "c1.parquet")
+    schema = pa.schema([("x", pa.float64())])
+    assert not every_row_group_matches(metadata, bind(pc.field("x") == 0.5, schema))  # not a range
+    assert not every_row_group_matches(metadata, bind(pc.field("x") < float("nan"), schema))
+    assert not every_row_group_matches(metadata, bind(pc.field("y") < 10.0, pa.schema([("y", pa.float64())])))  # not in the file
+    pq.write_table(pa.table({"s": ["a", "b"]}), tmp_path / "s.parquet")
+    strings = bind(pc.field("s") < "z", pa.schema([("s", pa.string())]))
+    assert not every_row_group_matches(pq.read_metadata(tmp_path / "s.parquet"), strings)  # strings: not judged
+    # a file storing dates where the dataset has integers (its minimum a date): not judged, no error
+    pq.write_table(pa.table({"x": pa.array([1, 2], pa.date32())}), tmp_path / "d.parquet")
+    ints = bind(pc.field("x") < 10, pa.schema([("x", pa.int32())]))
+    assert not every_row_group_matches(pq.read_metadata(tmp_path / "d.parquet"), ints)

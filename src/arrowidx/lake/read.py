@@ -24,11 +24,13 @@ only where the filter columns matched.
 
 :func:`statistics_groups` is Parquet's own row-group pruning (pyarrow's
 ``ParquetFileFragment.subset(filter=...)``), :func:`bitmap_groups` the row groups holding
-rows an index selected.
+rows an index selected; :func:`every_row_group_matches` tells from the footer alone that an
+index would keep every row group (so that Polars need not ask it).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -43,6 +45,7 @@ import pyarrow.fs as pafs
 
 from .._roaring import positions_of
 from ..deletion import DeletionVector
+from ..predicate import Compare
 from ..result import bitmap_to_mask
 
 
@@ -98,6 +101,43 @@ def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, sch
         return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
     ids = {rg.id for rg in kept}
     return [g for g in groups if g in ids]
+
+
+_RANGE_OPS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+
+
+def every_row_group_matches(metadata, node) -> bool:
+    """Whether the footer's statistics show a row matching ``node`` in every non-empty row
+    group of the file, for ``node`` a range comparison (:class:`~arrowidx.predicate.Compare`
+    ``lt``/``le``/``gt``/``ge``) on an integer or floating-point column: a row group's
+    minimum (for ``lt``/``le``) or maximum (``gt``/``ge``) is a value one of its rows holds.
+
+    False whenever unsure. This only decides whether an index is worth asking (its bitmap
+    would keep every row group); it never prunes, so a wrong answer costs time, not rows.
+    """
+    if not isinstance(node, Compare) or node.op not in _RANGE_OPS or not node.literal.is_valid:
+        return False
+    literal_type = node.literal.type
+    if not (pa.types.is_integer(literal_type) or pa.types.is_floating(literal_type)):
+        return False
+    bound = node.literal.as_py()  # (a NaN bound, or a NaN minimum, compares False)
+    schema = metadata.schema
+    leaf = next((j for j in range(metadata.num_columns) if schema.column(j).path == node.column), None)
+    if leaf is None or schema.column(leaf).physical_type not in ("INT32", "INT64", "FLOAT", "DOUBLE"):
+        return False
+    holds = _RANGE_OPS[node.op]
+    below = node.op in ("lt", "le")  # an upper bound: the minimum must satisfy it
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        if not group.num_rows:
+            continue
+        stats = group.column(leaf).statistics
+        if stats is None or not stats.has_min_max:
+            return False
+        value = stats.min if below else stats.max
+        if type(value) not in (int, float) or not holds(value, bound):
+            return False
+    return True
 
 
 _FORKED_AFTER_POLARS = False

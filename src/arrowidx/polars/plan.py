@@ -14,8 +14,10 @@ import pyarrow.fs as pafs
 
 from .._roaring import bitmap_of
 from ..lake.layout import join
+from ..lake.read import every_row_group_matches
 from ..lake.scan import IndexedDataset
 from ..lake.scan import dataset as _open_dataset
+from ..predicate import bind
 from .translate import translate
 
 _DATASETS: OrderedDict[tuple, IndexedDataset] = OrderedDict()
@@ -117,7 +119,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
         ruled = data.ruled_out(expr, bound) if always else {}
         unlisted = {} if always else data.ruled_out_rows(expr, bound)
         plans = []
-        futile = 0  # files in a row whose index bitmap kept every row group
+        futile = 0  # files in a row whose index bitmap kept (or would keep) every row group
+        ranged = bind(expr, data.schema) if expr is not None else None  # for every_row_group_matches
         for rel in data.files:
             if rel in unlisted:
                 futile = 0
@@ -128,6 +131,10 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
             elif futile >= _FUTILE_FILES:
                 plan = data.plan_file(rel, None, bound, statistics=False)
                 plan.note = f"index not asked: it kept every row group of the {futile} files before"
+            elif not _has_deletions(data, rel) and every_row_group_matches(data.footer(rel), ranged):
+                plan = data.plan_file(rel, None, bound, statistics=False)
+                plan.note = "index not asked: Parquet statistics show a matching row in every row group"
+                futile += 1
             else:
                 plan = data.plan_file(rel, expr, bound, statistics=False)
                 # a bitmap that spared a row index bought something, but says nothing of the next file
@@ -146,7 +153,10 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
 # keeps resets the count. A file with deleted rows whose bitmap holds none of them, or is
 # exact, neither counts nor resets: there the bitmap spared a row index (only deleted rows
 # that match can change the answer, and an exact bitmap places them in the result), which a
-# file not asked pays for.
+# file not asked pays for. A file whose Parquet statistics already show a matching row in
+# every row group (a range whose bound its row groups' minima or maxima pass, and nothing
+# deleted) is not asked at all, and counts: a 1 % range on the range bitmap of one
+# 20M-row file costs ~15-20 ms, its 200 row groups' statistics ~1 ms.
 _FUTILE_FILES = 4
 
 
@@ -166,6 +176,11 @@ def _spares_row_index(plan, dv, exact: bool = False) -> bool:
             return False
         deleted = bitmap_of(positions)
     return not deleted.intersect(plan.result.bitmap)
+
+
+def _has_deletions(data: IndexedDataset, rel: str) -> bool:
+    dv = data.deletion_vector(rel)
+    return dv is not None and bool(dv.cardinality)
 
 
 def _kept_every_row_group(plan) -> bool:
