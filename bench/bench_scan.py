@@ -1,7 +1,7 @@
 """Issue 10 benchmark: the scan core against the same engines without arrowidx, on five lakes,
 side by side in one run (warm medians, runs interleaved so both see the same load).
 
-    .venv/bin/python bench/bench_scan.py [--scale 1.0] [--runs 5] [--only demo,clustered,...] [--no-polars]
+    .venv/bin/python bench/bench_scan.py [--scale 1.0] [--runs 9] [--only demo,clustered,...] [--no-polars]
 
 Lakes (under ``bench-data/``, generated once, fixed seed; ``--scale`` multiplies row counts):
 
@@ -215,7 +215,7 @@ def cause(data, expr, engines: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every lake's row count")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=9, help="rounds at least (a short query runs on until they took 2 s)")
     parser.add_argument("--only", default=None, help="comma-separated lake names")
     parser.add_argument("--no-polars", action="store_true")
     parser.add_argument("--spark", action="store_true", help="also Spark (local[2]) on the clustered lake")
