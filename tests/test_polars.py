@@ -889,14 +889,38 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
     check((pl.col("u") == 77) | (pl.col("u") == needle), alive)  # the answer alone (a false positive may keep a third file)
 
 
+def _asking_files(lake: Path, monkeypatch):
+    """``check(expr, reference=None)``: asserts that ``arrowidx.polars.scan(lake)`` filtered
+    by ``expr`` equals ``reference`` (plain Polars of the lake by default) filtered by it,
+    and returns the numbers ``n`` of the ``part-<n>.parquet`` files whose index was asked."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    asked: list[int] = []
+    plan_file = IndexedDataset.plan_file
+
+    def recording(self, rel, expr, *args, **kwargs):
+        if expr is not None:
+            asked.append(int(rel[5:-8]))
+        return plan_file(self, rel, expr, *args, **kwargs)
+
+    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
+    everything = pl.scan_parquet(str(lake / "*.parquet"))
+
+    def check(expr, reference=None):
+        asked.clear()
+        got = apl.scan(lake).filter(expr).collect()
+        assert_frame_equal(got, (everything if reference is None else reference).filter(expr).collect())
+        return list(asked)
+
+    return check
+
+
 def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatch):
     """Polars re-applies the predicate, so an index bitmap holding a row in every row group
     buys nothing: after four such files in a row the rest are read without asking their
     indexes. A file the index skips resets the count; a file with deleted rows none of which
     its bitmap holds, or whose bitmap is exact (either way it is read without a row index),
     neither counts nor resets. Every answer is plain Polars' (minus deleted rows)."""
-    from arrowidx.lake.scan import IndexedDataset
-
     rng = np.random.default_rng(9)
     tables = []
     for i in range(9):
@@ -905,22 +929,8 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
     for i, t in enumerate(tables):
         pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
     arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u"}, progress=False)
-    asked: list[str] = []
-    plan_file = IndexedDataset.plan_file
-
-    def recording(self, rel, expr, *args, **kwargs):
-        if expr is not None:
-            asked.append(rel)
-        return plan_file(self, rel, expr, *args, **kwargs)
-
-    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
     everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
-
-    def check(expr, reference=everything):
-        asked.clear()
-        got = apl.scan(tmp_path).filter(expr).collect()
-        assert_frame_equal(got, reference.filter(expr).collect())
-        return [int(rel[5:-8]) for rel in asked]
+    check = _asking_files(tmp_path, monkeypatch)
 
     # (a range between two bounds: statistics cannot show that it matches in a row group, see
     # test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group)
@@ -958,8 +968,6 @@ def test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group(
     its index, as one whose bitmap kept every row group. Files where some row group holds no
     match, files with deleted rows, and predicates other than one range are asked. Which
     files are asked is checked against the raw values; every answer is plain Polars'."""
-    from arrowidx.lake.scan import IndexedDataset
-
     rng = np.random.default_rng(4)
     f = rng.normal(size=1000)
     f[:250] = np.nan  # part-0's first row group: only NaN (its statistics hold no minimum)
@@ -971,22 +979,8 @@ def test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group(
     for i, t in enumerate(tables):
         pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
     arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u,f"}, progress=False)
-    asked: list[int] = []
-    plan_file = IndexedDataset.plan_file
-
-    def recording(self, rel, expr, *args, **kwargs):
-        if expr is not None:
-            asked.append(int(rel[5:-8]))
-        return plan_file(self, rel, expr, *args, **kwargs)
-
-    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
     everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
-
-    def check(expr, reference=everything):
-        asked.clear()
-        got = apl.scan(tmp_path).filter(expr).collect()
-        assert_frame_equal(got, reference.filter(expr).collect())
-        return list(asked)
+    check = _asking_files(tmp_path, monkeypatch)
 
     def unproven(column, matches, deleted=()):
         """Files where some row group holds no row with ``matches(value)``, or with deleted rows."""
