@@ -106,6 +106,14 @@ def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, sch
 _RANGE_OPS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
 
 
+def is_numeric_range(node) -> bool:
+    """``node`` is one range comparison (``lt``/``le``/``gt``/``ge``) of a column with a
+    non-null integer or floating-point literal: what :func:`every_row_group_matches` judges."""
+    if not isinstance(node, Compare) or node.op not in _RANGE_OPS or not node.literal.is_valid:
+        return False
+    return pa.types.is_integer(node.literal.type) or pa.types.is_floating(node.literal.type)
+
+
 def every_row_group_matches(metadata, node) -> bool:
     """Whether the footer's statistics show a row matching ``node`` in every non-empty row
     group of the file, for ``node`` a range comparison (:class:`~arrowidx.predicate.Compare`
@@ -115,10 +123,7 @@ def every_row_group_matches(metadata, node) -> bool:
     False whenever unsure. This only decides whether an index is worth asking (its bitmap
     would keep every row group); it never prunes, so a wrong answer costs time, not rows.
     """
-    if not isinstance(node, Compare) or node.op not in _RANGE_OPS or not node.literal.is_valid:
-        return False
-    literal_type = node.literal.type
-    if not (pa.types.is_integer(literal_type) or pa.types.is_floating(literal_type)):
+    if not is_numeric_range(node):
         return False
     bound = node.literal.as_py()  # (a NaN bound, or a NaN minimum, compares False)
     schema = metadata.schema

@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 
 from .._roaring import bitmap_of
 from ..lake.layout import join
-from ..lake.read import every_row_group_matches
+from ..lake.read import every_row_group_matches, is_numeric_range
 from ..lake.scan import IndexedDataset
 from ..lake.scan import dataset as _open_dataset
 from ..predicate import bind
@@ -121,6 +121,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
         plans = []
         futile = 0  # files in a row whose index bitmap kept (or would keep) every row group
         ranged = bind(expr, data.schema) if expr is not None else None  # for every_row_group_matches
+        if not is_numeric_range(ranged):
+            ranged = None
         for rel in data.files:
             if rel in unlisted:
                 futile = 0
@@ -131,7 +133,7 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
             elif futile >= _FUTILE_FILES:
                 plan = data.plan_file(rel, None, bound, statistics=False)
                 plan.note = f"index not asked: it kept every row group of the {futile} files before"
-            elif not _has_deletions(data, rel) and every_row_group_matches(data.footer(rel), ranged):
+            elif ranged is not None and not _has_deletions(data, rel) and every_row_group_matches(data.footer(rel), ranged):
                 plan = data.plan_file(rel, None, bound, statistics=False)
                 plan.note = "index not asked: Parquet statistics show a matching row in every row group"
                 futile += 1
