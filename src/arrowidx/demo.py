@@ -115,6 +115,22 @@ def timed_runs(fn: Callable[[], object], runs: int = 5) -> tuple[float, float, f
     return statistics.median(times), min(times), max(times), result
 
 
+def timed_side_by_side(
+    plain: Callable[[], object], ours: Callable[[], object], runs: int = 5
+) -> tuple[tuple[float, float, float, object], tuple[float, float, float, object]]:
+    """:func:`timed_runs` of ``plain`` and of ``ours``, their runs interleaved (which goes
+    first alternates), so that a change in the machine's load falls on both alike."""
+    calls = (plain, ours)
+    results = [plain(), ours()]  # warm-up
+    times: tuple[list[float], list[float]] = ([], [])
+    for i in range(runs):
+        for j in (0, 1) if i % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            results[j] = calls[j]()
+            times[j].append((time.perf_counter() - start) * 1000)
+    return tuple((statistics.median(t), min(t), max(t), r) for t, r in zip(times, results))  # type: ignore[return-value]
+
+
 def timed(fn: Callable[[], object], runs: int = 3) -> tuple[float, object]:
     """Median milliseconds of ``runs`` calls after one warm-up, and the last result."""
     median, _, _, result = timed_runs(fn, runs)
@@ -158,12 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     indexed = arrowidx.dataset(root)
     plain = ds.dataset(root, format="parquet")
     runs = args.runs
-    print(f"\nqueries: milliseconds, median of {runs} warm runs (fastest-slowest); speed-up = pyarrow median / arrowidx median")
+    print(f"\nqueries: milliseconds, median of {runs} warm runs of each reader in turn (fastest-slowest); speed-up = pyarrow median / arrowidx median")
     print(f"{'query':28} {'files skipped':>13} {'rows read':>11} {'result':>9} {'pyarrow ms':>18} {'arrowidx ms':>18} {'speed-up':>8}  same")
     ok = True
     for name, expr in queries(root):
-        plain_ms = timed_runs(lambda expr=expr: plain.to_table(filter=expr & alive), runs)
-        ours_ms = timed_runs(lambda expr=expr: indexed.to_table(filter=expr), runs)
+        plain_ms, ours_ms = timed_side_by_side(
+            lambda expr=expr: plain.to_table(filter=expr & alive), lambda expr=expr: indexed.to_table(filter=expr), runs
+        )
         expected, got = plain_ms[3], ours_ms[3]
         plan = indexed.explain(expr)
         same = got.equals(expected)
@@ -235,8 +252,10 @@ def _polars_part(root: Path, alive) -> bool:
     ]
     ok = True
     for name, expr in tests:
-        plain_ms = timed_runs(lambda expr=expr: pl.scan_parquet(str(root / "*.parquet")).filter(keep).filter(expr).collect())
-        ours_ms = timed_runs(lambda expr=expr: apl.scan(str(root)).filter(expr).collect())
+        plain_ms, ours_ms = timed_side_by_side(
+            lambda expr=expr: pl.scan_parquet(str(root / "*.parquet")).filter(keep).filter(expr).collect(),
+            lambda expr=expr: apl.scan(str(root)).filter(expr).collect(),
+        )
         (ms_plain, expected), (ms_ours, got) = (plain_ms[0], plain_ms[3]), (ours_ms[0], ours_ms[3])
         same = got.equals(expected)
         ok &= same
@@ -265,8 +284,11 @@ def _spark_part(root: Path) -> bool:
     # reader decodes only the filter's columns for a count), so the count names its column
     queries = [("needle user_id = v", f"user_id = {user}", ["user_id"]), ("rare status = 'LOST'", "status = 'LOST'", ["status"])]
     for name, where, columns in queries:
-        ms_plain, expected = timed(lambda where=where: spark.read.parquet(str(root)).filter(F.expr(where) & ~F.coalesce(deleted, F.lit(False))).count(), runs=2)
-        ms_ours, got = timed(lambda where=where, columns=columns: aspark.read(spark, str(root), where, columns=columns).count(), runs=2)
+        (ms_plain, _, _, expected), (ms_ours, _, _, got) = timed_side_by_side(
+            lambda where=where: spark.read.parquet(str(root)).filter(F.expr(where) & ~F.coalesce(deleted, F.lit(False))).count(),
+            lambda where=where, columns=columns: aspark.read(spark, str(root), where, columns=columns).count(),
+            runs=2,
+        )
         ok &= got == expected
         print(f"{name:30} {ms_plain:>7.0f}ms {ms_ours:>7.1f}ms {ms_plain / ms_ours:>7.1f}x  rows {got} {'same' if got == expected else 'DIFFERENT'}")
     spark.stop()
