@@ -702,7 +702,7 @@ class PaimonTable:
         # Footers of an object store's files are read on threads (a round trip each); a local
         # footer takes ~0.1 ms, less than starting threads that contend for the GIL. Inline, a
         # new needle's 3-7 files not seen yet cost 1-2 instead of 3-7 ms; a process's first
-        # needle and full read, 45 and 536 ms instead of 47 and 560 (medians of 9 processes).
+        # needle and full read, 45 and 536 ms instead of 46 and 560 (medians of 9 processes).
         if len(unread) > 1 and not isinstance(self.fs, pafs.LocalFileSystem):
             with ThreadPoolExecutor(max_workers=self.threads) as pool:
                 list(pool.map(lambda p: self._fragment(p.file), unread))
