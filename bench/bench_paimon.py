@@ -1,10 +1,13 @@
 """arrowidx.paimon against pypaimon-rust, pypaimon and Java Paimon on one generated table.
 
-    python bench/bench_paimon.py [--rows 5000000 --files 50] [--runs 5] [--rounds 2]
+    python bench/bench_paimon.py [--rows 5000000 --files 50] [--runs 5] [--rounds 2] [--writer master]
 
 The table (append, no partitions, bloom filter on ``id``, bitmap on ``status``, ids scattered so
 min/max statistics overlap in every file) is written once by Java Paimon 0.9.0
-(``bench/paimon_writer/run.sh``) into ``~/.cache/arrowidx/paimon_bench``. Queries: a needle
+(``bench/paimon_writer/run.sh``) into ``~/.cache/arrowidx/paimon_bench-ROWS-FILES``, or with
+``--writer master`` by Paimon master (``bench/paimon_writer/run-master.sh``, which needs a Paimon
+master build in ``$PAIMON_MASTER``) into ``paimon_bench_master-ROWS-FILES``: pypaimon reads only
+tables of current Paimon (0.9.0's manifests lack ``_VALUE_STATS_COLS``). Queries: a needle
 ``id = X`` (one row), the needle with a different id in every run (``needle_each``: nothing a
 table object kept of an earlier query applies), ``status = 'rare'`` (1 % of rows in every file)
 and a full read.
@@ -140,13 +143,20 @@ SAMPLED = ("ms", "warm_ms", "first_ms")  # the lists of ms a RUNNER process repo
 ENGINES = {"pypaimon-rust": ["pypaimon-rust==0.4.0", "pyarrow"], "pypaimon": ["pypaimon==2.1.0"]}
 
 
-def ensure_table(warehouse: Path, rows: int, files: int) -> None:
+WRITERS = {"0.9.0": "run.sh", "master": "run-master.sh"}  # Java Paimon writing the table: its script
+
+
+def ensure_table(warehouse: Path, rows: int, files: int, writer: str) -> None:
     marker = warehouse / f".written-{rows}-{files}"
     if marker.exists():
         return
-    print(f"writing the benchmark table with Java Paimon 0.9.0 into {warehouse} ...", flush=True)
-    subprocess.run([str(HERE / "paimon_writer" / "run.sh"), str(warehouse), "bench", str(rows), str(files)], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)})
+    print(f"writing the benchmark table with Java Paimon {writer} into {warehouse} ...", flush=True)
+    script = HERE / "paimon_writer" / WRITERS[writer]
+    done = subprocess.run([str(script), str(warehouse), "bench", str(rows), str(files)], stdout=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)})
+    if done.returncode == 3:  # run-master.sh: no Paimon master build
+        sys.exit("--writer master needs $PAIMON_MASTER, a Paimon master build: see docs/benchmarks.md (Paimon tables)")
+    done.check_returncode()
     marker.touch()
 
 
@@ -214,10 +224,11 @@ def merged(rounds: list[dict]) -> dict:
     return pooled
 
 
-def run_java(warehouse: Path, needle: int) -> dict:
+def run_java(warehouse: Path, needle: int, writer: str) -> dict:
+    """Java's own read of the queries, by the Paimon version that wrote the table."""
     env = dict(os.environ, JAVA_OPTS=f"-Xmx3g -Xms3g -Dneedle={needle}", PYTHON=os.environ.get("PYTHON", sys.executable))
     try:
-        out = subprocess.run([str(HERE / "paimon_writer" / "run.sh"), str(warehouse), "bench-read"],
+        out = subprocess.run([str(HERE / "paimon_writer" / WRITERS[writer]), str(warehouse), "bench-read"],
                              capture_output=True, text=True, env=env, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as e:
         print(f"skipped Java: {e}")
@@ -239,9 +250,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2, help="each engine's process this many times, in turn")
     ap.add_argument("--no-java", action="store_true")
+    ap.add_argument("--writer", choices=sorted(WRITERS), default="0.9.0", help="the Java Paimon writing the table")
     args = ap.parse_args()
-    warehouse = CACHE / f"paimon_bench-{args.rows}-{args.files}"
-    ensure_table(warehouse, args.rows, args.files)
+    warehouse = CACHE / (f"paimon_bench-{args.rows}-{args.files}" if args.writer == "0.9.0"
+                         else f"paimon_bench_{args.writer}-{args.rows}-{args.files}")
+    ensure_table(warehouse, args.rows, args.files, args.writer)
     needle = ((args.rows // 2) * 1_000_003) % PRIME
     # ids of rows spread over the table, one per run of the varying needle (reopened and warm)
     others = [(((k * 7919 + 12345) % args.rows) * 1_000_003) % PRIME for k in range(1, 2 * args.runs + 1)]
@@ -261,9 +274,10 @@ def main() -> None:
             rounds[name].append(run_engine(python, name, warehouse, args.runs, needle, others, engine_env))
     results = {name: merged(r) for name, r in rounds.items()}
     if not args.no_java:
-        results["java"] = run_java(warehouse, needle)
+        results["java"] = run_java(warehouse, needle, args.writer)
 
-    print(f"\nPaimon table: {args.rows:,} rows in {args.files} files ({warehouse}); {args.rounds} rounds of each"
+    print(f"\nPaimon table: {args.rows:,} rows in {args.files} files written by Paimon {args.writer} ({warehouse});"
+          f" {args.rounds} rounds of each"
           f" engine's process in turn; medians of every round's runs: at least {args.runs} per round, more for a"
           f" short query until its runs took {MIN_SECONDS:.0f} s (at most {MAX_RUNS}; needle_each: {args.runs})")
     print("first: a new process, its first query (modules imported beforehand, untimed): nothing parsed yet;")

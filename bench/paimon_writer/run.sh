@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile and run WriteShapes.java with released Paimon 0.9.0 (the bundle inside PyPI's
+# Compile and run WriteShapes.java / WriteBench.java with released Paimon 0.9.0 (the bundle inside PyPI's
 # pypaimon==0.2.0 sdist). args: warehouse-dir shapes | warehouse-dir more | warehouse-dir bench ROWS FILES | warehouse-dir bench-read
 # J09: path of deps/jars/paimon-python-java-bridge-0.9.0.jar (downloaded here if unset).
 set -euo pipefail
@@ -21,7 +21,8 @@ if [ -z "${J09:-}" ]; then
   fi
 fi
 CLS="$CACHE/writeshapes-classes"; mkdir -p "$CLS"
-javac -nowarn -d "$CLS" -cp "$J09" "$HERE/WriteShapes.java" 2>&1 | grep -v '^Note:' || true
+javac -nowarn -d "$CLS" -cp "$J09" "$HERE/WriteShapes.java" "$HERE/WriteBench.java" 2>&1 | grep -v '^Note:' || true
 W="$1"; shift
+case "$1" in bench|bench-read) MAIN=WriteBench ;; *) MAIN=WriteShapes ;; esac
 if [ "$1" != "bench-read" ]; then rm -rf "$W"; mkdir -p "$W"; fi
-exec java ${JAVA_OPTS:-} -cp "$CLS:$J09:$SJ/hadoop-client-api-3.5.0.jar:$SJ/hadoop-client-runtime-3.5.0.jar" WriteShapes "$W" "$@"
+exec java ${JAVA_OPTS:-} -cp "$CLS:$J09:$SJ/hadoop-client-api-3.5.0.jar:$SJ/hadoop-client-runtime-3.5.0.jar" "$MAIN" "$W" "$@"
