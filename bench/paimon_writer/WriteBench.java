@@ -37,10 +37,7 @@ public class WriteBench {
     static final String[] STATUS = {"new", "paid", "shipped", "returned"};
 
     public static void main(String[] args) throws Exception {
-        Options o = new Options();
-        o.set("warehouse", "file://" + args[0]);
-        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(o));
-        catalog.createDatabase("db", true);
+        Catalog catalog = catalog(args[0]);
         if (args[1].equals("bench")) {
             bench(catalog, Long.parseLong(args[2]), Integer.parseInt(args[3]));
         } else if (args[1].equals("bench-read")) {
@@ -48,6 +45,15 @@ public class WriteBench {
         } else {
             throw new IllegalArgumentException("args: warehouse bench ROWS FILES | warehouse bench-read");
         }
+    }
+
+    /** The filesystem catalog of the warehouse at {@code warehouse}, with its database {@code db}. */
+    static Catalog catalog(String warehouse) throws Exception {
+        Options o = new Options();
+        o.set("warehouse", "file://" + warehouse);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(o));
+        catalog.createDatabase("db", true);
+        return catalog;
     }
 
     interface Rows {

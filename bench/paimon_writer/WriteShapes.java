@@ -1,12 +1,9 @@
 import org.apache.paimon.catalog.Catalog;
-import org.apache.paimon.catalog.CatalogContext;
-import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.Decimal;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
-import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
@@ -43,10 +40,7 @@ import java.util.Map;
 public class WriteShapes extends WriteBench {
 
     public static void main(String[] args) throws Exception {
-        Options o = new Options();
-        o.set("warehouse", "file://" + args[0]);
-        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(o));
-        catalog.createDatabase("db", true);
+        Catalog catalog = catalog(args[0]);
         if (args[1].equals("shapes")) {
             shapes(catalog, args[0]);
         } else if (args[1].equals("more")) {
