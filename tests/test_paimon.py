@@ -370,8 +370,8 @@ def test_index_files_are_read_whole_when_they_cannot_be_mapped(monkeypatch):
 
 
 def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
-    """A table object opened again in the same process parses no manifest, index file or
-    footer an earlier one parsed (Paimon never rewrites a file), and answers alike; a file
+    """A table object opened again in the same process parses no manifest list, manifest,
+    index file or footer an earlier one parsed (Paimon never rewrites a file), and answers alike; a file
     changed in place is parsed again (on a local filesystem its size and modification time
     are part of the key); ``clear_caches`` forgets everything."""
     from arrowidx.paimon import cache, metadata, table
@@ -398,8 +398,8 @@ def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
     counts.update(avro=0, index=0, footer=0)
     again = paimon.open_table(d)
     assert sort(again.to_table(filter=expr)).equals(want)
-    lists = sum(1 for k in ("baseManifestList", "deltaManifestList") if again._snapshot.get(k))
-    assert counts == {"avro": lists, "index": 0, "footer": 0}  # only the snapshot's manifest lists
+    assert again._snapshot.get("baseManifestList") and not again._snapshot.get("indexManifest")
+    assert counts == {"avro": 0, "index": 0, "footer": 0}  # manifest lists and manifests shared too
 
     index_file = next(d.rglob("*.index"))  # damaged in place: parsed again, and only costs speed
     index_file.write_bytes(index_file.read_bytes()[:10])
@@ -414,6 +414,43 @@ def test_tables_opened_again_share_what_was_parsed(tmp_path, monkeypatch):
     counts.update(avro=0, index=0, footer=0)
     assert sort(paimon.open_table(d).to_table(filter=expr)).equals(want)
     assert counts["index"] == first["index"] and counts["avro"] == first["avro"] and counts["footer"]
+
+
+def test_manifest_lists_without_a_recorded_size_are_shared_only_on_a_local_filesystem(tmp_path, monkeypatch):
+    """Paimon 0.9.0's snapshots do not record their manifest lists' sizes: on a local
+    filesystem a table opened again parses no manifest list (a stat gives the size for the
+    key), and a manifest list rewritten in place is parsed again; on another filesystem,
+    where nothing vouches for the bytes, each table object parses them."""
+    import pyarrow.fs as pafs
+
+    from arrowidx.paimon import metadata
+
+    d = _copy(tmp_path, "paimon-0.9.0", "append_idx")
+    snapshot = json.loads(sorted((d / "snapshot").glob("snapshot-*"))[-1].read_text())
+    assert "baseManifestListSize" not in snapshot
+    lists = [snapshot[k] for k in ("baseManifestList", "deltaManifestList") if snapshot.get(k)]
+    parsed = []
+    real = metadata._read_manifest_list
+    monkeypatch.setattr(metadata, "_read_manifest_list", lambda fs, path: parsed.append(path) or real(fs, path))
+    want = paimon.open_table(d).files
+    assert len(parsed) == len(lists)
+    parsed.clear()
+    assert [f.name for f in paimon.open_table(d).files] == [f.name for f in want]
+    assert parsed == []
+
+    listed = d / "manifest" / lists[0]
+    data = listed.read_bytes()
+    listed.write_bytes(data + b"\0")  # changed in place (size and time): parsed again
+    listed.write_bytes(data)
+    os.utime(listed, ns=(1, 1))
+    assert [f.name for f in paimon.open_table(d).files] == [f.name for f in want]
+    assert parsed == [str(listed)]
+
+    parsed.clear()
+    remote = pafs.SubTreeFileSystem(str(d), pafs.LocalFileSystem())
+    for _ in range(2):
+        assert [f.name for f in paimon.open_table("", filesystem=remote).files] == [f.name for f in want]
+    assert len(parsed) == 2 * len(lists)
 
 
 def test_tables_opened_again_share_each_files_polars_scan(tmp_path):

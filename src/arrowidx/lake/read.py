@@ -30,6 +30,7 @@ index would keep every row group (so that Polars need not ask it).
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import sys
@@ -75,8 +76,7 @@ def boolean_to_numpy(values: pa.BooleanArray) -> np.ndarray:
 
 def row_group_offsets(fragment: ds.ParquetFileFragment) -> np.ndarray:
     """First row of each row group of a (metadata-complete) fragment, and the row count at the end."""
-    counts = [rg.num_rows for rg in fragment.row_groups]
-    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return np.array([0, *itertools.accumulate(rg.num_rows for rg in fragment.row_groups)], dtype=np.int64)
 
 
 def bitmap_groups(bitmap, offsets: np.ndarray) -> list[int]:

@@ -4,8 +4,8 @@ the process.
 Paimon names manifests, data files and their index files by UUID and never rewrites one:
 a name, with the size the metadata records for it, always means the same bytes. So a
 table opened again (a service that opens the table per request, a notebook that reopens it
-after a commit) need not parse again what an earlier table object parsed: manifests (keyed
-by path and the size the manifest list records), data files' footers (by path and the size
+after a commit) need not parse again what an earlier table object parsed: manifest lists and manifests
+(keyed by path and the size the snapshot or manifest list records), data files' footers (by path and the size
 the manifest records) and their file indexes (by index path, data file size and schema id).
 On a local filesystem each key also holds the file's size and modification time as a stat
 finds them, so a file damaged or replaced in place is parsed again. Each data file's Polars
@@ -85,7 +85,7 @@ def file_key(fs: pafs.FileSystem, path: str, *recorded: Any) -> tuple | None:
     return ("local", path, *recorded, st.st_size, st.st_mtime_ns)
 
 
-MANIFESTS = SharedCache("manifests", 64 << 20)  # weight: the manifest file's size x 8 (decoded)
+MANIFESTS = SharedCache("manifests", 64 << 20)  # weight: a manifest file's size x 8 (decoded)
 FOOTERS = SharedCache("footers", 64 << 20)  # weight: the footer's serialized size
 INDEXES = SharedCache("file indexes", 256 << 20)  # weight: the container's size
 # each data file's pl.scan_parquet: Polars reads the file's metadata when the scan first

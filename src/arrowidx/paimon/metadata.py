@@ -387,11 +387,26 @@ def plain_name(value: Any, where: str, what: str) -> str:
     return value
 
 
-def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None) -> list[tuple[str, int | None]]:
-    """``[(manifest name, its size or None)]`` of a manifest list."""
+def read_manifest_list(fs: pafs.FileSystem, table: str, name: str | None, size: int | None = None) -> list[tuple[str, int | None]]:
+    """``[(manifest name, its size or None)]`` of a manifest list (``size``: as the
+    snapshot records it), shared by the table objects of the process when its size is known
+    (recorded, or found by a stat on a local filesystem)."""
     if not name:
         return []
     path = posixpath.join(table, "manifest", plain_name(name, table, "manifest list"))
+    recorded = size if isinstance(size, int) else None
+    if recorded is None and not isinstance(fs, pafs.LocalFileSystem):
+        return _read_manifest_list(fs, path)
+
+    def parse() -> tuple[list[tuple[str, int | None]], int]:
+        entries = _read_manifest_list(fs, path)
+        return entries, 200 * len(entries) + 100  # (weight: roughly its Python objects)
+
+    return MANIFESTS.get(file_key(fs, path, recorded), parse)
+
+
+def _read_manifest_list(fs: pafs.FileSystem, path: str) -> list[tuple[str, int | None]]:
+    """:func:`read_manifest_list` of the file at ``path``, parsed."""
     out = []
     for rec in read_avro(fs, path):
         _check_version(rec, MANIFEST_FILE_VERSIONS, path, "manifest file meta")
@@ -445,8 +460,8 @@ def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int,
 def live_files(fs: pafs.FileSystem, table: str, snapshot: dict) -> list[DataFile]:
     """The data files of a snapshot: ADD and DELETE entries of base + delta manifests merged."""
     files: dict[tuple, DataFile] = {}
-    names = read_manifest_list(fs, table, snapshot.get("baseManifestList"))
-    names += read_manifest_list(fs, table, snapshot.get("deltaManifestList"))
+    names = read_manifest_list(fs, table, snapshot.get("baseManifestList"), snapshot.get("baseManifestListSize"))
+    names = names + read_manifest_list(fs, table, snapshot.get("deltaManifestList"), snapshot.get("deltaManifestListSize"))
     for name, size in names:
         for kind, f in _manifest_entries(fs, table, name, size):
             key = (f.partition, f.bucket, f.level, f.name)

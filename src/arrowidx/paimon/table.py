@@ -334,6 +334,14 @@ class PaimonTable:
         return dict(zip(keys, values))
 
     def file_path(self, f: DataFile) -> str:
+        """Where the data file is: its external path, else ``<table>/<partition dirs>/bucket-N/<name>``
+        (computed once per file)."""
+        path = self._paths.get(f.name)
+        if path is None:
+            path = self._paths[f.name] = self._compute_file_path(f)
+        return path
+
+    def _compute_file_path(self, f: DataFile) -> str:
         if f.external_path:
             return f.external_path
         parts = []
@@ -550,10 +558,7 @@ class PaimonTable:
         return bound
 
     def _plan_file(self, f: DataFile, bound: _BoundFilter | None) -> FilePlan:
-        path = self._paths.get(f.name)
-        if path is None:
-            path = self._paths[f.name] = self.file_path(f)
-        plan = FilePlan(f, path, "read", deletion=self.deletion_ranges.get(f.name))
+        plan = FilePlan(f, self.file_path(f), "read", deletion=self.deletion_ranges.get(f.name))
         if bound is None:
             return plan
         key = (f.name, f.level)
