@@ -20,8 +20,8 @@ a drift in the machine's load is shared), and every round's samples are pooled. 
 per query, of at least ``--runs`` runs per round (a short query runs on until its runs took 2 s,
 at most 200; ``needle_each`` exactly ``--runs``): *first*, the first query of a new process (its
 modules imported beforehand, untimed; nothing parsed yet), *reopened*, the table opened afresh
-in every run of one process (arrowidx then shares the manifests, index files and footers it
-parsed between table objects: Paimon never rewrites them), and *warm*, one table object
+in every run of one process (arrowidx then shares the manifest lists, manifests, index files
+and footers it parsed between table objects: Paimon never rewrites them), and *warm*, one table object
 (``open_table`` / ``catalog.get_table``) queried again, whatever each engine keeps in it. Java's figure
 is its reader's time (best of 3 in one JVM) and Java returns whole files / row selections, not
 the filtered rows. Ratios are engine time / arrowidx time (higher = arrowidx faster).
@@ -281,8 +281,8 @@ def main() -> None:
           f" engine's process in turn; medians of every round's runs: at least {args.runs} per round, more for a"
           f" short query until its runs took {MIN_SECONDS:.0f} s (at most {MAX_RUNS}; needle_each: {args.runs})")
     print("first: a new process, its first query (modules imported beforehand, untimed): nothing parsed yet;")
-    print("reopened: the table opened afresh in every run of one process (snapshot, manifest lists; arrowidx")
-    print("  shares the manifests, index files and footers it parsed between the table objects of a process);")
+    print("reopened: the table opened afresh in every run of one process (its snapshot read; arrowidx shares the")
+    print("  manifest lists, manifests, index files and footers it parsed between the table objects of a process);")
     print("warm: one table object (open_table / catalog.get_table) queried again; Java: its reader only.")
     print("needle_each: the needle with a different id in every run.")
     print(f"{'query':12} {'engine':14} {'first ms':>9} {'ratio':>6} {'reopened':>9} {'ratio':>6} {'warm ms':>9} {'ratio':>6} {'rows':>10}")
