@@ -349,11 +349,12 @@ def test_rows_taken_by_polars_equal_pyarrow_take(tmp_path, monkeypatch):
             assert _same_values(got[0], want), (groups, columns)
 
 
-def test_decoded_bytes_count_every_leaf_of_the_columns(tmp_path):
-    """The bytes pyarrow decodes for some columns of some row groups, from the footer:
-    every leaf of a nested column counts, and all columns together make each row group's
-    ``total_byte_size``."""
-    from arrowidx.lake.read import _decoded_bytes
+def test_column_bytes_count_every_leaf_of_the_columns(tmp_path):
+    """The bytes of some columns of some row groups, from the footer, decoded (what pyarrow
+    decodes) or compressed (what is read from storage): every leaf of a nested column
+    counts, and all columns together make each row group's ``total_byte_size`` decoded and
+    the file's column chunks compressed."""
+    from arrowidx.lake.read import column_bytes
 
     n = 3000
     table = pa.table({
@@ -361,14 +362,17 @@ def test_decoded_bytes_count_every_leaf_of_the_columns(tmp_path):
         "l": pa.array([[i, i + 1] for i in range(n)]),
         "c": pa.array(np.arange(n)),
     })  # fmt: skip
-    pq.write_table(table, tmp_path / "n.parquet", row_group_size=1000)
+    pq.write_table(table, tmp_path / "n.parquet", row_group_size=1000, compression="zstd")
     metadata = pq.ParquetFile(tmp_path / "n.parquet").metadata
     for groups in ([0], [1, 2], [0, 1, 2]):
-        assert _decoded_bytes(metadata, groups, ["s", "l", "c"]) == sum(metadata.row_group(g).total_byte_size for g in groups)
+        assert column_bytes(metadata, groups, ["s", "l", "c"]) == sum(metadata.row_group(g).total_byte_size for g in groups)
         leaves = {"s": [0, 1], "l": [2], "c": [3]}
         for column, js in leaves.items():
-            want = sum(metadata.row_group(g).column(j).total_uncompressed_size for g in groups for j in js)
-            assert _decoded_bytes(metadata, groups, [column]) == want, column
+            chunks = [metadata.row_group(g).column(j) for g in groups for j in js]
+            assert column_bytes(metadata, groups, [column]) == sum(c.total_uncompressed_size for c in chunks), column
+            assert column_bytes(metadata, groups, [column], compressed=True) == sum(c.total_compressed_size for c in chunks), column
+        stored = [metadata.row_group(g).column(j).total_compressed_size for g in groups for j in range(4)]
+        assert column_bytes(metadata, groups, ["s", "l", "c"], compressed=True) == sum(stored) < column_bytes(metadata, groups, ["c", "l", "s"])
 
 
 @pytest.mark.parametrize("bitmap64", [False, True])

@@ -454,7 +454,7 @@ def take_with_polars(
         own = r.schema is not None
         source = r.source_columns(columns) if own and r.source_columns else list(columns)
         fragment = r.fragment(False)
-        if _decoded_bytes(fragment.metadata, groups, source) < TAKE_MIN_BYTES:
+        if column_bytes(fragment.metadata, groups, source) < TAKE_MIN_BYTES:
             continue
         types = _fragment_types(fragment, r.schema if own else schema, source)[0]
         if types is None:
@@ -631,16 +631,18 @@ def _polars_scan(r: FileRead, path: str):
     return pl.scan_parquet(path, glob=False, hive_partitioning=False)
 
 
-def _decoded_bytes(metadata, groups: list[int], columns: list[str]) -> int:
-    """Uncompressed bytes of ``columns`` (and their nested leaves) in row groups ``groups``,
-    from the footer: what pyarrow decodes to read them."""
+def column_bytes(metadata, groups: list[int], columns: list[str], *, compressed: bool = False) -> int:
+    """Bytes of ``columns`` (and their nested leaves) in row groups ``groups``, from the
+    footer: uncompressed, what pyarrow decodes to read them, or ``compressed``, what is
+    read from storage."""
     wanted = set(columns)
     schema = metadata.schema
     leaves = [j for j in range(metadata.num_columns) if schema.column(j).path.split(".", 1)[0] in wanted]
     total = 0
     for g in groups:
         group = metadata.row_group(g)
-        total += sum(group.column(j).total_uncompressed_size for j in leaves)
+        chunks = (group.column(j) for j in leaves)
+        total += sum(c.total_compressed_size if compressed else c.total_uncompressed_size for c in chunks)
     return total
 
 

@@ -27,7 +27,8 @@ from ..file_index import UnknownColumnError
 from ..lake.layout import (
     resolve,
 )
-from ..lake.scan import IndexedDataset
+from ..lake.read import column_bytes
+from ..lake.scan import IndexedDataset, _expression_fields
 from ..options import parse_memory_size
 from ..sql import parse_where
 from .build import FORMAT_NAME
@@ -49,29 +50,31 @@ class FilePartition(InputPartition):
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20  # as Spark's spark.sql.files.maxPartitionBytes
-MIN_PARTITION_BYTES = 16 << 20
-OPEN_COST_BYTES = 1 << 20
+OPEN_COST_BYTES = 4 << 20  # as Spark's spark.sql.files.openCostInBytes
 
 
 def _pack(files: list[tuple[str, int]], max_bytes: int, min_partitions: int) -> list[tuple[str, ...]]:
-    """Group ``(path, bytes to read)`` into partitions, in path order, as Spark packs files.
+    """Group ``(path, bytes to read)`` into partitions as Spark packs files
+    (``FilePartition.getFilePartitions``): a file joins the current partition while the
+    partition's bytes plus the file's stay within ``max(4 MiB, total / min_partitions)``,
+    capped at ``max_bytes``, where each file already in it also counts 4 MiB for opening it.
+    Files stay in path order (Spark sorts them by size first).
 
-    A Spark task costs far more than opening one more file (a Python worker round trip per
-    partition), so surviving files are packed up to ``max(16 MiB, total / min_partitions)``
-    bytes per partition (each file also counts 1 MiB), capped at ``max_bytes``. A file is
+    So a query reading little runs about ``min_partitions`` tasks (Spark's default
+    parallelism), however many files survive: a task of a Python data source costs tens of
+    milliseconds (a Python worker round trip), far more than one more small file. A file is
     never split, so ``max_bytes`` of 1 gives one file per partition.
     """
     total = sum(size + OPEN_COST_BYTES for _, size in files)
-    target = min(max_bytes, max(MIN_PARTITION_BYTES, -(-total // max(1, min_partitions))))
+    target = min(max_bytes, max(OPEN_COST_BYTES, -(-total // max(1, min_partitions))))
     groups: list[list[str]] = []
     current, used = [], 0
     for path, size in files:
-        cost = size + OPEN_COST_BYTES
-        if current and used + cost > target:
+        if current and used + size > target:
             groups.append(current)
             current, used = [], 0
         current.append(path)
-        used += cost
+        used += size + OPEN_COST_BYTES
     if current:
         groups.append(current)
     return [tuple(g) for g in groups]
@@ -124,7 +127,7 @@ class _Reader(DataSourceReader):
         self.max_partition_bytes = parse_memory_size(
             str(options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)), "maxPartitionBytes"
         )
-        self.min_partitions = int(options.get("minPartitions", 2 * (os.cpu_count() or 1)))
+        self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
         self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
 
     def _open(self) -> IndexedDataset:
@@ -152,14 +155,16 @@ class _Reader(DataSourceReader):
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
-            files = []
+            # what each surviving file costs to read: the compressed bytes of the columns the
+            # query reads (its output and filter columns), in the row groups that survive
+            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema))))
             plans = data.plan(expr, statistics=expr)
             one_pass = not data._index_pruned(plans)
-            for plan in plans:
-                if not plan.row_groups:
-                    continue
-                share = len(plan.row_groups) / plan.row_groups_total if plan.row_groups_total else 1.0
-                files.append((plan.path, int(data._info(plan.path).size * share)))
+            files = [
+                (plan.path, column_bytes(data.footer(plan.path), plan.row_groups, columns, compressed=True))
+                for plan in plans
+                if plan.row_groups
+            ]
         version = data.manifest.version
         groups = _pack(files, self.max_partition_bytes, self.min_partitions)
         return [FilePartition(group, version, one_pass) for group in groups]
@@ -193,8 +198,8 @@ class ArrowIdxDataSource(DataSource):
     Expression, see :func:`read`): the rows of the dataset this DataFrame holds, pruned by
     the indexes; ``on_corrupt`` (``raise``, default, or ``fallback``: read a file whose index
     is damaged in full), ``maxPartitionBytes`` (default ``128mb``) and ``minPartitions``
-    (default twice the driver's cores): how the files that survive pruning are packed into
-    Spark partitions. Filters applied later with ``.filter()`` are applied by Spark and do
+    (default the planning machine's cores; :func:`read` passes Spark's default parallelism):
+    how the files that survive pruning are packed into Spark partitions (:func:`_pack`). Filters applied later with ``.filter()`` are applied by Spark and do
     not prune (see the module docstring for why).
     """
 
@@ -237,6 +242,10 @@ def read(
     them: a ``count()`` over one column is about twice as fast as over six.
     """
     register(spark)
+    if "minPartitions" not in options:
+        parallelism = _default_parallelism(spark)
+        if parallelism:
+            options = {**options, "minPartitions": str(parallelism)}
     reader = spark.read.format(FORMAT_NAME)
     if columns is not None:
         reader = reader.schema(_columns_schema(path, list(columns)))
@@ -247,6 +256,15 @@ def read(
     for key, value in options.items():
         reader = reader.option(key, str(value))
     return reader.load(path)
+
+
+def _default_parallelism(spark) -> int | None:
+    """Spark's default parallelism (the cores of its executors; None where the client has no
+    SparkContext, as with Spark Connect)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect raises its own error for sparkContext
+        return None
 
 
 def _columns_schema(path: str, columns: list[str]):
