@@ -4,9 +4,10 @@ the process.
 Paimon names manifests, data files and their index files by UUID and never rewrites one:
 a name, with the size the metadata records for it, always means the same bytes. So a
 table opened again (a service that opens the table per request, a notebook that reopens it
-after a commit) need not parse again what an earlier table object parsed: manifest lists and manifests
-(keyed by path and the size the snapshot or manifest list records), data files' footers (by path and the size
-the manifest records) and their file indexes (by index path, data file size and schema id).
+after a commit) need not parse again what an earlier table object parsed: manifest lists
+and manifests (keyed by path and the size the snapshot or manifest list records), data
+files' footers (by path and the size the manifest records) and their file indexes (by
+index path, data file size and schema id).
 On a local filesystem each key also holds the file's size and modification time as a stat
 finds them, so a file damaged or replaced in place is parsed again. Each data file's Polars
 scan is shared the same way (Polars keeps the file's metadata in it). Each cache is bounded

@@ -199,8 +199,9 @@ class ArrowIdxDataSource(DataSource):
     the indexes; ``on_corrupt`` (``raise``, default, or ``fallback``: read a file whose index
     is damaged in full), ``maxPartitionBytes`` (default ``128mb``) and ``minPartitions``
     (default the planning machine's cores; :func:`read` passes Spark's default parallelism):
-    how the files that survive pruning are packed into Spark partitions (:func:`_pack`). Filters applied later with ``.filter()`` are applied by Spark and do
-    not prune (see the module docstring for why).
+    how the files that survive pruning are packed into Spark partitions (:func:`_pack`).
+    Filters applied later with ``.filter()`` are applied by Spark and do not prune (see the
+    module docstring for why).
     """
 
     @classmethod
