@@ -1,4 +1,6 @@
-"""One local SparkSession for the whole integration run (Spark start-up is the slow part)."""
+"""Spark for the integration run: one local SparkSession, and one standalone cluster
+(master, worker and executor in their own JVMs), each started once (Spark start-up is the
+slow part)."""
 
 from __future__ import annotations
 
@@ -22,3 +24,28 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone cluster on 127.0.0.1 (``integration/spark_cluster.py``): a master and
+    one 2-core worker started from PySpark's own jars, stopped at the end of the session.
+
+    Run code on it with ``spark_cluster.driver().call(fn, *args)``: ``fn(spark, *args)`` runs
+    in a separate driver process (its own working directory) whose executor is another JVM
+    with its own Python workers, and the result comes back pickled. ``fn`` must be a
+    top-level function of a module in ``integration/`` (or anything importable). Skipped only
+    where Java is absent.
+    """
+    pytest.importorskip("pyspark", reason="install the 'spark' extra: pip install -e '.[spark]'")
+    from spark_cluster import StandaloneCluster, java_missing
+
+    reason = java_missing()
+    if reason:
+        pytest.skip(reason)
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

@@ -15,6 +15,7 @@ import datetime
 import decimal
 import math
 import os
+import posixpath
 import shutil
 from pathlib import Path
 
@@ -324,27 +325,45 @@ def _has_filter(df) -> bool:
     return any(line.lstrip(" +-*()0123456789").startswith("Filter ") for line in plan.splitlines())
 
 
+def _python_scans(df) -> int:
+    """How many scans of Spark's physical plan read through the arrowidx Python data source."""
+    return df._jdf.queryExecution().executedPlan().toString().count("BatchScan arrowidx[")
+
+
+def _read_on_driver(df) -> bool:
+    """Whether some of ``df``'s rows were read by the driver (a local relation in the plan)."""
+    return "LocalTableScan" in df._jdf.queryExecution().executedPlan().toString()
+
+
+def _spark_files(df) -> set[str]:
+    """The data files Spark's own Parquet reader reads for ``df`` (base names)."""
+    return {posixpath.basename(f) for f in df.inputFiles()}
+
+
 def test_files_pruned_by_the_load_filter(spark, lake):
-    # By default files are packed into partitions as Spark's own reader packs them (a task
-    # costs more than a small file); maxPartitionBytes=1 gives one partition per file that
-    # survives pruning.
+    # The format spelling: files packed into partitions as Spark's own reader packs them (a
+    # task costs more than a small file); maxPartitionBytes=1 gives one partition per file.
     packed = spark.read.format("arrowidx").load(lake["root"]).rdd.getNumPartitions()
     assert packed == spark.read.parquet(lake["root"]).rdd.getNumPartitions() < FILES
     df = spark.read.format("arrowidx").option("maxPartitionBytes", "1").load(lake["root"])
     assert df.rdd.getNumPartitions() == FILES
-    needle = spark_mod.read(spark, lake["root"], "id = 1234", maxPartitionBytes="1")
-    assert needle.rdd.getNumPartitions() < FILES  # the bloom filters ruled files out
+    # arrowidx.spark.read: the files the indexes keep, read by Spark's own Parquet reader
+    needle = spark_mod.read(spark, lake["root"], "id = 1234")
+    kept = _spark_files(needle)
+    assert 0 < len(kept) < FILES and _python_scans(needle) == 0  # the bloom filters ruled files out
     assert_same(needle.toArrow(), reference(spark, lake, "id = 1234"), "needle")
-    as_expression = spark_mod.read(spark, lake["root"], pc.field("id") == 1234, maxPartitionBytes="1")
-    assert as_expression.rdd.getNumPartitions() == needle.rdd.getNumPartitions()
+    as_expression = spark_mod.read(spark, lake["root"], pc.field("id") == 1234)
+    assert _spark_files(as_expression) == kept
     assert_same(as_expression.toArrow(), reference(spark, lake, "id = 1234"), "needle as an Expression")
     nothing = spark_mod.read(spark, lake["root"], "status = 'NO-SUCH-STATUS'")
-    assert nothing.rdd.getNumPartitions() == 1 and nothing.count() == 0  # Spark's empty placeholder
-    # Spark's own .filter() is never pushed into the reader: it stays in Spark's plan.
+    assert _spark_files(nothing) == {"part-5.parquet"} and nothing.count() == 0  # only the stale file
+    # Spark's own .filter() is never pushed into the data source: it stays in Spark's plan.
     assert _has_filter(df.filter("status = 'PAID'"))
     # The stale file is read in full (its index is not trusted): it survives any pruning.
     where = "id >= 10000000 AND status = 'REFUNDED'"
-    assert_same(spark_mod.read(spark, lake["root"], where).toArrow(), reference(spark, lake, where), "stale file")
+    stale = spark_mod.read(spark, lake["root"], where)
+    assert "part-5.parquet" in _spark_files(stale)
+    assert_same(stale.toArrow(), reference(spark, lake, where), "stale file")
 
 
 def test_bad_filter_option_is_refused(spark, lake):
@@ -443,6 +462,186 @@ def test_reference_reader_nan_pushdown(spark, lake):
     ours = spark.read.format("arrowidx").load(lake["root"]).filter(condition).count()
     assert ours == reference(spark, lake, condition).num_rows
     assert pushed <= row_level  # 0 with this Spark and pyarrow-written statistics
+
+
+# ------------------------------------------------------------------------------------------
+# 3b. arrowidx.spark.read: Spark's own Parquet reader, deletion vectors in Spark's plan
+# ------------------------------------------------------------------------------------------
+
+UTC = datetime.timezone.utc
+EXPRESSIONS = [
+    pc.field("amount") > 150.0,  # pyarrow: NaN is not > 150 (Spark SQL: it is)
+    ~(pc.field("amount") > 50.0),  # ... so NOT keeps NaN rows
+    pc.field("amount") == float("nan"),
+    ~(pc.field("amount") == float("nan")),
+    pc.field("amount") != 0.0,
+    pc.field("amount") <= -0.0,
+    pc.field("score") >= 1.5,
+    pc.field("status").isin(["PAID", None]),  # a NULL status matches the NULL in the set
+    ~pc.field("status").isin(["PAID", "NEW"]),  # pyarrow: is_in is FALSE for NULL, so NOT keeps them
+    pc.is_in(pc.field("region"), value_set=pa.array(["eu-west", None]), skip_nulls=True),
+    ~pc.is_in(pc.field("region"), value_set=pa.array(["eu-west", None]), skip_nulls=True),
+    pc.field("region") >= "é",
+    pc.field("ts") < datetime.datetime(2024, 1, 3, tzinfo=UTC),
+    pc.field("ts_ntz") >= datetime.datetime(2024, 1, 9),
+    pc.field("day") == datetime.date(2024, 1, 5),
+    pc.field("price") > decimal.Decimal("450.00"),
+    pc.field("payload") == b"\x01\x02",
+    pc.equal(pc.field("flag"), True),
+    ~pc.field("flag").is_valid(),
+    pc.Expression._call("and", [pc.field("small") > 3, pc.field("tiny") < 0]),  # non-Kleene: NULL if either is
+    ~pc.Expression._call("or", [pc.field("small") > 15, pc.field("user_id") < 1000]),
+    pc.field("user_id") > 10.5,
+    (pc.field("id") + 1) == 1235,  # no Spark SQL spelling: read through the data source
+]
+
+
+def _without_deleted(lake) -> pa.Table:
+    """The data in memory (every file as it is now), minus the deleted rows."""
+    table = pa.concat_tables(pq.read_table(p) for p in sorted(Path(lake["root"]).glob("*.parquet")))
+    return table.filter(pc.invert(pc.field("id").isin(lake["deleted"])))
+
+
+def _tagged(frames: list) -> pa.Table:
+    """The DataFrames as one Spark job (a union tagged by position), to keep the test quick."""
+    out = None
+    for i, df in enumerate(frames):
+        df = df.withColumn("__q", F.lit(i))
+        out = df if out is None else out.unionByName(df)
+    return out.toArrow()
+
+
+def _part(table: pa.Table, i: int) -> pa.Table:
+    return table.filter(pc.field("__q") == i).drop_columns(["__q"])
+
+
+def test_read_expressions_mean_what_pyarrow_means(spark, lake, monkeypatch):
+    """A pyarrow Expression goes to Spark's reader as Spark SQL with pyarrow's meaning (NaN,
+    NULL in is_in, non-Kleene and/or, typed literals); one with no spelling goes to the data
+    source; a small exact index answer is read on the driver. The reference is
+    ``Table.filter`` on the data in memory minus deleted rows."""
+    from arrowidx.spark import native
+    from arrowidx.spark.sparksql import to_spark_sql
+
+    schema = arrowidx.dataset(lake["root"]).schema
+    spelled = [to_spark_sql(expr, schema) is not None for expr in EXPRESSIONS]
+    assert sum(spelled) == len(EXPRESSIONS) - 2 and not spelled[-1]  # and user_id > 10.5: not an exact literal
+    frames = [spark_mod.read(spark, lake["root"], expr) for expr in EXPRESSIONS]  # some on the driver
+    with monkeypatch.context() as m:
+        m.setattr(native, "LOCAL_MAX_ROWS", -1)  # every one through Spark's reader or the data source
+        remote = [spark_mod.read(spark, lake["root"], expr) for expr in EXPRESSIONS]
+    for df, native_ok in zip(remote, spelled):  # (some filters leave no file at all)
+        assert _python_scans(df) == (0 if native_ok else 1) and (native_ok or not _spark_files(df))
+    assert sum(bool(_spark_files(df)) for df in remote) >= len(EXPRESSIONS) - 6
+    assert sum(_read_on_driver(df) for df in frames) >= 5
+    got, data = _tagged(frames + remote), _without_deleted(lake)
+    for i, expr in enumerate(EXPRESSIONS * 2):
+        assert_same(_part(got, i), data.filter(expr), str(expr))
+
+
+def test_read_keeps_rows_parquet_statistics_would_drop(spark, tmp_path):
+    """NaN rows of a row group whose statistics (NaN left out by pyarrow) say max = 2: Spark's
+    own reader with its Parquet pushdown loses them for ``x > 5``; read() hands Spark the
+    filter with float columns out of the pushdown, so the SQL meaning (NaN > 5) holds."""
+    x = [1.0, 2.0, float("nan"), 2.5, -0.0, 0.0, None, float("nan"), 7.0, 8.0, 9.0, 0.5]
+    for i in range(2):
+        table = pa.table({"id": pa.array(range(i * 12, i * 12 + 12), pa.int64()), "x": pa.array(x, pa.float64()),
+                          "n": pa.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], pa.int32())})  # fmt: skip
+        pq.write_table(table, tmp_path / f"part-{i}.parquet", row_group_size=4)
+    arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "id"}, progress=False)
+    arrowidx.delete(str(tmp_path), pc.field("id").isin([3, 14]), progress=False)
+    root = str(tmp_path)
+    with parquet_pushdown(spark, True):
+        assert spark.read.parquet(root).filter("x > 5").count() < spark.read.parquet(root).filter("x > 5 OR isnan(x)").count()
+        conditions = ["x > 5", "x >= 2.5", "x = 'NaN'", "x <= 0.0", "x = 0.0", "n > 2.5 AND x < 3", "n = 4.0"]
+        frames = [spark_mod.read(spark, root, c) for c in conditions] + [spark_mod.read(spark, root, pc.field("x") > 5.0)]
+        got = _tagged(frames)
+    memory = pa.concat_tables(pq.read_table(tmp_path / f"part-{i}.parquet") for i in range(2))
+    memory = memory.filter(pc.invert(pc.field("id").isin([3, 14])))
+    with parquet_pushdown(spark, False):
+        in_memory = spark.createDataFrame(memory)
+        for i, condition in enumerate(conditions):
+            assert_same(_part(got, i), in_memory.filter(condition).toArrow(), condition)
+    assert _part(got, 0).num_rows == 9  # NaN, NaN, 7, 8, 9 per file, less one deleted NaN
+    assert_same(_part(got, len(conditions)), memory.filter(pc.field("x") > 5.0), "x > 5.0 as an Expression")
+
+
+def test_read_deletion_vectors_every_way(spark, lake, monkeypatch):
+    """Deletion vectors through the anti-join in one scan or in one scan per file, through
+    the data source (beyond the plan's budget), and on the driver: the same rows."""
+    from arrowidx.spark import native
+
+    frames, scans = [], []
+    settings = [
+        {"LOCAL_MAX_ROWS": -1},  # Spark's reader, one scan with deletions
+        {"LOCAL_MAX_ROWS": -1, "GROUP_MAX_FILES": 1},  # one scan per file with deletions
+        {"LOCAL_MAX_ROWS": -1, "DELETION_BUDGET": 0},  # files with deletions through the data source
+        {},  # the exact answers on the driver
+    ]
+    conditions = [None, "status <> 'PAID'", "status = 'RETURNED'"]
+    for setting in settings:
+        with monkeypatch.context() as m:
+            for name, value in setting.items():
+                m.setattr(native, name, value)
+            for where in conditions:
+                df = spark_mod.read(spark, lake["root"], where, columns=["id", "status", "amount"])
+                frames.append(df)
+                scans.append((_python_scans(df), len(_spark_files(df))))
+    got = _tagged(frames)
+    expected = {where: reference(spark, lake, where).select(["id", "status", "amount"]) for where in conditions}
+    for i, where in enumerate(conditions * len(settings)):
+        assert_same(_part(got, i), expected[where], f"{settings[i // 3]}: {where}")
+    assert scans[0] == scans[3] == (0, FILES)
+    assert scans[6] == (1, 1)  # only the stale file (no deletions) left for Spark's reader
+    # exact answers on the driver (the stale file, not indexed, by Spark's reader)
+    assert scans[9] == (0, FILES) and scans[10] == scans[11] == (0, 1) and _read_on_driver(frames[10])
+
+
+def test_read_files_of_equal_size(spark, tmp_path):
+    """Files are told apart by size in Spark's plan: files of one size go to separate scans."""
+    rng = np.random.default_rng(12)
+    for i in range(3):
+        v = rng.permutation(400).astype(np.int64)
+        pq.write_table(pa.table({"v": v, "f": np.full(400, i, np.int64)}), tmp_path / f"part-{i}.parquet",
+                       use_dictionary=False, compression="none", write_statistics=False)  # fmt: skip
+    sizes = {(tmp_path / f"part-{i}.parquet").stat().st_size for i in range(3)}
+    assert len(sizes) == 1
+    arrowidx.build(str(tmp_path), {"file-index.bitmap.columns": "f"}, progress=False)
+    arrowidx.delete(str(tmp_path), pc.field("v") < 30, progress=False)  # other positions in each file
+    got = spark_mod.read(spark, str(tmp_path))
+    assert got.count() == 3 * 370 and got.filter("v < 30").count() == 0
+    assert spark_mod.read(spark, str(tmp_path), "f = 1 AND v < 40").count() == 10
+
+
+def test_read_refuses_files_changed_since_planned(spark, lake, monkeypatch):
+    """A file whose size is not the one read() planned with would get no deletion vector
+    applied: the query fails instead, naming read()."""
+    from arrowidx.lake.scan import IndexedDataset
+
+    monkeypatch.setattr(IndexedDataset, "file_identity", lambda self, rel: (rel, 7, 0))
+    df = spark_mod.read(spark, lake["root"], "id > 5")
+    with pytest.raises(Exception, match="changed after arrowidx.spark.read planned"):
+        df.count()
+
+
+def test_read_plans_in_read_itself(spark, lake, monkeypatch):
+    """Refusals happen in read() itself (not at the first action); relative paths are made
+    absolute on the driver."""
+    with pytest.raises(arrowidx.ArrowIdxError, match="no_such_column"):
+        spark_mod.read(spark, lake["root"], "no_such_column = 3")
+    root = Path(lake["root"])
+    monkeypatch.chdir(root.parent)
+    assert spark_mod.read(spark, root.name, "status = 'REFUNDED'").count() == reference(spark, lake, "status = 'REFUNDED'").num_rows
+
+
+def test_unfiltered_load_warns(lake, caplog):
+    from arrowidx.spark.source import ArrowIdxDataSource
+
+    with caplog.at_level("WARNING", logger="arrowidx.spark"):
+        ArrowIdxDataSource({"path": lake["root"]})
+        ArrowIdxDataSource({"path": lake["root"], "where": "id = 3"})
+    assert len(caplog.records) == 1
+    assert "arrowidx.spark.read(spark, " in caplog.records[0].getMessage()
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import json
+import logging
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -33,8 +36,12 @@ from ..options import parse_memory_size
 from ..sql import parse_where
 from .build import FORMAT_NAME
 from .datasets import _dataset_at
+from .native import native_frame, plan_route, spark_uri
 from .session import ensure_worker_python
+from .sparksql import to_spark_sql
 from .translate import _to_spark_arrow, arrow_to_spark_schema
+
+_LOG = logging.getLogger("arrowidx.spark")
 
 
 class FilePartition(InputPartition):
@@ -115,13 +122,36 @@ _PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning 
 _PLANNED_LOCK = threading.Lock()
 
 
+def absolute(path: str) -> str:
+    """``path`` with a local relative path made absolute here (on the driver): executors run
+    in other working directories."""
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(path)
+
+
+def planning_dataset(path: str, on_corrupt: str = "raise") -> IndexedDataset:
+    """The dataset to plan on, kept by the planning process across queries (its opened
+    indexes, footers and deletion vectors are cached per file identity) and refreshed: the
+    manifest re-read when its version changed, the files listed and stat-ed again. What is
+    kept only saves time: every query refreshes it."""
+    fs, root, _ = resolve(path)
+    key = (fs.type_name, root, on_corrupt)
+    with _PLANNED_LOCK:
+        data = _PLANNED.get(key)
+        if data is None:
+            if len(_PLANNED) >= 16:
+                _PLANNED.clear()
+            data = _PLANNED[key] = IndexedDataset(fs, root, on_corrupt=on_corrupt)
+        else:
+            data.refresh()
+    return data
+
+
 class _Reader(DataSourceReader):
     """Reads the planned files with the load-time filter; its state travels to the executors."""
 
     def __init__(self, path: str, schema, options: Mapping[str, str]):
-        import os
-
-        self.path = path
+        self.path = absolute(path)  # made absolute where the query is planned, not on executors
         self.schema = schema  # pyspark StructType of the output
         self.on_corrupt = options.get("on_corrupt", "raise")
         self.max_partition_bytes = parse_memory_size(
@@ -129,36 +159,34 @@ class _Reader(DataSourceReader):
         )
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
         self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
-
-    def _open(self) -> IndexedDataset:
-        """The dataset to plan on, kept by the planning process across queries (its opened
-        indexes, footers and deletion vectors are cached per file identity) and refreshed:
-        the manifest re-read when its version changed, the files listed and stat-ed again."""
-        fs, root, _ = resolve(self.path)
-        key = (fs.type_name, root, self.on_corrupt)
-        with _PLANNED_LOCK:
-            data = _PLANNED.get(key)
-            if data is None:
-                if len(_PLANNED) >= 16:
-                    _PLANNED.clear()
-                data = _PLANNED[key] = IndexedDataset(fs, root, on_corrupt=self.on_corrupt)
-            else:
-                data.refresh()
-        return data
+        # set by arrowidx.spark.read for the files Spark's own reader cannot serve: only these
+        # files, at the manifest version read() planned on
+        self.files = json.loads(options["files"]) if options.get("files") else None
+        self.version = int(options["version"]) if options.get("version") else None
 
     def partitions(self) -> list[FilePartition]:
-        data = self._open()
+        if self.files is not None:
+            fs, root, _ = resolve(self.path)
+            data = _dataset_at(fs, root, self.version, self.on_corrupt)
+            data.restat(list(self.files))
+        else:
+            data = planning_dataset(self.path, self.on_corrupt)
         _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
         expr = load_filter(self.options, data.schema)
         one_pass = True
-        if expr is None:
+        if expr is None and self.files is None:
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
             columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema))))
-            plans = data.plan(expr, statistics=expr)
+            if self.files is None:
+                plans = data.plan(expr, statistics=expr)
+            else:
+                bound: dict = {}
+                statistics = False if expr is None else expr
+                plans = [data.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
             one_pass = not data._index_pruned(plans)
             files = [
                 (plan.path, column_bytes(data.footer(plan.path), plan.row_groups, columns, compressed=True))
@@ -192,7 +220,7 @@ class _Reader(DataSourceReader):
 
 
 class ArrowIdxDataSource(DataSource):
-    """``spark.read.format("arrowidx").load(path)``: an indexed Parquet dataset.
+    """``spark.read.format("arrowidx").load(path)``: an indexed Parquet dataset, read in Python.
 
     Options: ``where`` (SQL text, as the CLI's ``--where``) and ``filter`` (a pyarrow
     Expression, see :func:`read`): the rows of the dataset this DataFrame holds, pruned by
@@ -200,9 +228,17 @@ class ArrowIdxDataSource(DataSource):
     is damaged in full), ``maxPartitionBytes`` (default ``128mb``) and ``minPartitions``
     (default the planning machine's cores; :func:`read` passes Spark's default parallelism):
     how the files that survive pruning are packed into Spark partitions (:func:`_pack`).
+    ``files`` and ``version`` are set by :func:`read` for the files it hands to this source.
     Filters applied later with ``.filter()`` are applied by Spark and do not prune (see the
-    module docstring for why).
+    module docstring for why): loaded without a filter, the source says so once in the
+    Spark log (:func:`warn_unfiltered`).
     """
+
+    def __init__(self, options) -> None:
+        super().__init__(options)
+        # called once per DataFrame: when it is loaded (later queries unpickle this instance)
+        if not any(options.get(k) for k in ("where", "filter", "files")):
+            warn_unfiltered(str(options.get("path", "")))
 
     @classmethod
     def name(cls) -> str:
@@ -215,11 +251,26 @@ class ArrowIdxDataSource(DataSource):
         return path
 
     def schema(self):
-        fs, root, _ = resolve(self._path())
+        fs, root, _ = resolve(absolute(self._path()))
         return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
 
     def reader(self, schema) -> DataSourceReader:
         return _Reader(self._path(), schema, self.options)
+
+
+def warn_unfiltered(path: str) -> None:
+    """The warning of a DataFrame loaded without a filter. It goes to Python logging in the
+    process that loads the DataFrame, a Python worker of the driver whose output Spark shows
+    with its own log (the driver's standard error); a Python data source is not told whether
+    a query filters, so it is said once, when the DataFrame is loaded."""
+    _LOG.warning(
+        "arrowidx: spark.read.format('arrowidx').load(%r) has no load-time filter: a .filter() or"
+        " WHERE on this DataFrame is applied by Spark after every file is read through Python, and"
+        " the indexes cannot prune it. To prune, and read with Spark's own Parquet reader, use"
+        " arrowidx.spark.read(spark, %r, where)",
+        path,
+        path,
+    )
 
 
 def register(spark) -> None:
@@ -233,30 +284,76 @@ def read(
     spark, path: str, filter: pc.Expression | str | None = None, *, columns: Sequence[str] | None = None,
     **options: str,
 ):  # fmt: skip
-    """``spark.read.format("arrowidx").load(path)`` holding the rows that match ``filter``
-    (a ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
-    dropped; the indexes prune files and rows with it. ``options`` are the data source's
-    other options (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``).
+    """The rows of the indexed dataset at ``path`` that match ``filter`` (a
+    ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
+    dropped, as one DataFrame; ``columns``: only these columns (the filter may use others).
 
-    ``columns``: only these columns (the filter may use others). Spark cannot tell a Python
-    data source which columns a query needs, so give them here when a query uses few of
-    them: a ``count()`` over one column is about twice as fast as over six.
+    Planned here, on the driver, when called: the indexes prune files with ``filter``; the
+    files that survive are read by Spark's own Parquet reader with the filter (and each
+    file's deletion vector) in Spark's plan, and only files Spark's reader cannot serve
+    exactly are read through the ``arrowidx`` data source (see :mod:`arrowidx.spark.native`).
+    The DataFrame holds the files, deletions and manifest version of this moment, as
+    ``spark.read.parquet`` fixes its file listing when called. SQL text is parsed here, so a
+    filter arrowidx refuses fails in this call. ``options`` are the data source's
+    (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``).
     """
     register(spark)
-    if "minPartitions" not in options:
-        parallelism = _default_parallelism(spark)
-        if parallelism:
-            options = {**options, "minPartitions": str(parallelism)}
-    reader = spark.read.format(FORMAT_NAME)
-    if columns is not None:
-        reader = reader.schema(_columns_schema(path, list(columns)))
+    path = absolute(path)
+    on_corrupt = str(options.get("on_corrupt", "raise"))
+    data = planning_dataset(path, on_corrupt)
+    schema = data.schema
+    names = list(schema.names) if columns is None else list(columns)
+    _check_columns(names, schema, data.root)
+    spark_schema = arrow_to_spark_schema(schema)
+    out_schema = arrow_to_spark_schema(pa.schema([schema.field(c) for c in names]))
+    expr, where_sql = None, None
     if isinstance(filter, str):
-        reader = reader.option("where", filter)
+        expr, where_sql = parse_where(filter, schema), filter  # SQL text: Spark's meaning is its meaning
     elif filter is not None:
-        reader = reader.option("filter", encode_filter(filter))
-    for key, value in options.items():
-        reader = reader.option(key, str(value))
-    return reader.load(path)
+        if not isinstance(filter, pc.Expression):
+            raise OptionError(f"filter must be a pyarrow.compute.Expression or SQL text, not {type(filter).__name__}")
+        expr, where_sql = filter, to_spark_sql(filter, schema)
+    plans = data.plan(expr, statistics=False if expr is None else expr)
+    route = plan_route(data, plans, translatable=expr is None or where_sql is not None, columns=names)
+    frames = []
+    if route.local:
+        frames.append(_local_frame(spark, data, route.local, expr, names, out_schema))
+    if route.native:
+        base = spark_uri(path, data.root)
+        frames.append(native_frame(spark, base, data.root, route, spark_schema, where_sql, names))
+    if route.python:
+        if "minPartitions" not in options:
+            parallelism = _default_parallelism(spark)
+            if parallelism:
+                options = {**options, "minPartitions": str(parallelism)}
+        reader = spark.read.format(FORMAT_NAME).schema(out_schema)
+        reader = reader.option("files", json.dumps(sorted(route.python))).option("version", str(route.version))
+        if isinstance(filter, str):
+            reader = reader.option("where", filter)
+        elif filter is not None:
+            reader = reader.option("filter", encode_filter(filter))
+        for key, value in options.items():
+            reader = reader.option(key, str(value))
+        frames.append(reader.load(path))
+    if not frames:
+        return spark.createDataFrame([], out_schema)  # nothing survived the indexes: no job at all
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def _local_frame(spark, data: IndexedDataset, plans, expr, columns: list[str], out_schema):
+    """The rows the plans keep, read here (the arrowidx scan core: only the row groups holding
+    them, deleted rows dropped), as a DataFrame of Spark's local relation."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    target = to_arrow_schema(out_schema, timezone="UTC")
+    tables = [t for t in data.read_plans(plans, expr, columns, one_pass=False) if t is not None and t.num_rows]
+    if not tables:
+        return spark.createDataFrame([], out_schema)  # (a union with an empty local relation costs nothing)
+    table = _to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
+    return spark.createDataFrame(table, schema=out_schema)
 
 
 def _default_parallelism(spark) -> int | None:
@@ -266,14 +363,6 @@ def _default_parallelism(spark) -> int | None:
         return int(spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - Spark Connect raises its own error for sparkContext
         return None
-
-
-def _columns_schema(path: str, columns: list[str]):
-    """The Spark schema of ``columns`` of the dataset at ``path`` (types as :meth:`schema`)."""
-    fs, root, _ = resolve(path)
-    schema = IndexedDataset(fs, root).schema
-    _check_columns(columns, schema, root)
-    return arrow_to_spark_schema(pa.schema([schema.field(c) for c in columns]))
 
 
 def _check_columns(columns: list[str], schema: pa.Schema, root: str) -> None:
