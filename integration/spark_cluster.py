@@ -66,10 +66,13 @@ def free_port() -> int:
 
 
 class StandaloneCluster:
-    """A Spark standalone master and one worker (``cores`` cores, ``memory`` for executors)."""
+    """A Spark standalone master and one worker (``cores`` cores, ``memory`` for executors);
+    ``driver``: also start a :class:`ClusterDriver` process (else connect a session of your
+    own to :attr:`master_url`, as ``bench/bench_spark.py --standalone`` does)."""
 
-    def __init__(self, work: Path, *, cores: int = 2, memory: str = "1g"):
+    def __init__(self, work: Path, *, cores: int = 2, memory: str = "1g", driver: bool = True):
         self.work = Path(work)
+        self.with_driver = driver  # start a ClusterDriver process with the cluster (tests)
         self.cores, self.memory = cores, memory
         self.master_port, self.master_ui = free_port(), free_port()
         self.worker_port, self.worker_ui = free_port(), free_port()
@@ -113,9 +116,9 @@ class StandaloneCluster:
             "--host", "127.0.0.1", "--port", str(self.worker_port), "--webui-port", str(self.worker_ui),
             "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(self.work / "worker"),
         )  # fmt: skip
-        # the driver's JVM starts meanwhile (its application waits for the worker's executor)
-        self._driver_start = threading.Thread(target=self._start_driver, daemon=True)
-        self._driver_start.start()
+        if self.with_driver:  # the driver's JVM starts meanwhile (it waits for the worker's executor)
+            self._driver_start = threading.Thread(target=self._start_driver, daemon=True)
+            self._driver_start.start()
         self._wait(lambda: (self._state() or {}).get("aliveworkers", 0) >= 1, "the worker to register")
         return self
 
