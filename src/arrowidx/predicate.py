@@ -256,6 +256,34 @@ def _parse(expr: pc.Expression):
     return tree
 
 
+_CHECKED: list[tuple[pc.Expression, pa.Schema]] = []  # the last filters found valid
+
+
+def check_expression(expr, schema: pa.Schema) -> None:
+    """Raise what pyarrow raises when ``Table.filter(expr)`` runs on data of ``schema``
+    (an unknown column, a comparison without a kernel, a timestamp with a time zone against
+    one without, a filter that is not boolean), whether or not any row is ever read.
+
+    Indexes and statistics can decide every file without running pyarrow's kernels; the
+    same query must still fail the same way as when they do not (issue 38). The filter is
+    run on one row of NULLs of ``schema``: pyarrow checks types when it binds the
+    expression and when the kernel runs, which NULLs do not change. Errors that depend on
+    values (a cast of ``'abc'`` to int) are raised only by the rows that hold them.
+    Remembered for the last filters checked (``Expression.equals``)."""
+    if expr is None or not isinstance(expr, pc.Expression):
+        return
+    for e, s in _CHECKED:
+        if (e is expr or e.equals(expr)) and (s is schema or s.equals(schema)):
+            return
+    try:
+        row = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
+    except (pa.ArrowException, TypeError, ValueError):
+        row = schema.empty_table()
+    row.filter(expr)
+    _CHECKED.insert(0, (expr, schema))
+    del _CHECKED[16:]
+
+
 # --------------------------------------------------------------------------------------
 # 2. bind: raw tree + schema -> Node
 # --------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ those deletions and deletes from the file as it is now).
 
 from __future__ import annotations
 
-import posixpath
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import CommitConflictError
+from ..predicate import check_expression
 from .build import _progress
 from .layout import (
     DELETION_DIR,
@@ -35,16 +35,15 @@ from .layout import (
     check_stale_option,
     checksum,
     commit_manifest,
-    discover,
     entry_is_fresh,
     fault_point,
     file_infos,
     join,
-    resolve,
     with_commit_retries,
     write_atomic,
 )
-from .scan import IndexedDataset, expression_mask
+from .scan import dataset as open_dataset
+from .scan import expression_mask
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 
@@ -113,12 +112,14 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     start = time.perf_counter()
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
-    fs, root, explicit = resolve(source, filesystem)
-    data = IndexedDataset(fs, root)
+    # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
+    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions)
+    fs, root = data.fs, data.root
     manifest = data.manifest
     base_version = manifest.version
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
+    rels = list(data.files)
+    if rels:
+        check_expression(where, data.schema)  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry = manifest.files.get(rel)

@@ -48,6 +48,7 @@ from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..predicate import Compare
 from ..result import bitmap_to_mask
+from ..statistics import statistics_filter
 
 
 def expression_mask(table: pa.Table | pa.RecordBatch, expr, *, threads: bool = True) -> np.ndarray:
@@ -92,11 +93,17 @@ def bitmap_groups(bitmap, offsets: np.ndarray) -> list[int]:
 
 def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, schema: pa.Schema, groups: list[int]) -> list[int]:
     """``groups`` minus those pyarrow's row-group statistics and the fragment's partition
-    expression rule out for ``expr`` (evaluated under ``schema``)."""
+    expression rule out for ``expr`` (evaluated under ``schema``). Statistics judge only the
+    part of ``expr`` they can judge soundly (:func:`arrowidx.statistics.statistics_filter`):
+    pyarrow's own pruning drops NaN rows, ``0.0`` rows of ``IN (0.0)`` and rows of literals
+    of another type."""
+    sound = statistics_filter(expr, schema).expression
+    if sound is None:
+        return groups
     try:
         if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
             fragment = fragment.subset(row_group_ids=groups)
-        kept = fragment.subset(filter=expr, schema=schema).row_groups
+        kept = fragment.subset(filter=sound, schema=schema).row_groups
     except (pa.ArrowException, TypeError, ValueError):
         return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
     ids = {rg.id for rg in kept}

@@ -51,8 +51,9 @@ import pyarrow.parquet as pq
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
-from ..predicate import bind, expression_text, is_exact, needles
+from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
+from ..statistics import statistics_filter
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
 from .footer import Footer, read_footer
 from .layout import (
@@ -668,6 +669,8 @@ class IndexedDataset:
         first (once per file identity); planning itself then runs inline. Files a key
         directory rules out (:meth:`ruled_out`) are skipped without asking their indexes.
         """
+        if self.files and isinstance(expr, pc.Expression):
+            check_expression(expr, self.schema)
         self.forget_file_infos()
         self._warm_up(self.files)
         bound: dict = {}
@@ -931,6 +934,7 @@ class IndexedDataset:
         key directory ruled out left out)."""
         if not self.files:
             return _Route([], one_pass=True)
+        check_expression(filter, self.schema)
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
@@ -957,9 +961,28 @@ class IndexedDataset:
         """
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
-            yield from route.scanner(filter=filter, columns=columns).to_batches()
+            yield from self._scan_handed_over(route, filter, columns)
         else:
             yield from _batches_of(self._read_route(route, filter, columns))
+
+    def _scan_handed_over(self, data: ds.Dataset, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        """The rows of ``data`` (the whole dataset, handed over to pyarrow) matching ``filter``.
+
+        pyarrow's scanner filters with the part of ``filter`` its statistics may judge
+        (:func:`~arrowidx.statistics.statistics_filter`); when that part means less than the
+        whole filter, the whole filter is applied to every batch by the kernel, so the
+        answer is ``Table.filter``'s even where pyarrow.dataset's is not."""
+        sound = statistics_filter(filter, self.schema)
+        if sound.exact:
+            yield from data.scanner(filter=sound.expression, columns=columns).to_batches()
+            return
+        out = list(self.schema.names) if columns is None else list(columns)
+        names = out + [c for c in sorted(self.bind_columns(filter)) if c not in out]
+        for batch in data.scanner(filter=sound.expression, columns=names).to_batches():
+            mask = expression_mask(batch, filter, threads=False)
+            if mask.any():
+                batch = batch if mask.all() else batch.filter(pa.array(mask))
+                yield batch if len(names) == len(out) else batch.select(out)
 
     def _read_route(self, route: _Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
         """The tables of a planned route, in file order. A needle's route (:meth:`_plan_needle`)
@@ -1023,8 +1046,12 @@ class IndexedDataset:
         schema = self._output_schema(columns)
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
-            return route.to_table(filter=filter, columns=columns)
-        batches = [b for b in _batches_of(self._read_route(route, filter, columns)) if b.num_rows]
+            sound = statistics_filter(filter, self.schema)
+            if sound.exact:
+                return route.to_table(filter=sound.expression, columns=columns)
+            batches = list(self._scan_handed_over(route, filter, columns))
+        else:
+            batches = [b for b in _batches_of(self._read_route(route, filter, columns)) if b.num_rows]
         if not batches:
             return schema.empty_table()
         if all(b.schema.equals(schema) for b in batches):
