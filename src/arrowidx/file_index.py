@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._bytes import as_buffer
-from .arrow_input import record_batches
+from .arrow_input import arrow_schema, record_batches
 from .errors import ArrowIdxError, OptionError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
@@ -112,7 +112,7 @@ class FileIndex:
         data, found_name = as_buffer(source)
         name = name or found_name
         self.source = name
-        self.schema = schema
+        self.schema = arrow_schema(schema, "FileIndex(source, schema)")
         self.container = Container(data, name)
         self._readers: dict[str, list[IndexReader]] = {}
         self._types: dict[frozenset, list[str]] = {}

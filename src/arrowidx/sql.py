@@ -359,8 +359,19 @@ def _compare(op: str, column: str, literal: tuple[str, object], schema: pa.Schem
             if op == "!=":
                 return field.is_valid()
             op, number = {"<": ("<=", lo), "<=": ("<=", lo), ">": (">=", hi), ">=": (">=", hi)}[op]
-        return _op(op, field, _int_scalar(column, t, int(number), op))
+        low, high = _int_range(t)
+        if not low <= int(number) <= high:  # beyond every value of the column: decided by the side
+            above = int(number) > high
+            true_for_values = op == "!=" or (op in ("<", "<=") if above else op in (">", ">="))
+            return field.is_valid() if true_for_values else pc.scalar(False)
+        return _op(op, field, pa.scalar(int(number), t))
     return _op(op, field, _coerce(column, t, kind, value))
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    """The smallest and largest value of the integer type ``t``."""
+    bits = t.bit_width
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if pa.types.is_signed_integer(t) else (0, (1 << bits) - 1)
 
 
 def _op(op: str, field: pc.Expression, scalar) -> pc.Expression:
@@ -368,13 +379,6 @@ def _op(op: str, field: pc.Expression, scalar) -> pc.Expression:
         "=": lambda: field == scalar, "!=": lambda: field != scalar, "<": lambda: field < scalar,
         "<=": lambda: field <= scalar, ">": lambda: field > scalar, ">=": lambda: field >= scalar,
     }[op]()  # fmt: skip
-
-
-def _int_scalar(column: str, t: pa.DataType, value: int, op: str):
-    try:
-        return pa.scalar(value, t)
-    except (pa.ArrowInvalid, OverflowError):
-        return pa.scalar(value)  # out of the column's range: Arrow compares in a wider type
 
 
 def _number(column: str, t: pa.DataType, kind: str, value) -> Decimal:

@@ -33,9 +33,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError, OptionError, StaleDeletionError
+from ..errors import ArrowIdxError, CorruptIndexError, OptionError, StaleDeletionError
 from ..file_index import write_file_index
-from ..options import in_manifest_threshold, parse_index_options
+from ..options import check_option_keys, in_manifest_threshold, parse_index_options
+from ..storage import storage_error
 from .footer import read_footer
 from .layout import (
     INDEX_DIR,
@@ -100,7 +101,28 @@ def index_one_file(
     specs = parse_index_options(options)
     columns = sorted({s.column for s in specs})
     footer = read_footer(fs, join(root, rel), info.size)
-    with fs.open_input_file(join(root, rel)) as f:
+    try:
+        container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise storage_error(e, join(root, rel), "data file") from None
+    except pa.ArrowException as e:  # the footer parsed, the data does not
+        raise CorruptIndexError(f"unreadable Parquet data: {e}", source=join(root, rel)) from None
+    digest = checksum(container)
+    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container), xxh64=digest)
+    if len(container) <= threshold:
+        ref.embedded = base64.b64encode(container).decode()
+    else:
+        ref.file = f"{INDEX_DIR}/{rel}.{digest}.index"
+        write_atomic(fs, join(root, ref.file), container, root=root)
+        fault_point("index-written")
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint)
+
+
+def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
+    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``."""
+    with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
         missing = [c for c in columns if schema.get_field_index(c) < 0]
@@ -112,16 +134,7 @@ def index_one_file(
         batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
         indexed_schema = pa.schema([schema.field(c) for c in present])
         container = write_file_index(_with_schema(batches, indexed_schema), file_options)
-        rows = parquet.metadata.num_rows
-    digest = checksum(container)
-    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container), xxh64=digest)
-    if len(container) <= threshold:
-        ref.embedded = base64.b64encode(container).decode()
-    else:
-        ref.file = f"{INDEX_DIR}/{rel}.{digest}.index"
-        write_atomic(fs, join(root, ref.file), container, root=root)
-        fault_point("index-written")
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint)
+        return container, file_options, indexed_schema, parquet.metadata.num_rows
 
 
 def _with_schema(batches, schema: pa.Schema):
@@ -157,8 +170,7 @@ def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Map
     for rel in rels:
         if not wanted:
             return
-        with fs.open_input_file(join(root, rel)) as f:
-            names = set(pq.read_schema(f).names)
+        names = set(read_footer(fs, join(root, rel)).metadata.schema.to_arrow_schema().names)
         wanted -= names
         seen |= names
     if wanted and rels:
@@ -260,6 +272,7 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
     fs, root, explicit = resolve(source, filesystem)
+    check_option_keys(options or {}, what="arrowidx.build")
     manifest = load_manifest(fs, root)
     options = merge_options(manifest.options, options, replace=replace, drop=drop)
     if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
@@ -281,9 +294,24 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
     _check_columns(fs, root, todo, options)
-    removed = sorted(set(manifest.files) - set(rels))
+    if explicit is None:  # every data file was listed: an entry whose file is gone leaves
+        removed = sorted(set(manifest.files) - set(rels))
+    else:  # some files named: the other entries (and their deletions) stay as they are
+        removed = []
+        named = set(rels)
+        others = [rel for rel in manifest.files if rel not in named]
+        if others and manifest.options != options:
+            raise OptionError(
+                f"{root}: these options differ from the ones its other {len(others)} indexed file(s) were"
+                f" built with ({_options_text(manifest.options)}); a build naming some files keeps the"
+                f" dataset's options. Build the whole dataset ({root}) to change them"
+            )
     return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
                      on_stale_deletions, repaired)  # fmt: skip
+
+
+def _options_text(options: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
 
 
 def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: pafs.FileInfo, on_stale_deletions: str) -> bool:
@@ -310,7 +338,8 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
-    files = {rel: manifest.files[rel] for rel in plan.unchanged}
+    gone = set(plan.removed)  # only entries whose data file is gone leave the manifest
+    files = {rel: entry for rel, entry in manifest.files.items() if rel not in gone}
     for entry in built:
         old = manifest.files.get(entry.path)
         if old is not None and old.deletion is not None:

@@ -26,6 +26,7 @@ import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import CommitConflictError
+from ..options import DELETION_KEYS, check_option_keys
 from ..predicate import check_expression
 from .build import _progress
 from .layout import (
@@ -110,6 +111,7 @@ def delete(
 def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions) -> DeleteReport:
     """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
+    check_option_keys(options or {}, what="arrowidx.delete", index_keys=False, accepted=DELETION_KEYS)
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too

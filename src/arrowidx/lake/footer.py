@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from ..errors import CorruptIndexError
+from ..storage import storage_error
 
 MAGIC = b"PAR1"
 TAIL_BYTES = 64 * 1024  # what pyarrow itself reads first for a footer
@@ -55,22 +56,27 @@ def read_footer(fs: pafs.FileSystem, path: str, size: int | None = None) -> Foot
     Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
     Parquet file (too short, wrong magic, a footer length past the start of the file).
     """
-    with fs.open_input_file(path) as f:
-        if size is None:
-            size = f.size()
-        if size < 12:
-            raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
-        start = max(0, size - TAIL_BYTES)
-        f.seek(start)
-        tail = f.read(size - start)
-        if tail[-4:] != MAGIC:
-            raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
-        (length,) = struct.unpack("<I", tail[-8:-4])
-        if length + 12 > size:
-            raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
-        if length + 8 > len(tail):
-            f.seek(size - length - 8)
-            tail = f.read(length + 8)
+    try:
+        with fs.open_input_file(path) as f:
+            if size is None:
+                size = f.size()
+            if size < 12:
+                raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
+            start = max(0, size - TAIL_BYTES)
+            f.seek(start)
+            tail = f.read(size - start)
+            if tail[-4:] != MAGIC:
+                raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
+            (length,) = struct.unpack("<I", tail[-8:-4])
+            if length + 12 > size:
+                raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
+            if length + 8 > len(tail):
+                f.seek(size - length - 8)
+                tail = f.read(length + 8)
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as e:  # access, network: not damage
+        raise storage_error(e, path, "data file") from None
     footer = tail[-(length + 8) :]
     try:
         metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))

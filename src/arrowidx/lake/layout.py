@@ -57,6 +57,7 @@ from ..errors import (
     OptionError,
     StaleDeletionError,
 )
+from ..storage import storage_error
 from .footer import Footer
 
 META_DIR = "_arrowidx"
@@ -102,6 +103,15 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[paf
             paths = [p[len(prefix) :] if prefix and p.startswith(prefix) else _local(p) for p in paths]
         root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
         return filesystem, root, paths
+    if not isinstance(source, (str, os.PathLike)):
+        from ..arrow_input import UnsupportedInputError
+
+        data = hasattr(source, "__arrow_c_stream__") or type(source).__module__.split(".")[0] in ("pandas", "polars")
+        raise UnsupportedInputError(
+            f"source: expected a dataset: a directory path or URI, a .parquet file, a list of them or a"
+            f" pyarrow dataset; got a {type(source).__name__}"
+            + ("; to index data in memory, use arrowidx.write_file_index(data, options)" if data else "")
+        )
     path = os.fspath(source)
     if filesystem is None:
         filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
@@ -263,14 +273,16 @@ def join(root: str, rel: str) -> str:
 
 
 def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
-    """The bytes of ``path``; a missing or unreadable file is a :class:`CorruptIndexError` naming it."""
+    """The bytes of ``path``; a missing file is a :class:`CorruptIndexError` naming it (the
+    dataset lost it), any other failure a :class:`~arrowidx.errors.StorageError` (access,
+    network) naming it."""
     try:
         with fs.open_input_stream(path) as f:
             return f.read()
     except FileNotFoundError:
         raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
-    except (OSError, pa.ArrowException) as e:
-        raise CorruptIndexError(f"{what} cannot be read: {e}", source=path) from None
+    except (OSError, pa.ArrowException) as e:  # not damage: access, network, ...
+        raise storage_error(e, path, what) from None
 
 
 def checksum(data: bytes) -> str:

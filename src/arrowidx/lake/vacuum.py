@@ -74,6 +74,8 @@ def vacuum(
     ``timedelta``; default 7 days). Never removes the current version's files."""
     cutoff_ms = (time.time() - _seconds(older_than)) * 1000
     fs, root, _ = resolve(source, filesystem)
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
     versions = manifest_versions(fs, root)
     report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
     if not versions:

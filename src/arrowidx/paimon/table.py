@@ -248,6 +248,17 @@ _DECODED_STATS: dict[int, tuple[DataFile, dict[tuple, dict[str, ColumnStats]]]] 
 _DECODED_STATS_MAX = 1 << 17  # entries (then forgotten all at once)
 
 
+def _snapshot_id(snapshot: Any) -> int | None:
+    """``snapshot`` as given to :func:`open_table`: None or ``"latest"`` (the latest), or an id."""
+    if snapshot is None or (isinstance(snapshot, str) and snapshot.strip().lower() == "latest"):
+        return None
+    if isinstance(snapshot, str) and snapshot.strip().isdigit():
+        return int(snapshot)
+    if isinstance(snapshot, int) and not isinstance(snapshot, bool) and snapshot > 0:
+        return snapshot
+    raise PaimonTableError(f"snapshot must be a snapshot id (an int >= 1) or 'latest', got {snapshot!r}")
+
+
 class PaimonTable:
     """One snapshot of a Paimon table (see :func:`open_table`)."""
 
@@ -255,7 +266,8 @@ class PaimonTable:
         self.fs = fs
         self.path = path.rstrip("/")
         self.threads = threads or min(8, os.cpu_count() or 1)
-        sid = latest_snapshot_id(fs, self.path) if snapshot is None else int(snapshot)
+        snapshot = _snapshot_id(snapshot)
+        sid = latest_snapshot_id(fs, self.path) if snapshot is None else snapshot
         self._snapshot = None if sid is None else read_snapshot(fs, self.path, sid)
         self._schemas: dict[int, TableSchema] = {}
         if self._snapshot is None:  # a table without any commit: its latest schema
@@ -847,9 +859,9 @@ def _filter_columns(filter, schema: pa.Schema) -> set[str]:
     return _expression_fields(filter, schema)
 
 
-def open_table(path: Any, *, snapshot: int | None = None, filesystem: pafs.FileSystem | None = None) -> PaimonTable:
+def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None) -> PaimonTable:
     """Open a Paimon table directory (``<warehouse>/<db>.db/<table>``) at its latest
-    snapshot, or at ``snapshot`` (an id)."""
+    snapshot (``snapshot=None`` or ``"latest"``), or at ``snapshot`` (an id)."""
     path = os.fspath(path)
     if filesystem is None:
         if "://" in path:
