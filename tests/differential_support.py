@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, reject, settings
 from hypothesis import strategies as st

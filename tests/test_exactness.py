@@ -211,6 +211,6 @@ def test_an_invalid_polars_filter_raises_what_polars_raises(invalid_lake):
     root, _ = invalid_lake
     frame = pl.read_parquet(os.path.join(root, "part-0.parquet"))
     for expr in (pl.col("s") < 1, pl.col("id") == "5"):
-        _, expected = call(lambda: frame.filter(expr))
-        _, got = call(lambda: arrowidx.polars.scan(root).filter(expr).collect())
+        _, expected = call(frame.filter, expr)
+        _, got = call(lambda e=expr: arrowidx.polars.scan(root).filter(e).collect())
         assert expected is not None and type(got) is type(expected), f"{expr}: {got!r}, Polars: {expected!r}"

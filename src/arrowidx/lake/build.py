@@ -35,8 +35,9 @@ import pyarrow.parquet as pq
 
 from ..errors import ArrowIdxError, CorruptIndexError, OptionError, StaleDeletionError
 from ..file_index import write_file_index
+from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
-from ..storage import storage_error
+from ..storage import ObjectInfo, as_store, storage_error
 from .footer import read_footer
 from .layout import (
     INDEX_DIR,
@@ -46,7 +47,6 @@ from .layout import (
     check_stale_option,
     checksum,
     commit_manifest,
-    discover,
     entry_is_fresh,
     fault_point,
     file_infos,
@@ -93,7 +93,7 @@ def index_one_file(
     fs: pafs.FileSystem,
     root: str,
     rel: str,
-    info: pafs.FileInfo,
+    info: ObjectInfo | pafs.FileInfo,
     options: Mapping[str, str],
     threshold: int,
 ) -> FileEntry:
@@ -115,9 +115,10 @@ def index_one_file(
         ref.embedded = base64.b64encode(container).decode()
     else:
         ref.file = f"{INDEX_DIR}/{rel}.{digest}.index"
+        ref.layout = Container(container, ref.file).layout()  # so a query reads only its columns' bytes
         write_atomic(fs, join(root, ref.file), container, root=root)
         fault_point("index-written")
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint)
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None))
 
 
 def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
@@ -211,7 +212,7 @@ class BuildPlan:
     threshold: int
     manifest: Manifest
     base_version: int
-    infos: dict[str, pafs.FileInfo]
+    infos: dict[str, ObjectInfo]
     todo: list[str]
     unchanged: list[str]
     removed: list[str]
@@ -282,9 +283,17 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
         )
     parse_index_options(options)  # fail on bad options before touching anything
     threshold = in_manifest_threshold(options)
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
-    infos = file_infos(fs, root, rels)
+    if explicit is None:  # one listing: every data file with its size and change stamp
+        listed = as_store(fs).list(root)
+        rels = [posixpath.relpath(i.path, root) for i in listed]
+        infos = dict(zip(rels, listed))
+    else:
+        rels = [posixpath.relpath(p, root) for p in explicit]
+        found = file_infos(fs, root, rels)
+        missing = [rel for rel, info in found.items() if info is None]
+        if missing:
+            raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
+        infos = {rel: info for rel, info in found.items() if info is not None}
     todo, unchanged, repaired = [], [], []
     for rel in rels:
         entry = manifest.files.get(rel)
@@ -314,10 +323,8 @@ def _options_text(options: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
 
 
-def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: pafs.FileInfo, on_stale_deletions: str) -> bool:
-    footer = None
-    if entry.fingerprint is not None and info.type == pafs.FileType.File and info.size == entry.size:
-        footer = read_footer(fs, join(root, entry.path), info.size)
+def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
+    footer = lambda: read_footer(fs, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
     return entry_is_fresh(entry, info, footer, on_stale_deletions=on_stale_deletions)
 
 

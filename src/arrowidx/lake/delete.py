@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
-from ..errors import CommitConflictError
+from ..errors import ArrowIdxError, CommitConflictError
 from ..options import DELETION_KEYS, check_option_keys
 from ..predicate import check_expression
 from .build import _progress
@@ -117,18 +117,20 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
     data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions)
     fs, root = data.fs, data.root
-    manifest = data.manifest
+    manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
     rels = list(data.files)
     if rels:
         check_expression(where, data.schema)  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
-        entry = manifest.files.get(rel)
-        footer = data.read_footer(rel)
-        if entry is None or not entry_is_fresh(entry, infos[rel], footer, on_stale_deletions=on_stale_deletions):
-            manifest.files[rel] = FileEntry(rel, infos[rel].size, infos[rel].mtime_ns, footer.num_rows, None, None,
-                                            footer.fingerprint)  # fmt: skip
+        entry, info = manifest.files.get(rel), infos[rel]
+        if info is None:
+            raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
+        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel), on_stale_deletions=on_stale_deletions):
+            footer = data.read_footer(rel)
+            manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
+                                            footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")

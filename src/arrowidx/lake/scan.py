@@ -32,7 +32,6 @@ unification behave exactly as in ``pyarrow.dataset``. The result equals
 from __future__ import annotations
 
 import operator
-import os
 import posixpath
 import threading
 from collections.abc import Callable, Iterator
@@ -48,12 +47,15 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..deletion import DeletionVector
-from ..errors import ArrowIdxError
+from .. import facts
+from ..deletion import DeletionVector, read_deletion_vectors
+from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
+from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
 from ..statistics import statistics_filter
+from ..storage import ObjectInfo, Store, as_store
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
 from .footer import Footer, read_footer
 from .layout import (
@@ -61,20 +63,19 @@ from .layout import (
     FileEntry,
     Manifest,
     check_stale_option,
-    discover,
+    checksum,
+    ensure_inside,
     entry_is_fresh,
     file_infos,
     join,
     latest_version,
-    load_deletion_vector,
     load_index_bytes,
-    load_manifest,
+    manifest_infos,
+    read_manifest,
     resolve,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
-#: Footers and index files of a cold dataset are read on this many threads.
-IO_THREADS = 8
 # From this many files a query's stats (one per file: is it still the file indexed?) are
 # split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
 _PARALLEL_STAT_FILES = 256
@@ -82,15 +83,29 @@ _PARALLEL_STAT_FILES = 256
 # thread stats the files they ruled out (IndexedDataset._plan_needle): the stats, ~4 ms for
 # 1,000 files, then cost no time of their own.
 NEEDLE_MAX_FILES = 16
-_STAT_POOL: list[ThreadPoolExecutor] = []  # one helper thread, started on first use
-os.register_at_fork(after_in_child=_STAT_POOL.clear)  # a forked child has no such thread: start its own
+_PARQUET = ds.ParquetFileFormat()  # the format of datasets opened by path: one object, so fragments are shared
 
 
 def _stat_pool() -> ThreadPoolExecutor:
-    """The helper thread of :meth:`IndexedDataset._stat_files`."""
-    if not _STAT_POOL:
-        _STAT_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="arrowidx-stat"))
-    return _STAT_POOL[0]
+    """The process's I/O pool (:func:`arrowidx.facts.executor`)."""
+    return facts.executor()
+
+
+def load_manifest_shared(store: Store, root: str) -> Manifest:
+    """The current manifest of ``root``: its version listed now, its content parsed once
+    per process (a manifest version is created once and never rewritten). Readers only:
+    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change."""
+    infos = manifest_infos(store, root)
+    if not infos:
+        return Manifest()
+    version = max(infos)
+    info = infos[version]
+    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
+    return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+
+
+def _sized(manifest: Manifest) -> tuple[Manifest, int]:
+    return manifest, 512 + 400 * len(manifest.files)
 
 
 @dataclass
@@ -260,7 +275,7 @@ class IndexedDataset:
 
     def __init__(
         self,
-        filesystem: pafs.FileSystem,
+        filesystem: pafs.FileSystem | Store,
         root: str,
         *,
         on_corrupt: str = "raise",
@@ -271,29 +286,28 @@ class IndexedDataset:
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
-        self.fs = filesystem
+        self.store = as_store(filesystem)
+        self.fs = self.store.fs
         self.root = root
         self.on_corrupt = on_corrupt
         self.threads = threads
         self.source = source
-        self.format = source.format if source is not None else ds.ParquetFileFormat()
+        self.format = source.format if source is not None else _PARQUET
+        # facts about data files are shared with every reader of the process when the store
+        # stamps changes; else they stay this object's (see arrowidx.facts)
+        self._token: int | None = None if self.store.stamps else facts.identity_token()
         self._partitions: dict[str, pc.Expression] = {}
         if source is not None:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
-        self.manifest: Manifest = load_manifest(filesystem, root)
-        self._files = self._discover()
+        self.manifest: Manifest = load_manifest_shared(self.store, root)
         self._lock = threading.Lock()
-        self._indexes: dict[tuple, FileIndex] = {}
-        self._footers: dict[tuple, Footer] = {}
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
-        self._fragments: dict[tuple, ds.ParquetFileFragment] = {}
-        self._deletions: dict[tuple, DeletionVector] = {}
-        self._deletion_files: dict[str, bytes] = {}
-        self._infos: dict[str, pafs.FileInfo] = {}
+        self._infos: dict[str, ObjectInfo | None] = {}
         self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
+        self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
+        self._files = self._discover()
         self._schema: pa.Schema | None = source.schema if source is not None else None
-        self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
         self._counts: dict[tuple, list[int]] = {}
         self._nonempty: dict[tuple, list[int]] = {}
@@ -304,7 +318,7 @@ class IndexedDataset:
         self._index_schemas: dict[str, pa.Schema] = {}
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
         self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
-        self._warm_stamp: tuple = ()  # (manifest version, identities) when every file was last found warm
+        self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
 
@@ -326,54 +340,73 @@ class IndexedDataset:
             return list(self._partitions)
         if self._only is not None:
             return list(self._only)
+        listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
         prefix = self.root.rstrip("/") + "/"
-        return sorted(p[len(prefix) :] if p.startswith(prefix) else posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
+        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
+        self._infos = dict(zip(rels, listed))
+        self._keys, self._identities = {}, (None, [])
+        self._listed_now = True
+        return rels
 
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
         files' sizes and times."""
-        if self.manifest.version == 0 or latest_version(self.fs, self.root) != self.manifest.version:
-            self.manifest = load_manifest(self.fs, self.root)
+        if self.manifest.version == 0 or latest_version(self.store, self.root) != self.manifest.version:
+            self.manifest = load_manifest_shared(self.store, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
-        self.forget_file_infos()
+        if not self._listed_now:
+            self.forget_file_infos()
 
     def forget_file_infos(self) -> None:
         """Stat the files again at their next use: once per query, so a file changed since
-        the last query is seen as changed (its index then no longer applies)."""
+        the last query is seen as changed (its index then no longer applies). The first
+        query after the files were listed uses the listing."""
+        if self._listed_now:
+            self._listed_now = False
+            return
         self._infos, self._keys, self._identities = {}, {}, (None, [])
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those)."""
-        self._infos.update(file_infos(self.fs, self.root, rels))
+        self._infos.update(file_infos(self.store, self.root, rels))
         self._identities = (None, [])
         for rel in rels:
             self._keys.pop(rel, None)
 
-    def _info(self, rel: str) -> pafs.FileInfo:
+    def _info(self, rel: str) -> ObjectInfo | None:
         if rel not in self._infos:
             self._stat_files()
             if rel not in self._infos:
-                self._infos.update(file_infos(self.fs, self.root, [rel]))
+                self._infos.update(file_infos(self.store, self.root, [rel]))
         return self._infos[rel]
 
     def _stat_files(self) -> None:
         """Stat every file in one call, noting each one's identity (:meth:`_key`)."""
         files = self.files
-        paths = self._absolute_paths()
-        if len(paths) < _PARALLEL_STAT_FILES:
-            infos = self.fs.get_file_info(paths)
-        else:  # half on a helper thread: stats release the GIL, so two run at once
-            half = len(paths) // 2
-            other = _stat_pool().submit(self.fs.get_file_info, paths[half:])
-            infos = self.fs.get_file_info(paths[:half]) + other.result()
-        identities = [(rel, info.size, info.mtime_ns) for rel, info in zip(files, infos)]
-        self._infos.update(zip(files, infos))
+        if not all(rel in self._infos for rel in files):
+            paths = self._absolute_paths()
+            if len(paths) < _PARALLEL_STAT_FILES:
+                infos = self.store.stat(paths)
+            else:  # half on the I/O pool: stats release the GIL, so two run at once
+                half = len(paths) // 2
+                other = _stat_pool().submit(self.store.stat, paths[half:])
+                infos = self.store.stat(paths[:half]) + other.result()
+            self._infos.update(zip(files, infos))
+        infos = self._infos
+        identities = [self._identity(rel, infos[rel]) for rel in files]
         self._keys.update(zip(files, identities))
         self._identities = (files, identities)
+
+    def _identity(self, rel: str, info: ObjectInfo | None) -> tuple:
+        """``(rel, size, mtime, stamp)``: what the facts of a data file are kept under (with
+        this object's token where the store stamps nothing)."""
+        if info is None:
+            return (rel, None, None, self._token)
+        return (rel, info.size, info.mtime_ns, info.stamp if self._token is None else self._token)
 
     def _absolute_paths(self) -> list[str]:
         """The full paths of :attr:`files` (built once per file list)."""
@@ -383,66 +416,82 @@ class IndexedDataset:
         return self._absolute[1]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
-        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``),
-        remembered per file identity and manifest entry: a scan asks it of every file."""
+        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
+        by the store's change stamp, else by the footer's fingerprint), remembered per file
+        identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
         key = self._key(entry.path)
         known = self._freshness.get(key)
         if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
             return known[2]
-        footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
-        fresh = entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
+        fresh = entry_is_fresh(entry, self._info(entry.path), lambda: self.read_footer(entry.path),
+                               on_stale_deletions=self.on_stale_deletions)  # fmt: skip
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
 
     def file_identity(self, rel: str) -> tuple:
-        """The data file's identity, ``(rel, size, mtime_ns)`` as this query's stat found it:
-        what is cached of a file is cached under it."""
+        """The data file's identity, ``(rel, size, mtime_ns, stamp)`` as this query's stat
+        found it: what is cached of a file is cached under it."""
         return self._key(rel)
 
     def _key(self, rel: str) -> tuple:
-        """The file's identity (path, size, mtime), under which its footer, index and
+        """The file's identity (path, size, mtime, stamp), under which its footer, index and
         deletion vector are cached."""
         key = self._keys.get(rel)
         if key is None:
-            info = self._info(rel)
-            key = self._keys[rel] = (rel, info.size, info.mtime_ns)
+            if not self._identities[1] and len(self.files) > 1:
+                self._stat_files()  # every file at once
+                key = self._keys.get(rel)
+            if key is None:
+                key = self._keys[rel] = self._identity(rel, self._info(rel))
         return key
 
+    def _fact_key(self, kind: str, rel: str, *more) -> tuple:
+        return (kind, self.store.key, join(self.root, rel), *self._key(rel)[1:], *more)
+
     def read_footer(self, rel: str) -> Footer:
-        """The data file's footer and fingerprint, read once per file identity."""
-        key = self._key(rel)
-        footer = self._footers.get(key)
-        if footer is None:
-            footer = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
-            with self._lock:
-                self._footers[key] = footer
-        return footer
+        """The data file's footer and fingerprint (our own read), once per file identity
+        in the process."""
+        info = self._info(rel)
+        path = join(self.root, rel)
+
+        def make():
+            footer = read_footer(self.store, path, info.size if info is not None else None)
+            return footer, footer.metadata.serialized_size
+
+        return facts.FOOTERS.get(self._fact_key("footer", rel), make)
 
     def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
-        """pyarrow's fragment of one data file (its partition expression, footer loaded),
-        created once per file identity. ``dictionary``: one that reads the dataset's
-        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_format`)."""
-        key = (*self._key(rel), dictionary)
-        fragment = self._fragments.get(key)
-        if fragment is None:
-            fmt = self._dictionary_format()[0] if dictionary else self.format
+        """pyarrow's fragment of one data file (its partition expression, footer loaded by
+        pyarrow), made once per file identity in the process. ``dictionary``: one that reads
+        the dataset's dictionary-encoded string columns as dictionaries
+        (:meth:`_dictionary_format`)."""
+        fmt = self._dictionary_format()[0] if dictionary else self.format
+        partition = self._partitions.get(rel)
+        key = self._fact_key("fragment", rel, id(fmt), None if partition is None else str(partition))
+        info = self._info(rel)
+
+        def make():
             fragment = fmt.make_fragment(
-                join(self.root, rel), self.fs, partition_expression=self._partitions.get(rel, pc.scalar(True))
-            )
+                join(self.root, rel), self.fs, partition_expression=partition if partition is not None else pc.scalar(True),
+                file_size=info.size if info is not None else None,
+            )  # (the size known: no request to ask it)
             try:
                 fragment.ensure_complete_metadata()
+            except FileNotFoundError:
+                raise
             except (OSError, pa.ArrowException) as e:
                 raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
-            with self._lock:
-                self._fragments[key] = fragment
-        return fragment
+            return fragment, fragment.metadata.serialized_size + 512
+
+        return facts.FRAGMENTS.get(key, make)
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        """The data file's parsed footer (:meth:`read_footer`; pyarrow's own fragment, which
-        reads it again for its statistics, is created only for files that are read)."""
-        return self.read_footer(rel).metadata
+        """The data file's parsed footer: ours when it was read for its fingerprint, else
+        pyarrow's, through the file's fragment (the one read a file that is read needs)."""
+        held = facts.FOOTERS.peek(self._fact_key("footer", rel))
+        return held.metadata if held is not None else self.fragment(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -460,49 +509,68 @@ class IndexedDataset:
                         if pa.types.is_string(f.type) and group.column(i).has_dictionary_page
                         and self.schema.get_field_index(f.name) >= 0 and pa.types.is_string(self.schema.field(f.name).type)
                     }  # fmt: skip
-            options = ds.ParquetReadOptions(dictionary_columns=sorted(names)) if names else None
-            fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=self.format.default_fragment_scan_options) if names else self.format
-            self._dict_format = (fmt, names)
+            self._dict_format = (_dictionary_format(self.format, frozenset(names)) if names else self.format, names)
         return self._dict_format
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
 
-    def _warm_up(self, files: list[str]) -> None:
-        """Load footers, fragments, indexes and deletion vectors of files not seen yet, in parallel."""
-        if files:
-            self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
+    def _prepare(self, files: list[str], expr=None) -> None:
+        """Read, on the process's I/O pool, what planning ``files`` for ``expr`` needs that
+        the process does not hold yet: the footers of files whose freshness needs their
+        fingerprint (their change stamp is not the one indexed), and the bytes of the
+        indexes of ``expr``'s columns (one ranged read per file, when the manifest records
+        where they lie). Nothing else: footers and deletion vectors of the files the
+        indexes keep are read by :meth:`_prepare_kept`."""
+        if not files:
+            return
+        self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
+        columns = frozenset(self.bind_columns(expr)) if expr is not None else frozenset()
         stamp = None
         if files is self.files and self._identities[0] is files:
-            stamp = (self.manifest.version, self._identities[1])
-            if stamp == self._warm_stamp:
-                return  # the same files, unchanged, as when all of them were last warm
-        known, warm = self._keys, self._warm
-        cold = [rel for rel in files if known.get(rel) not in warm]  # (an unknown file is cold)
-        if not cold:
-            if stamp is not None:
-                self._warm_stamp = stamp
+            stamp = (self.manifest.version, self._identities[1], columns)
+            if stamp == self._prepared:
+                return  # the same files, unchanged, with the same columns, as when last prepared
+        entries = self.manifest.files
+        todo = []
+        for rel in files:
+            entry = entries.get(rel)
+            if entry is None:
+                continue
+            known = self._freshness.get(self._key(rel))
+            if known is None or known[0] is not entry:
+                todo.append(rel)
+            elif known[2] and entry.index is not None and columns:
+                todo.append(rel)
+
+        def load(rel: str) -> None:
+            entry = entries[rel]
+            if self._fresh(entry) and entry.index is not None and columns:
+                try:
+                    index = self.file_index(entry)
+                    if index is not None:
+                        index.load(columns)
+                except ArrowIdxError:
+                    pass  # plan_file meets (and reports) it
+
+        facts.parallel(load, todo)
+        if stamp is not None:
+            self._prepared = stamp
+
+    def _prepare_kept(self, plans: list[FilePlan]) -> None:
+        """Read, on the I/O pool, the footers (pyarrow's fragments) and deletion vectors of
+        the files planned to be read that the process does not hold yet."""
+        todo = [p.path for p in plans if p.status != "skipped"]
+        if len(todo) < 2:
             return
 
         def load(rel: str) -> None:
+            self.fragment(rel)
             entry = self.manifest.files.get(rel)
-            self.read_footer(rel)
-            if entry is not None and self._fresh(entry):
-                if entry.index is not None:
-                    try:
-                        self.file_index(entry)
-                    except ArrowIdxError:
-                        pass  # plan_file meets (and reports) it
-                if entry.deletion is not None:
-                    self.deletion_vector(rel)
-            with self._lock:
-                self._warm.add(self._key(rel))
+            if entry is not None and entry.deletion is not None:
+                self.deletion_vector(rel)
 
-        if len(cold) == 1:
-            load(cold[0])
-            return
-        with ThreadPoolExecutor(max_workers=min(IO_THREADS, len(cold))) as pool:
-            list(pool.map(load, cold))
+        facts.parallel(load, todo)
 
     @property
     def schema(self) -> pa.Schema:
@@ -529,36 +597,73 @@ class IndexedDataset:
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
-        """The opened container of a fresh file (cached), or None if it has none."""
+        """The opened container of a fresh file, shared by every reader of the process (it
+        is named by its content). A container whose layout the manifest records fetches
+        only the columns asked about (:class:`~arrowidx.index.container.SparseContainer`)."""
         ref = entry.index
         if ref is None:
             return None
-        key = (*self._key(entry.path), ref.size, ref.file, ref.embedded is not None)
-        with self._lock:
-            cached = self._indexes.get(key)
-        if cached is not None:
-            return cached
-        source = f"{entry.path} (embedded index)" if ref.embedded is not None else join(self.root, ref.file)
-        data = load_index_bytes(self.fs, self.root, entry)
-        index = FileIndex(data, ref.arrow_schema(), name=source) if data else None
-        with self._lock:
-            self._indexes[key] = index
-        return index
+        if ref.embedded is not None:
+            key = ("index", "embedded", ref.embedded, ref.schema)  # (small: the threshold bounds it)
+            source = f"{join(self.root, entry.path)} (embedded index)"
+        else:
+            source = join(self.root, ref.file)
+            key = ("index", self.store.key, source, ref.size, ref.xxh64, ref.schema)
+
+        def make():
+            if ref.layout is not None and ref.embedded is None:
+                ensure_inside(self.fs, self.root, source, "index file")
+                container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source)
+                return FileIndex(container, ref.arrow_schema(), name=source), 1024
+            data = load_index_bytes(self.store, self.root, entry)
+            if not data:
+                return None, 64
+            return FileIndex(data, ref.arrow_schema(), name=source), len(data) + 1024
+
+        return facts.INDEXES.get(key, make)
+
+    def _index_ranges(self, path: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        try:
+            return self.store.get_ranges(path, ranges, "index file")
+        except FileNotFoundError:
+            raise CorruptIndexError("index file is missing (deleted or never written)", source=path) from None
 
     def deletion_vector(self, rel: str) -> DeletionVector | None:
-        """The deletion vector of a fresh file (None if it has none or is stale)."""
+        """The deletion vector of a fresh file (None if it has none or is stale): its range
+        of the deletion file read alone, checked by its checksum, once per process."""
         entry = self.manifest.files.get(rel)
         if entry is None or entry.deletion is None or not self._fresh(entry):
             return None
         ref = entry.deletion
-        key = (*self._key(rel), ref.file, ref.offset)
-        with self._lock:
-            cached = self._deletions.get(key)
-        if cached is None:
-            cached = load_deletion_vector(self.fs, self.root, entry, self._deletion_files)
-            with self._lock:
-                self._deletions[key] = cached
-        return cached
+        path = join(self.root, ref.file)
+        key = ("dv", self.store.key, path, ref.offset, ref.length, ref.xxh64, entry.path)
+        return facts.DELETIONS.get(key, lambda: _sized_vector(self._read_vector(entry, path)))
+
+    def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
+        ref = entry.deletion
+        ensure_inside(self.fs, self.root, path, "deletion file")
+        # a 32-bit record is its length field, then that many bytes, then a CRC; the range's
+        # length is the length field's value (Paimon's index manifest), a 64-bit one the record
+        record = ref.length if ref.bitmap64 else ref.length + 8
+        try:
+            data = self.store.get_range(path, ref.offset, record, "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        end = ref.offset + ref.length
+        if len(data) != record:
+            raise CorruptIndexError(f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + record}) is past"
+                                    f" the end of {path}", source=path, offset=ref.offset)  # fmt: skip
+        if ref.xxh64 is not None and checksum(data[: ref.length]) != ref.xxh64:
+            raise CorruptIndexError(
+                f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
+                " manifest (the file is damaged, or the manifest points at another vector); restore them from a backup",
+                source=path, offset=ref.offset,
+            )  # fmt: skip
+        try:  # the record alone, behind the file's version byte
+            vectors = read_deletion_vectors(b"\x01" + data, ranges={entry.path: (1, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64)
+        except CorruptIndexError as e:
+            raise CorruptIndexError(e.detail, source=path, offset=ref.offset + max(0, (e.offset or 1) - 1)) from None
+        return vectors[entry.path]
 
     # -- planning --------------------------------------------------------------------------------
     def plan_file(self, rel: str, expr, bound: dict | None = None, *, statistics: bool | pc.Expression = True) -> FilePlan:
@@ -574,14 +679,16 @@ class IndexedDataset:
         the Expression is parsed once per query rather than once per file. ``expr`` may
         also be an already bound predicate node (then only the indexes prune).
         """
+        return self._finish(self._decide(rel, expr, bound), expr, statistics)
+
+    def _decide(self, rel: str, expr, bound: dict | None = None) -> FilePlan:
+        """What the index says of one file (no footer, deletion vector or statistics yet)."""
         entry = self.manifest.files.get(rel)
         plan = FilePlan(rel, entry.rows if entry else 0, "remain")
         if entry is None:
             plan.status, plan.note = "no index", "not in the manifest"
-            plan.rows = self.row_count(rel)
         elif not self._fresh(entry):
             plan.status, plan.note = "stale", "changed since indexed"
-            plan.rows = self.row_count(rel)
         elif entry.index is None:
             plan.status, plan.note = "no index", ""
         elif expr is not None:
@@ -604,12 +711,22 @@ class IndexedDataset:
         if plan.status == "remain" and not plan.result.remain:
             plan.status = "skipped"
             plan.rows_selected = 0
-            return plan
-        if plan.result.kind == "bitmap":
+        elif plan.result.kind == "bitmap":
             plan.status = "bitmap"
             plan.rows_selected = len(plan.result.bitmap)
+        return plan
+
+    def _finish(self, plan: FilePlan, expr, statistics: bool | pc.Expression = True) -> FilePlan:
+        """The rest of :meth:`plan_file` for a file the index kept: deleted rows, row groups
+        (those the bitmap holds rows in, then those statistics keep)."""
+        if plan.status == "skipped":
+            return plan
+        rel = plan.path
+        entry = self.manifest.files.get(rel)
         dv = self.deletion_vector(rel) if entry is not None and entry.deletion is not None else None
         plan.deleted = dv.cardinality if dv is not None else 0
+        if entry is None or plan.status == "stale":
+            plan.rows = self.row_count(rel)
         offsets = self.row_group_offsets(rel)
         key = self._key(rel)
         plan.row_group_offsets = offsets
@@ -665,17 +782,21 @@ class IndexedDataset:
     def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
 
-        Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
-        first (once per file identity); planning itself then runs inline. Files a key
-        directory rules out (:meth:`ruled_out`) are skipped without asking their indexes.
+        What the indexes need (the bytes of the filter's columns) is read on the I/O pool
+        first, then every file's index answers; then the footers and deletion vectors of the
+        files they keep are read, in parallel too (:meth:`_prepare`, :meth:`_prepare_kept`).
+        Files a key directory rules out (:meth:`ruled_out`) are skipped without asking their
+        indexes.
         """
         if self.files and isinstance(expr, pc.Expression):
             check_expression(expr, self.schema)
         self.forget_file_infos()
-        self._warm_up(self.files)
+        self._prepare(self.files, expr)
         bound: dict = {}
         ruled = self.ruled_out(expr, bound)
-        return [ruled.get(rel) or self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
+        decided = [ruled.get(rel) or self._decide(rel, expr, bound) for rel in self.files]
+        self._prepare_kept(decided)
+        return [self._finish(p, expr, statistics) for p in decided]
 
     def _listed(self, expr, bound: dict) -> dict[str, tuple]:
         """The files the key directories rule out for ``expr`` by their keys alone, each with
@@ -689,11 +810,12 @@ class IndexedDataset:
         """:meth:`plan` (without statistics) for the files the key directories do not rule
         out (``listed``, checked against this query's stats), and how many they ruled out:
         what a read needs, without a plan object per skipped file."""
-        self._warm_up(self.files)
+        self._prepare(self.files, expr)
         keys = self._keys
         ruled = {rel for rel, identity in listed.items() if keys.get(rel) == identity}
-        plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in self.files if rel not in ruled]
-        return plans, len(ruled)
+        decided = [self._decide(rel, expr, bound) for rel in self.files if rel not in ruled]
+        self._prepare_kept(decided)
+        return [self._finish(p, expr, statistics=False) for p in decided], len(ruled)
 
     def _plan_needle(self, expr, bound: dict, listed: dict[str, tuple], kept: list[str]) -> _Route:
         """The route of a needle the key directories narrow to a few files (``listed``: the
@@ -704,22 +826,24 @@ class IndexedDataset:
         read too."""
         files = self.files
         paths = self._absolute_paths()
-        stats = _stat_pool().submit(self.fs.get_file_info, paths)
+        stats = _stat_pool().submit(self.store.stat, paths)
         self.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
-        self._warm_up(kept)
-        plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in kept]
+        self._prepare(kept, expr)
+        decided = [self._decide(rel, expr, bound) for rel in kept]
+        self._prepare_kept(decided)
+        plans = [self._finish(p, expr, statistics=False) for p in decided]
         for p in plans:
             self.prune_with_statistics(p, expr)
 
         def settle() -> list[FilePlan]:
             changed = [
                 rel for rel, info in zip(files, stats.result())
-                if rel in listed and (rel, info.size, info.mtime_ns) != listed[rel]
+                if rel in listed and self._identity(rel, info) != listed[rel]
             ]  # fmt: skip
             if not changed:
                 return []
             self.restat(changed)
-            self._warm_up(changed)
+            self._prepare(changed, expr)
             extra = [self.plan_file(rel, expr, bound, statistics=False) for rel in changed]
             for p in extra:
                 self.prune_with_statistics(p, expr)
@@ -732,7 +856,7 @@ class IndexedDataset:
         """The plans of the files a key directory (:mod:`~arrowidx.lake.directory`) rules
         out for ``expr``: files whose range bitmap holds none of the keys of an equality /
         IN conjunct, skipped as :meth:`plan_file` skips a file whose index answers SKIP,
-        without asking their indexes. Call after :meth:`_warm_up` (it compares the files'
+        without asking their indexes. Call after :meth:`_prepare` (it compares the files'
         identities of this query); ``bound`` is the plan's cache that :meth:`plan_file`
         shares. Empty when no directory applies: every file is then planned one by one."""
         found, columns = self._ruled_out_by_directories(expr, bound)
@@ -1001,11 +1125,11 @@ class IndexedDataset:
         yield from tables
 
     def _pyarrow_dataset(self) -> ds.FileSystemDataset:
-        """The files as one pyarrow dataset (fragments cached with their footers)."""
-        self._warm_up(self.files)
+        """The files as one pyarrow dataset (fragments shared with their footers: those the
+        process has not read yet are read on the I/O pool)."""
         keys = tuple(self._key(rel) for rel in self.files)
         if self._handover_dataset[0] != keys:
-            fragments = [self.fragment(rel) for rel in self.files]
+            fragments = facts.parallel(self.fragment, self.files)
             self._handover_dataset = (keys, ds.FileSystemDataset(fragments, self.schema, self.format, self.fs))
         return self._handover_dataset[1]
 
@@ -1081,6 +1205,26 @@ class _Route:
     plans: list[FilePlan]
     one_pass: bool
     settle: Callable[[], list[FilePlan]] | None = None
+
+
+def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
+    return dv, 64 + dv.cardinality // 2
+
+
+_DICTIONARY_FORMATS: dict[tuple, ds.ParquetFileFormat] = {}
+
+
+def _dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.ParquetFileFormat:
+    """``base`` reading ``names`` as dictionaries: one object per (format, names) in the
+    process, so the fragments made with it are shared too."""
+    key = (id(base), names)
+    fmt = _DICTIONARY_FORMATS.get(key)
+    if fmt is None:
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
+        _DICTIONARY_FORMATS[key] = fmt
+        _DICTIONARY_FORMATS.setdefault(("base", id(base)), base)  # (holds the base: its id stays its own)
+    return fmt
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:

@@ -109,8 +109,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
         if unprunable and not always:
             return Planned(translation, None, {})
         data.forget_file_infos()  # one stat of every file per execution
-        data._warm_up(data.files)
         expr = None if unprunable else translation.expression
+        data._prepare(data.files, expr)
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
         # ``bound``: the Expression bound once per index schema it is evaluated against.
