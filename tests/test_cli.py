@@ -24,6 +24,7 @@ import arrowidx
 from arrowidx.cli import main
 from arrowidx.sql import WhereError, parse_where
 
+from .conftest import damage_index
 from .test_lake import write_lake
 
 
@@ -233,9 +234,7 @@ def test_issue_examples_work(lake, capsys):
 
 def test_corrupt_index_exits_1(lake, capsys):
     run(capsys, "build", lake, "--bitmap", "status", "--quiet")
-    (path,) = glob.glob(f"{lake}/_arrowidx/index/part-001.parquet.*.index")
-    with open(path, "r+b") as f:
-        f.write(b"XXXXXXXX")
+    path = damage_index(lake, "part-001.parquet", "status")
     code, _, err = run(capsys, "query", lake, "--where", "status = 'new'")
     assert code == 1 and path in err and "Traceback" not in err
 

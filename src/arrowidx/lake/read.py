@@ -165,6 +165,20 @@ def polars_usable() -> bool:
     return not _FORKED_AFTER_POLARS
 
 
+#: The pyarrow read path uses Polars' Parquet reader (:func:`take_with_polars`,
+#: :func:`filter_with_polars`) when Polars is already loaded in the process, or when the
+#: column bytes it would spare pyarrow decoding reach this: importing Polars costs ~0.3 s
+#: (measured, issue 39), which pyarrow spends decoding ~256 MB. A script's one needle
+#: query thus never pays Polars' import; a service that reads much does, once.
+POLARS_IMPORT_PAYS_BYTES = 256 << 20
+
+
+def polars_pays(bytes_at_stake: int) -> bool:
+    """Whether the read path may use Polars for reads that would make pyarrow decode
+    ``bytes_at_stake`` bytes (see :data:`POLARS_IMPORT_PAYS_BYTES`)."""
+    return polars_usable() and ("polars" in sys.modules or bytes_at_stake >= POLARS_IMPORT_PAYS_BYTES)
+
+
 def _after_fork_in_child() -> None:
     global _FORKED_AFTER_POLARS
     if "polars" in sys.modules:
@@ -318,7 +332,12 @@ class FileReader:
         when Polars cannot read these files or the filter has no exact Polars form)."""
         if not self.polars_takes or not late or not filter_columns:
             return {}
-        if not any(r.bitmap is None and _rows_of(r.offsets, r.row_groups) >= FILTER_MIN_ROWS for r in late):
+        whole = [r for r in late if r.bitmap is None and _rows_of(r.offsets, r.row_groups) >= FILTER_MIN_ROWS]
+        if not whole:
+            return {}
+        if "polars" not in sys.modules and not polars_pays(
+            sum(column_bytes(r.fragment(False).metadata, r.row_groups, out) for r in whole if r.schema is None)
+        ):
             return {}
         predicate = polars_filter(expr, self.schema)
         if predicate is None:
@@ -452,6 +471,7 @@ def take_with_polars(
     fails). Tables are as :meth:`FileReader.scan` returns them: ``columns`` under
     ``schema``, or a file's own schema mapped by its ``adapt``."""
     jobs = []
+    stake = 0  # bytes pyarrow would decode for these reads
     for i, ((r, groups), mask) in enumerate(zip(reads, masks)):
         if mask is None or mask.size < TAKE_MIN_ROWS:
             continue
@@ -461,7 +481,8 @@ def take_with_polars(
         own = r.schema is not None
         source = r.source_columns(columns) if own and r.source_columns else list(columns)
         fragment = r.fragment(False)
-        if column_bytes(fragment.metadata, groups, source) < TAKE_MIN_BYTES:
+        decoded = column_bytes(fragment.metadata, groups, source)
+        if decoded < TAKE_MIN_BYTES:
             continue
         types = _fragment_types(fragment, r.schema if own else schema, source)[0]
         if types is None:
@@ -470,7 +491,8 @@ def take_with_polars(
         if rows[-1] >= 2**32 - 1:
             continue  # beyond Polars' 32-bit row index
         jobs.append((i, r, fragment.path, source, types, rows))
-    if not jobs:
+        stake += decoded
+    if not jobs or not polars_pays(stake):
         return {}
     import polars as pl
 
