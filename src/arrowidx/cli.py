@@ -30,6 +30,7 @@ import time
 import traceback
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
@@ -230,14 +231,31 @@ def cmd_query(args) -> int:
     return 0
 
 
-def _print_table(table: pa.Table) -> None:
-    try:
-        import polars as pl
+#: The table format prints at most this many rows (the count of all is printed below it).
+TABLE_ROWS = 10_000
 
-        with pl.Config(tbl_rows=table.num_rows, tbl_cols=-1, tbl_width_chars=200):
-            print(pl.from_arrow(table))
-    except ImportError:
-        print(table.to_string(preview_cols=20))
+
+def _print_table(table: pa.Table) -> None:
+    """``table`` as aligned text: a header, a rule, one line per row (at most
+    ``TABLE_ROWS``). Values are formatted by pyarrow's casts to string, column by column
+    (no other engine is started for a needle's few rows)."""
+    shown = table.slice(0, TABLE_ROWS)
+    columns = []
+    for name, column in zip(shown.column_names, shown.columns):
+        try:
+            text = pc.cast(column, pa.string()).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            text = [None if v is None else str(v) for v in column.to_pylist()]
+        cells = ["null" if v is None else v.replace("\n", "\\n") for v in text]
+        numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_decimal(column.type)
+        width = max([len(name), *map(len, cells)])
+        columns.append((name, cells, width, numeric))
+    print("  ".join(name.rjust(w) if num else name.ljust(w) for name, _, w, num in columns).rstrip())
+    print("  ".join("-" * w for _, _, w, _ in columns))
+    for i in range(shown.num_rows):
+        print("  ".join(cells[i].rjust(w) if num else cells[i].ljust(w) for _, cells, w, num in columns).rstrip())
+    if table.num_rows > shown.num_rows:
+        print(f"... {table.num_rows - shown.num_rows:,} more row(s): use --limit, or --format csv / json for all")
 
 
 def cmd_delete(args) -> int:

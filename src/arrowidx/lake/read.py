@@ -41,14 +41,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from .._lazy import lazy_module
 from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..predicate import Compare
 from ..result import bitmap_to_mask
 from ..statistics import statistics_filter
+
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
 
 def expression_mask(table: pa.Table | pa.RecordBatch, expr, *, threads: bool = True) -> np.ndarray:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import operator
 import posixpath
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -43,11 +44,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .. import facts
+from .._lazy import lazy_module
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
@@ -76,6 +77,8 @@ from .layout import (
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
+
 # From this many files a query's stats (one per file: is it still the file indexed?) are
 # split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
 _PARALLEL_STAT_FILES = 256
@@ -83,7 +86,13 @@ _PARALLEL_STAT_FILES = 256
 # thread stats the files they ruled out (IndexedDataset._plan_needle): the stats, ~4 ms for
 # 1,000 files, then cost no time of their own.
 NEEDLE_MAX_FILES = 16
-_PARQUET = ds.ParquetFileFormat()  # the format of datasets opened by path: one object, so fragments are shared
+_PARQUET: list = []  # the format of datasets opened by path: one object, so fragments are shared
+
+
+def _parquet_format():
+    if not _PARQUET:
+        _PARQUET.append(ds.ParquetFileFormat())
+    return _PARQUET[0]
 
 
 def _stat_pool() -> ThreadPoolExecutor:
@@ -292,7 +301,7 @@ class IndexedDataset:
         self.on_corrupt = on_corrupt
         self.threads = threads
         self.source = source
-        self.format = source.format if source is not None else _PARQUET
+        self._format = source.format if source is not None else None
         # facts about data files are shared with every reader of the process when the store
         # stamps changes; else they stay this object's (see arrowidx.facts)
         self._token: int | None = None if self.store.stamps else facts.identity_token()
@@ -321,6 +330,14 @@ class IndexedDataset:
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
+
+    @property
+    def format(self) -> ds.ParquetFileFormat:
+        """The Parquet format the files are read with (made on first use: pyarrow.dataset is
+        imported only by a read through pyarrow)."""
+        if self._format is None:
+            self._format = _parquet_format()
+        return self._format
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -487,11 +504,19 @@ class IndexedDataset:
 
         return facts.FRAGMENTS.get(key, make)
 
+    #: Footers are read by pyarrow through the files' fragments (the one footer read a file
+    #: read by pyarrow needs). A reader that reads with another engine (arrowidx.polars) sets
+    #: it False: footers are then read by arrowidx alone, and pyarrow.dataset never loaded.
+    footers_from_fragments = True
+
     def footer(self, rel: str) -> pq.FileMetaData:
-        """The data file's parsed footer: ours when it was read for its fingerprint, else
-        pyarrow's, through the file's fragment (the one read a file that is read needs)."""
+        """The data file's parsed footer: ours when it was read for its fingerprint (or
+        when :attr:`footers_from_fragments` is False), else pyarrow's, through the file's
+        fragment."""
         held = facts.FOOTERS.peek(self._fact_key("footer", rel))
-        return held.metadata if held is not None else self.fragment(rel).metadata
+        if held is not None:
+            return held.metadata
+        return self.fragment(rel).metadata if self.footers_from_fragments else self.read_footer(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -515,7 +540,7 @@ class IndexedDataset:
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
 
-    def _prepare(self, files: list[str], expr=None) -> None:
+    def _prepare(self, files: list[str], expr=None, *, columns: frozenset[str] | None = None) -> None:
         """Read, on the process's I/O pool, what planning ``files`` for ``expr`` needs that
         the process does not hold yet: the footers of files whose freshness needs their
         fingerprint (their change stamp is not the one indexed), and the bytes of the
@@ -525,7 +550,8 @@ class IndexedDataset:
         if not files:
             return
         self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
-        columns = frozenset(self.bind_columns(expr)) if expr is not None else frozenset()
+        if columns is None:
+            columns = frozenset(self.bind_columns(expr)) if expr is not None else frozenset()
         stamp = None
         if files is self.files and self._identities[0] is files:
             stamp = (self.manifest.version, self._identities[1], columns)
@@ -918,6 +944,7 @@ class IndexedDataset:
         cached = self._directories.get((column, schema_key))
         if cached is not None and cached[0] == self.manifest.version:
             return cached[1]
+        self._prepare(self.files, columns=frozenset([column]))  # every file's index of the column, in parallel
         candidates = []
         for rel in self.files:
             entry = self.manifest.files.get(rel)
@@ -1277,7 +1304,7 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
     pyarrow does)."""
     fs, root, explicit = resolve(source, filesystem)
-    if isinstance(source, ds.FileSystemDataset):
+    if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
             root = _manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)

@@ -30,7 +30,9 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
-        return _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt)
+        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt)
+        data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+        return data
     path = os.fspath(source)
     key = (os.path.abspath(path) if "://" not in path else path, on_corrupt)
     with _DATASETS_LOCK:
@@ -42,6 +44,7 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -
             data.refresh()  # files added or removed since it was cached
         return data
     data = _open_dataset(source, on_corrupt=on_corrupt)
+    data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)
         while len(_DATASETS) > _DATASETS_MAX:
