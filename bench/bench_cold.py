@@ -113,7 +113,7 @@ def demo_lake(scale: float) -> tuple[Path, dict]:
 SCRIPTS = {
     "arrowidx": """
         import time; t0 = time.perf_counter()
-        import arrowidx, pyarrow.compute as pc
+        import arrowidx, pyarrow.dataset, pyarrow.compute as pc
         arrowidx.dataset  # (its modules load on first use: part of the imports here)
         t1 = time.perf_counter()
         n = arrowidx.dataset({root!r}).to_table(filter=pc.field({col!r}) == {value!r}, columns=["id"]).num_rows
@@ -127,6 +127,7 @@ SCRIPTS = {
     "arrowidx.polars": """
         import time; t0 = time.perf_counter()
         import arrowidx.polars, polars as pl
+        import pyarrow as pa; pa.scalar(1)  # (pyarrow imports pandas at its first conversion: an import too)
         t1 = time.perf_counter()
         n = arrowidx.polars.scan({root!r}).filter(pl.col({col!r}) == {value!r}).select("id").collect().height
     """,
