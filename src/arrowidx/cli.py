@@ -173,7 +173,7 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
         parts = os.path.abspath(index_path).split(os.sep)
         if "_arrowidx" in parts and index_path.endswith(".index"):
             at = parts.index("_arrowidx")
-            candidate = re.sub(r"(\.[0-9a-f]{16})?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
+            candidate = re.sub(r"(\.[0-9a-f]{16}(-[0-9a-f]{8})?)?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
             data_file = candidate if os.path.exists(candidate) else None
         elif index_path.endswith(".index") and os.path.exists(index_path[: -len(".index")]):
             data_file = index_path[: -len(".index")]
