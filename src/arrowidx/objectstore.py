@@ -249,6 +249,10 @@ class ObjectStore(Store):
         self._create_checked: bool | None = None
         self._check_lock = threading.Lock()
 
+    def __reduce__(self):
+        """Pickled as its bucket and options: a Spark executor re-opens the same store."""
+        return (_reopen, (self.cloud, self.bucket, self.options))
+
     # -- paths ---------------------------------------------------------------------------
     def _key(self, path: str) -> str:
         path = path.lstrip("/")
@@ -655,16 +659,20 @@ _STORES: dict[tuple, ObjectStore] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
-    """``(store, path)`` for an object-store URI: the store of its bucket with these options
-    (one per process: its facts, connections and pyarrow filesystem are shared), and the
-    path of the URI in it (``bucket/key``)."""
-    cloud, bucket, key = split_uri(uri)
-    options = normalise_options(cloud, storage_options, uri=_redact_uri(uri))
+def _reopen(cloud: str, bucket: str, options: dict[str, Any]) -> ObjectStore:
     ident = (cloud, bucket, tuple(sorted((k, str(v)) for k, v in options.items())))
     with _STORES_LOCK:
         store = _STORES.get(ident)
         if store is None:
             store = _STORES[ident] = ObjectStore(cloud, bucket, options)
             register(store)
-    return store, f"{bucket}/{key}" if key else bucket
+    return store
+
+
+def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
+    """``(store, path)`` for an object-store URI: the store of its bucket with these options
+    (one per process: its facts, connections and pyarrow filesystem are shared), and the
+    path of the URI in it (``bucket/key``)."""
+    cloud, bucket, key = split_uri(uri)
+    options = normalise_options(cloud, storage_options, uri=_redact_uri(uri))
+    return _reopen(cloud, bucket, options), f"{bucket}/{key}" if key else bucket
