@@ -67,7 +67,7 @@ FORMAT = "arrowidx-manifest"
 FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 STALE_DELETIONS = ("raise", "read-full")
-FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
 
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -189,7 +189,8 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, or ``sleep:SECONDS``) the process is killed with SIGKILL or paused there. Used by
+    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
+    with SIGKILL or paused there. Used by
     the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
@@ -202,6 +203,10 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
+            deadline = time.monotonic() + 120
+            while not os.path.exists(action[5:]) and time.monotonic() < deadline:
+                time.sleep(0.02)
         elif action.startswith("kill"):
             _, _, nth = action.partition("@")
             if hits == int(nth or 1):
