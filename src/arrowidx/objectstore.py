@@ -440,7 +440,7 @@ class ObjectStore(Store):
                 first = self._create(probe, b"1")
                 second = self._create(probe, b"2")
             finally:
-                self.delete(probe)
+                self.delete_many([probe])
             if not first or second:
                 raise self._unsupported(path, "the server accepted a second put-if-absent of one object"
                                               " (If-None-Match: * ignored)")  # fmt: skip
@@ -494,6 +494,11 @@ class ObjectStore(Store):
         from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
         text = _short(error)
+        if "169.254.169.254" in str(error) or "latest/api/token" in str(error):
+            return AccessDeniedError(f"{self.describe()}: no credentials for the {what}: none were given and the"
+                                     " instance metadata service did not answer; give access_key_id and"
+                                     " secret_access_key (storage_options or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY),"
+                                     f" or skip_signature=true for a public bucket ({text})", path=path)  # fmt: skip
         if isinstance(error, (PermissionDeniedError, UnauthenticatedError)) or _is_denied(str(error)):
             return AccessDeniedError(f"{self.describe()} denied access to the {what} (check the credentials and"
                                      f" permissions): {text}", path=path)  # fmt: skip
