@@ -241,7 +241,7 @@ def test_corrupt_index_file_raises_or_falls_back(tmp_path, damage):
         assert tables_equal(arrowidx.dataset(root).to_table(filter=expr), expected)
         assert arrowidx.build(root, OPTIONS, progress=False).indexed == ["part-001.parquet"]  # repaired
         return
-    with pytest.raises(CorruptIndexError, match=r"part-001\.parquet\.[0-9a-f]{16}\.index"):
+    with pytest.raises(CorruptIndexError, match=r"part-001\.parquet\.[0-9a-f]{16}-[0-9a-f]{8}\.index"):
         arrowidx.dataset(root).to_table(filter=expr)
     got = arrowidx.dataset(root, on_corrupt="fallback").to_table(filter=expr)
     assert tables_equal(got, expected)

@@ -74,11 +74,26 @@ def _options(args) -> dict[str, str]:
     return options
 
 
+def _storage(args) -> dict[str, str] | None:
+    """``--storage-option KEY=VALUE`` (repeatable): an object store's endpoint, region,
+    credentials (see docs/object-stores.md)."""
+    items = getattr(args, "storage_option", None)
+    if not items:
+        return None
+    options: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--storage-option {item.split('=', 1)[0]!r}...: expected KEY=VALUE, e.g. endpoint=http://127.0.0.1:9000")
+        options[key.strip()] = value.strip()
+    return options
+
+
 def cmd_build(args) -> int:
     from .lake import build
 
     report = build(args.path, _options(args), progress=False if args.quiet else None, incremental=not args.full,
-                   replace=args.replace, drop=args.drop or ())  # fmt: skip
+                   replace=args.replace, drop=args.drop or (), storage_options=_storage(args))  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -91,16 +106,16 @@ def cmd_build(args) -> int:
 def cmd_inspect(args) -> int:
     path = args.path
     if os.path.isdir(path) or path.endswith(".parquet") or "://" in path:
-        return _inspect_dataset(path, args.json)
+        return _inspect_dataset(path, args.json, _storage(args))
     return _inspect_container(path, args.data, args.json)
 
 
-def _inspect_dataset(path: str, as_json: bool) -> int:
+def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] | None = None) -> int:
     from .errors import StaleDeletionError
     from .lake import dataset
     from .lake.layout import entry_is_fresh
 
-    data = dataset(path)
+    data = dataset(path, storage_options=storage_options)
     manifest = data.manifest
     rows = []
     for rel in data.files:
@@ -173,7 +188,7 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
         parts = os.path.abspath(index_path).split(os.sep)
         if "_arrowidx" in parts and index_path.endswith(".index"):
             at = parts.index("_arrowidx")
-            candidate = re.sub(r"(\.[0-9a-f]{16})?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
+            candidate = re.sub(r"(\.[0-9a-f]{16}(-[0-9a-f]{8})?)?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
             data_file = candidate if os.path.exists(candidate) else None
         elif index_path.endswith(".index") and os.path.exists(index_path[: -len(".index")]):
             data_file = index_path[: -len(".index")]
@@ -189,7 +204,7 @@ def _where(data, text: str | None):
 def cmd_explain(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path)
+    data = dataset(args.path, storage_options=_storage(args))
     plan = data.explain(_where(data, args.where))
     if args.json:
         _dump(plan.to_dict())
@@ -201,7 +216,7 @@ def cmd_explain(args) -> int:
 def cmd_query(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path)
+    data = dataset(args.path, storage_options=_storage(args))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         _check_columns(columns, data.schema, "--columns")
@@ -261,7 +276,8 @@ def _print_table(table: pa.Table) -> None:
 def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
-    data = dataset(args.path)
+    storage = _storage(args)
+    data = dataset(args.path, storage_options=storage)
     expr = parse_where(args.where, data.schema)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
 
@@ -283,7 +299,7 @@ def cmd_delete(args) -> int:
         return answer.strip().lower() in ("y", "yes")
 
     report = delete(args.path, expr, options=options, progress=False if args.quiet else None,
-                    confirm=confirm)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
+                    confirm=confirm, storage_options=storage)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
     if args.json:
         _dump(dataclasses.asdict(report))
     elif report.rows_deleted == 0:
@@ -306,7 +322,7 @@ def _duration(text: str) -> float:
 def cmd_vacuum(args) -> int:
     from .lake import vacuum
 
-    report = vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run)
+    report = vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run, storage_options=_storage(args))
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -373,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     p.add_argument("--json", action="store_true", help="print the report (kept versions, removed files) as JSON")
     p.set_defaults(func=cmd_vacuum)
+    for p in sub.choices.values():
+        p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                       help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"
+                            " (else the AWS_*/GOOGLE_*/AZURE_* environment variables; see docs/object-stores.md)")  # fmt: skip
     return parser
 
 

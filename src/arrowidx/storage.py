@@ -112,6 +112,17 @@ class Store:
         exists. :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot."""
         raise NotImplementedError
 
+    def require_create(self, path: str) -> None:
+        """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless :meth:`create` is an
+        atomic put-if-absent for ``path`` here: writers ask before they upload anything."""
+        if not self.can_create:
+            raise CommitUnsupportedError(
+                f"{path}: {self.describe()} cannot create a file only if it is absent, so two writers could both"
+                " commit one version and one would be lost. Name an object store by URI with storage_options"
+                f" (s3://bucket/path, gs://, az://: put-if-absent), or, with exactly one writer at a time, set"
+                f" {SINGLE_WRITER_ENV}=1"
+            )
+
     def delete(self, path: str) -> bool:
         """Delete the object; False if it was not there."""
         raise NotImplementedError
@@ -389,13 +400,7 @@ class ArrowStore(Store):
             raise storage_error(e, path, "file") from None
 
     def create(self, path: str, data: bytes) -> bool:
-        if not self.can_create:
-            raise CommitUnsupportedError(
-                f"{path}: {type(self.fs).__name__} ({self.fs.type_name}) cannot create a file only if it is"
-                " absent, so two writers could both commit one version and one would be lost. Name an object"
-                " store by URI with storage_options (s3://bucket/path, gs://, az://: put-if-absent), or, with"
-                f" exactly one writer at a time, set {SINGLE_WRITER_ENV}=1"
-            )
+        self.require_create(path)
         with _IN_PROCESS_LOCK:  # in-process filesystems: a lock makes check-and-write atomic
             if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
                 return False

@@ -33,6 +33,7 @@ from .layout import (
     DELETION_DIR,
     DeletionRef,
     FileEntry,
+    check_base,
     check_stale_option,
     checksum,
     commit_manifest,
@@ -40,6 +41,7 @@ from .layout import (
     fault_point,
     file_infos,
     join,
+    require_commit,
     with_commit_retries,
     write_atomic,
 )
@@ -83,6 +85,7 @@ def delete(
     dry_run: bool = False,
     confirm: Callable[[DeleteReport], bool] | None = None,
     on_stale_deletions: str = "raise",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> DeleteReport:
     """Delete the rows matching the Expression ``where`` from every file of ``source``.
 
@@ -92,6 +95,12 @@ def delete(
 
     ``options["deletion-vectors.bitmap64"]`` (``"true"``/``"false"``) picks 64-bit vectors
     (Iceberg-compatible) or Paimon's default 32-bit ones for newly written vectors.
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (docs/object-stores.md).
+
+    The deletion-vectors file is uploaded only after a cheap check that no other writer
+    committed since the delete planned, and removed again if the commit is refused; the
+    delete then plans again on the new version (bounded retries).
     """
     check_stale_option(on_stale_deletions)
     if confirm is not None:  # asked once: a retry after another writer committed does not ask again
@@ -104,18 +113,20 @@ def delete(
             return answers[0]
 
     return with_commit_retries(
-        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions)
+        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
+                             storage_options)
     )
 
 
-def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions) -> DeleteReport:
+def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
+                 storage_options=None) -> DeleteReport:  # fmt: skip
     """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
     check_option_keys(options or {}, what="arrowidx.delete", index_keys=False, accepted=DELETION_KEYS)
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
-    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions)
+    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options)
     fs, root = data.fs, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
@@ -173,6 +184,8 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         report.seconds = time.perf_counter() - start
         return report
     if changed:
+        require_commit(data.store, root)  # a store that cannot commit refuses before anything is uploaded
+        check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector
@@ -192,9 +205,9 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         except CommitConflictError:
             for path in written:  # never referenced by any manifest: remove before planning again
                 try:
-                    fs.delete_file(path)
-                except OSError:
-                    pass
+                    data.store.delete(path)
+                except (OSError, ArrowIdxError):
+                    pass  # vacuum removes it later
             raise
     report.version = manifest.version
     report.seconds = time.perf_counter() - start

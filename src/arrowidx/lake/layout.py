@@ -8,12 +8,13 @@ trip over it::
     <root>/part-0.parquet ...                       the user's data files, never rewritten
     <root>/_arrowidx/manifest-00000007.json         manifest versions, each created once
     <root>/_arrowidx/LATEST                         a hint: the version last committed
-    <root>/_arrowidx/index/<data file>.<xxh64>.index  containers above the in-manifest threshold
+    <root>/_arrowidx/index/<data file>.<xxh64>-<writer>.index  containers above the in-manifest threshold
     <root>/_arrowidx/deletion/<uuid>.dv             deletion-vectors index files
 
 Commit protocol (see docs/reliability.md): every file is written under a temporary name and
-moved into place; index files are named by their content and deletion files by a fresh
-uuid, so no committed file is ever overwritten. A version is committed by *one exclusive
+moved into place (one PUT on object stores); index files are named by their content and the
+writer (one build call) and deletion files by a fresh uuid, so no committed file is ever
+overwritten and a writer that fails for good removes only its own files. A version is committed by *one exclusive
 create*: ``manifest-<N+1>`` is created from a fully written temporary file only if it does
 not exist yet (a hard link on local disks). The newest manifest on disk is the current
 version; ``LATEST`` is rewritten after each commit for people and tools but readers only
@@ -38,7 +39,7 @@ import random
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -66,7 +67,7 @@ FORMAT = "arrowidx-manifest"
 FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 STALE_DELETIONS = ("raise", "read-full")
-FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
 
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -74,15 +75,49 @@ _FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
 T = TypeVar("T")
 
 
-def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:
-    """``(filesystem, root, explicit files or None)`` for a path, a ``.parquet`` file, a list
-    of paths or a Dataset (``filesystem``: pyarrow or fsspec).
+def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
+            storage_options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:  # fmt: skip
+    """``(filesystem, root, explicit files or None)`` for a path, a URI, a ``.parquet`` file,
+    a list of paths or a Dataset (``filesystem``: pyarrow or fsspec).
 
-    For a ``pyarrow.dataset.FileSystemDataset`` the root is the common directory of its
-    files; for a list, the common directory of the paths.
+    The one place a store is named: object-store URIs (``s3://bucket/lake``, ``gs://``,
+    ``az://``) open their :class:`~arrowidx.objectstore.ObjectStore` with
+    ``storage_options`` (or the ``AWS_*``/``GOOGLE_*``/``AZURE_*`` environment variables);
+    the filesystem returned is its pyarrow filesystem, which
+    :func:`~arrowidx.storage.as_store` maps back to the store. A URI and ``filesystem=``
+    together are refused (which one names the store?), as are ``storage_options`` without
+    an object-store URI. For a ``pyarrow.dataset.FileSystemDataset`` the root is the common
+    directory of its files; for a list, the common directory of the paths.
     """
     from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
+    from ..objectstore import is_object_store_uri, open_store
 
+    uris = [source] if isinstance(source, str) else [os.fspath(p) for p in source] if isinstance(source, (list, tuple)) else []
+    remote = [u for u in uris if is_object_store_uri(u)]
+    if remote and filesystem is not None:
+        raise ArrowIdxError(
+            f"{remote[0].split('?', 1)[0]}: give either a URI (with storage_options for its endpoint and"
+            " credentials) or filesystem= with a path in it, not both"
+        )
+    if storage_options is not None and not remote:
+        if not isinstance(storage_options, Mapping):
+            raise OptionError(f"storage_options: expected a dict of option names to values, got {type(storage_options).__name__}")
+        if storage_options:
+            raise OptionError(
+                "storage_options apply to object-store URIs (s3://, gs://, az://); the source"
+                f" {_show_source(source)} is not one (pass filesystem= for other filesystems)"
+            )
+    if remote:
+        if len(remote) != len(uris):
+            raise ArrowIdxError(f"a list mixing object-store URIs and other paths: {remote[0]} and others")
+        store, first = open_store(remote[0], storage_options)
+        paths = [first] + [_same_store(store, u, storage_options) for u in remote[1:]]
+        if isinstance(source, str):
+            if first.endswith(".parquet") and store.stat([first])[0] is not None:
+                return store.fs, posixpath.dirname(first), [first]
+            return store.fs, first.rstrip("/"), None
+        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        return store.fs, root, paths
     filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
@@ -117,6 +152,20 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[paf
     return filesystem, path.rstrip("/") or "/", None
 
 
+def _same_store(store, uri: str, storage_options) -> str:
+    from ..objectstore import open_store
+
+    other, path = open_store(uri, storage_options)
+    if other is not store:
+        raise ArrowIdxError(f"{uri}: a list of files in more than one bucket ({store.bucket} and {other.bucket})")
+    return path
+
+
+def _show_source(source: Any) -> str:
+    text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+    return repr(text if len(text) < 200 else text[:200] + "...")
+
+
 def _as_uri(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
@@ -140,7 +189,8 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, or ``sleep:SECONDS``) the process is killed with SIGKILL or paused there. Used by
+    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
+    with SIGKILL or paused there. Used by
     the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
@@ -153,6 +203,10 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
+            deadline = time.monotonic() + 120
+            while not os.path.exists(action[5:]) and time.monotonic() < deadline:
+                time.sleep(0.02)
         elif action.startswith("kill"):
             _, _, nth = action.partition("@")
             if hits == int(nth or 1):
@@ -619,6 +673,23 @@ def commit_manifest(fs: pafs.FileSystem | Store, root: str, manifest: Manifest, 
         pass  # only a hint: readers never need it
     fault_point("latest-written")
     return manifest
+
+
+def require_commit(fs: pafs.FileSystem | Store, root: str) -> None:
+    """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
+    manifest version (put-if-absent): asked by writers before they upload anything."""
+    as_store(fs).require_create(join(root, manifest_path(1)))
+
+
+def check_base(fs: pafs.FileSystem | Store, root: str, base_version: int) -> None:
+    """The cheap conflict check a writer makes before uploading what only its own commit
+    would reference (one listing of ``_arrowidx/``): :class:`CommitConflictError` when
+    another writer committed after ``base_version``."""
+    if latest_version(fs, root) != base_version:
+        raise CommitConflictError(
+            f"{join(root, META_DIR)}: another build or delete committed after version {base_version};"
+            " nothing was lost: run it again (build and delete retry by themselves)"
+        )
 
 
 def with_commit_retries(attempt: Callable[[], T], tries: int = COMMIT_TRIES) -> T:

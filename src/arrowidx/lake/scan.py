@@ -1298,12 +1298,13 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
-            on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
-    """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
+            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None) -> IndexedDataset:  # fmt: skip
+    """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
+    ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
     pyarrow does)."""
-    fs, root, explicit = resolve(source, filesystem)
+    fs, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
             root = _manifest_root(fs, root)

@@ -859,10 +859,19 @@ def _filter_columns(filter, schema: pa.Schema) -> set[str]:
     return _expression_fields(filter, schema)
 
 
-def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None) -> PaimonTable:
+def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None,
+               storage_options: dict[str, Any] | None = None) -> PaimonTable:  # fmt: skip
     """Open a Paimon table directory (``<warehouse>/<db>.db/<table>``) at its latest
-    snapshot (``snapshot=None`` or ``"latest"``), or at ``snapshot`` (an id)."""
+    snapshot (``snapshot=None`` or ``"latest"``), or at ``snapshot`` (an id). An object-store
+    URI (``s3://bucket/warehouse/db.db/t``) takes ``storage_options`` (docs/object-stores.md)."""
     path = os.fspath(path)
+    from ..objectstore import is_object_store_uri
+
+    if is_object_store_uri(path) or storage_options:
+        from ..lake.layout import resolve
+
+        filesystem, path, _ = resolve(path, filesystem, storage_options)
+        return PaimonTable(filesystem, path, snapshot)
     if filesystem is None:
         if "://" in path:
             filesystem, path = pafs.FileSystem.from_uri(path)

@@ -25,16 +25,18 @@ _DATASETS_LOCK = threading.Lock()
 _DATASETS_MAX = 16
 
 
-def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -> IndexedDataset:
+def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
+             storage_options: dict[str, Any] | None = None) -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
-        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt)
+        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options)
         data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data
     path = os.fspath(source)
-    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt)
+    options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
+    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt, options)
     with _DATASETS_LOCK:
         data = _DATASETS.get(key)
         if data is not None:
@@ -43,7 +45,7 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -
         with _lock(data):
             data.refresh()  # files added or removed since it was cached
         return data
-    data = _open_dataset(source, on_corrupt=on_corrupt)
+    data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options)
     data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)

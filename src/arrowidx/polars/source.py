@@ -36,6 +36,7 @@ def scan(
     on_corrupt: str = "raise",
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
 
@@ -43,9 +44,13 @@ def scan(
     files only), ``"pyarrow"`` with pyarrow (any ``pyarrow.fs`` filesystem), ``"auto"``
     picks Polars for local files. ``on_scan`` is called with a :class:`ScanReport` after each
     execution; every execution also logs its summary at INFO on ``arrowidx.polars``.
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (``s3://bucket/lake``; see docs/object-stores.md).
     """
     data = (
-        source if isinstance(source, IndexedDataset) else _dataset(source, filesystem, on_corrupt)
+        source
+        if isinstance(source, IndexedDataset)
+        else _dataset(source, filesystem, on_corrupt, storage_options)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")

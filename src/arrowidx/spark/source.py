@@ -31,6 +31,7 @@ from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset, _expression_fields
 from ..options import parse_memory_size
 from ..sql import parse_where
+from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import _dataset_at
 from .session import ensure_worker_python
@@ -111,6 +112,16 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression 
     return out
 
 
+STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
+
+
+def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``storage.<key>`` options of the data source (an object store's endpoint,
+    credentials...: :func:`read` passes ``storage_options`` so), or None."""
+    found = {str(k)[len(STORAGE_PREFIX) :]: str(v) for k, v in options.items() if str(k).lower().startswith(STORAGE_PREFIX)}
+    return found or None
+
+
 _PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
 _PLANNED_LOCK = threading.Lock()
 
@@ -129,13 +140,14 @@ class _Reader(DataSourceReader):
         )
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
         self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
+        self.storage = storage_options_of(options)
 
     def _open(self) -> IndexedDataset:
         """The dataset to plan on, kept by the planning process across queries (its opened
         indexes, footers and deletion vectors are cached per file identity) and refreshed:
         the manifest re-read when its version changed, the files listed and stat-ed again."""
-        fs, root, _ = resolve(self.path)
-        key = (fs.type_name, root, self.on_corrupt)
+        fs, root, _ = resolve(self.path, None, self.storage)
+        key = (as_store(fs).key, root, self.on_corrupt)
         with _PLANNED_LOCK:
             data = _PLANNED.get(key)
             if data is None:
@@ -174,7 +186,7 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        fs, root, _ = resolve(self.path)
+        fs, root, _ = resolve(self.path, None, self.storage)
         data = _dataset_at(fs, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         expr = load_filter(self.options, data.schema)
@@ -215,7 +227,7 @@ class ArrowIdxDataSource(DataSource):
         return path
 
     def schema(self):
-        fs, root, _ = resolve(self._path())
+        fs, root, _ = resolve(self._path(), None, storage_options_of(self.options))
         return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
 
     def reader(self, schema) -> DataSourceReader:
@@ -231,7 +243,7 @@ def register(spark) -> None:
 
 def read(
     spark, path: str, filter: pc.Expression | str | None = None, *, columns: Sequence[str] | None = None,
-    **options: str,
+    storage_options: Mapping[str, str] | None = None, **options: str,
 ):  # fmt: skip
     """``spark.read.format("arrowidx").load(path)`` holding the rows that match ``filter``
     (a ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
@@ -241,6 +253,10 @@ def read(
     ``columns``: only these columns (the filter may use others). Spark cannot tell a Python
     data source which columns a query needs, so give them here when a query uses few of
     them: a ``count()`` over one column is about twice as fast as over six.
+
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
+    source's ``storage.<key>`` options.
     """
     register(spark)
     if "minPartitions" not in options:
@@ -249,13 +265,15 @@ def read(
             options = {**options, "minPartitions": str(parallelism)}
     reader = spark.read.format(FORMAT_NAME)
     if columns is not None:
-        reader = reader.schema(_columns_schema(path, list(columns)))
+        reader = reader.schema(_columns_schema(path, list(columns), storage_options))
     if isinstance(filter, str):
         reader = reader.option("where", filter)
     elif filter is not None:
         reader = reader.option("filter", encode_filter(filter))
     for key, value in options.items():
         reader = reader.option(key, str(value))
+    for key, value in (storage_options or {}).items():
+        reader = reader.option(STORAGE_PREFIX + str(key), str(value))
     return reader.load(path)
 
 
@@ -268,9 +286,9 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def _columns_schema(path: str, columns: list[str]):
+def _columns_schema(path: str, columns: list[str], storage_options: Mapping[str, str] | None = None):
     """The Spark schema of ``columns`` of the dataset at ``path`` (types as :meth:`schema`)."""
-    fs, root, _ = resolve(path)
+    fs, root, _ = resolve(path, None, storage_options)
     schema = IndexedDataset(fs, root).schema
     _check_columns(columns, schema, root)
     return arrow_to_spark_schema(pa.schema([schema.field(c) for c in columns]))
