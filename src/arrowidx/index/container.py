@@ -166,9 +166,10 @@ class SparseContainer(Container):
     :class:`~arrowidx.errors.CorruptIndexError` naming the file), so no byte is trusted
     that the whole-file checksum would have refused."""
 
-    def __init__(self, layout: dict[str, dict[str, list]], size: int, fetch, source: str = "<bytes>"):
+    def __init__(self, layout: dict[str, dict[str, list]], size: int, fetch, source: str = "<bytes>", listed: str = ""):
         self.data = None
         self.source = source
+        self.listed = listed  # " (listed in <manifest> as files[i])": what referenced it, for errors
         self.size = size
         self._fetch = fetch
         self._windows: dict[tuple[str, str], memoryview] = {}
@@ -203,14 +204,14 @@ class SparseContainer(Container):
         for (a, b, entries), blob in zip(spans, blobs):
             if len(blob) != b - a:
                 raise CorruptIndexError(f"the container ends before byte {b} (read {len(blob)} of {b - a} bytes"
-                                        f" from {a}); rebuild with arrowidx build", source=self.source, offset=a)  # fmt: skip
+                                        f" from {a}){self.listed}; rebuild with arrowidx build", source=self.source, offset=a)  # fmt: skip
             view = memoryview(blob).cast("B")
             for e in entries:
                 window = view[e.start - a : e.start - a + e.length]
                 if xxhash.xxh64_hexdigest(window) != self._digests[(e.column, e.index_type)]:
                     raise CorruptIndexError(
                         f"index {e.column}/{e.index_type} at [{e.start}, {e.start + e.length}) does not match its"
-                        " checksum in the manifest (damaged); rebuild with arrowidx build",
+                        f" checksum in the manifest{self.listed} (damaged); rebuild with arrowidx build",
                         source=self.source, offset=e.start,
                     )  # fmt: skip
                 self._windows[(e.column, e.index_type)] = window

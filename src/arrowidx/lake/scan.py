@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 from .. import facts
 from .._lazy import lazy_module
 from ..deletion import DeletionVector, read_deletion_vectors
-from ..errors import ArrowIdxError, CorruptIndexError
+from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
@@ -63,6 +63,7 @@ from .layout import (
     META_DIR,
     FileEntry,
     Manifest,
+    _listed,
     check_stale_option,
     checksum,
     ensure_inside,
@@ -639,7 +640,8 @@ class IndexedDataset:
         def make():
             if ref.layout is not None and ref.embedded is None:
                 ensure_inside(self.fs, self.root, source, "index file")
-                container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source)
+                container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source,
+                                            listed=_listed(entry))  # fmt: skip
                 return FileIndex(container, ref.arrow_schema(), name=source), 1024
             data = load_index_bytes(self.store, self.root, entry)
             if not data:
@@ -677,12 +679,16 @@ class IndexedDataset:
             raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
         end = ref.offset + ref.length
         if len(data) != record:
-            raise CorruptIndexError(f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + record}) is past"
-                                    f" the end of {path}", source=path, offset=ref.offset)  # fmt: skip
+            message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + record}) is past the end of {path}"
+            where = getattr(entry, "_listed", None)
+            if where:  # the manifest's range is what is wrong
+                raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
+            raise CorruptIndexError(message, source=path, offset=ref.offset)
         if ref.xxh64 is not None and checksum(data[: ref.length]) != ref.xxh64:
             raise CorruptIndexError(
                 f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
-                " manifest (the file is damaged, or the manifest points at another vector); restore them from a backup",
+                f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
+                " restore them from a backup",
                 source=path, offset=ref.offset,
             )  # fmt: skip
         try:  # the record alone, behind the file's version byte
