@@ -590,14 +590,33 @@ class IndexedDataset:
         todo = [p.path for p in plans if p.status != "skipped"]
         if len(todo) < 2:
             return
-
-        def load(rel: str) -> None:
-            self.fragment(rel)
+        by_file: dict[str, list[FileEntry]] = {}  # the vectors to read, per deletion file
+        for rel in todo:
             entry = self.manifest.files.get(rel)
-            if entry is not None and entry.deletion is not None:
-                self.deletion_vector(rel)
+            if entry is not None and entry.deletion is not None and self._fresh(entry):
+                key = self._vector_key(entry)
+                if not facts.DELETIONS.holds(key):
+                    by_file.setdefault(join(self.root, entry.deletion.file), []).append(entry)
+        jobs: list = [(self.fragment, rel) for rel in todo] + [(self._read_vectors, group) for group in by_file.values()]
+        facts.parallel(lambda job: job[0](job[1]), jobs)
 
-        facts.parallel(load, todo)
+    def _vector_key(self, entry: FileEntry) -> tuple:
+        ref = entry.deletion
+        return ("dv", self.store.key, join(self.root, ref.file), ref.offset, ref.length, ref.xxh64, entry.path)
+
+    def _read_vectors(self, entries: list[FileEntry]) -> None:
+        """The vectors of ``entries`` (all in one deletion file) read in one call (nearby
+        ranges in one request on object stores) and kept in the process's store."""
+        path = join(self.root, entries[0].deletion.file)
+        ensure_inside(self.fs, self.root, path, "deletion file")
+        records = [(e.deletion.offset, e.deletion.length if e.deletion.bitmap64 else e.deletion.length + 8) for e in entries]
+        try:
+            blobs = self.store.get_ranges(path, records, "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        for entry, blob in zip(entries, blobs):
+            dv = self._vector_of(entry, path, blob)
+            facts.DELETIONS.put(self._vector_key(entry), dv, _sized_vector(dv)[1])
 
     @property
     def schema(self) -> pa.Schema:
@@ -662,10 +681,8 @@ class IndexedDataset:
         entry = self.manifest.files.get(rel)
         if entry is None or entry.deletion is None or not self._fresh(entry):
             return None
-        ref = entry.deletion
-        path = join(self.root, ref.file)
-        key = ("dv", self.store.key, path, ref.offset, ref.length, ref.xxh64, entry.path)
-        return facts.DELETIONS.get(key, lambda: _sized_vector(self._read_vector(entry, path)))
+        path = join(self.root, entry.deletion.file)
+        return facts.DELETIONS.get(self._vector_key(entry), lambda: _sized_vector(self._read_vector(entry, path)))
 
     def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
         ref = entry.deletion
@@ -677,6 +694,12 @@ class IndexedDataset:
             data = self.store.get_range(path, ref.offset, record, "deletion-vectors file")
         except FileNotFoundError:
             raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        return self._vector_of(entry, path, data)
+
+    def _vector_of(self, entry: FileEntry, path: str, data: bytes) -> DeletionVector:
+        """``entry``'s deletion vector from its record ``data``, checked."""
+        ref = entry.deletion
+        record = ref.length if ref.bitmap64 else ref.length + 8
         end = ref.offset + ref.length
         if len(data) != record:
             message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + record}) is past the end of {path}"
