@@ -315,6 +315,8 @@ class _Binder:
 
         name = type(e).__name__
         pos = self.position(e)
+        if isinstance(e, (exp.Subquery, exp.Select, exp.Exists)):
+            raise self.error("subqueries (SELECT ...) are not supported in a filter: write the value itself", pos)
         if isinstance(e, exp.Paren):
             return self.bind(e.this)
         if isinstance(e, exp.Column):
@@ -459,8 +461,11 @@ class _Binder:
         bad = right if isinstance(right, Lit) else left
         other = left if bad is right else right
         hint = ""
-        if isinstance(bad, Lit) and bad.kind in ("int", "num", "float") and _category(other.type) in ("string", "temporal", "binary"):
-            hint = f"; quote the value: '{bad.text or bad.value}'"
+        if isinstance(bad, Lit) and bad.kind in ("int", "num", "float") and _category(other.type) in ("string", "binary"):
+            hint = f"; quote the value: {_describe(other)} = '{bad.text or bad.value}'"
+        elif isinstance(bad, Lit) and _category(other.type) == "temporal":
+            example = "'2024-06-01'" if pa.types.is_date(other.type) else "'2024-06-01 12:30:00'"
+            hint = f"; write a quoted date or a typed literal: {_describe(other)} > {example}"
         raise self.error(
             f"cannot compare {_describe(other)} ({_sql_type_name(other.type)}) with {_describe(bad)} ({_sql_type_name(bad.type)}){hint}",
             bad.pos if bad.pos >= 0 else self.position(e),
@@ -1831,6 +1836,9 @@ def compile_where(text: str, schema: pa.Schema, *, interface: str = "WHERE", pus
         highlight = info.get("highlight") or ""
         raise binder.error(f"syntax error at {highlight!r}: {what}" if highlight else f"syntax error: {what}", pos) from None
     except TokenError as e:
+        quote = _unclosed_quote(lifted)
+        if quote is not None:
+            raise binder.error(f"the quote {lifted[quote]} is never closed", quote) from None
         raise binder.error(f"cannot read the text: {e}") from None
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
@@ -1863,6 +1871,19 @@ def compile_where(text: str, schema: pa.Schema, *, interface: str = "WHERE", pus
     residual_text = " AND ".join(_sql_text(t, lifted, lists) for t in texts)
     rest = Residual(residual, residual_text) if residual else None
     return Where(expr, rest, text)
+
+
+def _unclosed_quote(text: str) -> int | None:
+    """Where a quote that is never closed opens, if one does."""
+    pos = 0
+    while pos < len(text):
+        m = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|--[^\n]*|/\*.*?\*/|['\"`]", re.DOTALL).search(text, pos)
+        if m is None:
+            return None
+        if len(m.group(0)) == 1:
+            return m.start()
+        pos = m.end()
+    return None
 
 
 def _flatten_sql(e, out: list) -> None:

@@ -52,6 +52,7 @@ from .._lazy import lazy_module
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
+from ..filters import Filter, user_filter
 from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
@@ -814,6 +815,7 @@ class IndexedDataset:
         Files a key directory rules out (:meth:`ruled_out`) are skipped without asking their
         indexes.
         """
+        expr = user_filter(expr, self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
             check_expression(expr, self.schema)
         self.forget_file_infos()
@@ -963,6 +965,8 @@ class IndexedDataset:
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
+        where = user_filter(filter, self.schema)
+        filter = where.pushdown
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
@@ -973,7 +977,7 @@ class IndexedDataset:
                 dv = self.deletion_vector(plan.path)
                 plan.deleted = dv.cardinality if dv is not None else 0
             plan.why = _why(plan, index, filter, self.schema)
-        return Explain(expression_text(filter), plans)
+        return Explain(where.describe(expression_text(filter)), plans)
 
     def __repr__(self) -> str:
         indexed = sum(1 for rel in self.files if rel in self.manifest.files)
@@ -1108,8 +1112,14 @@ class IndexedDataset:
 
         When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
         files itself (its own statistics pruning, same cost); otherwise the surviving row
-        groups are read with late materialisation (:meth:`read_plans`).
+        groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
+        ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         """
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            return
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             yield from self._scan_handed_over(route, filter, columns)
@@ -1167,6 +1177,7 @@ class IndexedDataset:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
         schema = self._output_schema(columns)
+        filter = user_filter(filter, self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for b in self.to_batches(filter, columns):
@@ -1183,7 +1194,7 @@ class IndexedDataset:
         cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
         naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
         """
-        plans = self.plan(filter)
+        plans = self.plan(user_filter(filter, self.schema).pushdown)
         deleted = [p.path for p in plans if p.row_groups and p.deleted]
         if deleted:
             raise ArrowIdxError(
@@ -1193,8 +1204,13 @@ class IndexedDataset:
         return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
-        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
+        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
+        (``filter``: a ``pc.Expression``, or SQL text)."""
         schema = self._output_schema(columns)
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             sound = statistics_filter(filter, self.schema)
@@ -1211,6 +1227,10 @@ class IndexedDataset:
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+        filter = where.pushdown
         if filter is None:
             self.forget_file_infos()
             total = 0
