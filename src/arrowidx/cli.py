@@ -199,6 +199,11 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
     return pq.read_schema(data_file)
 
 
+def _partitioning(args) -> str | None:
+    """``--partitioning``: Hive folders (``dt=2024-01-02/``) as columns, or not."""
+    return None if getattr(args, "partitioning", "hive") == "none" else "hive"
+
+
 def _where(data, text: str | None):
     return user_filter(text, data.schema, "--where") if text is not None else None
 
@@ -206,7 +211,7 @@ def _where(data, text: str | None):
 def cmd_explain(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     plan = data.explain(_where(data, args.where))
     if args.json:
         _dump(plan.to_dict())
@@ -218,7 +223,7 @@ def cmd_explain(args) -> int:
 def cmd_query(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         _check_columns(columns, data.schema, "--columns")
@@ -363,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="what the indexes decide for each file for a SQL WHERE clause")
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -370,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression, e.g. \"status = 'PENDING' AND amount > 100\"")
     p.add_argument("--columns", help="comma-separated columns to return")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--explain", action="store_true", help="print what each file's index decided")
     p.add_argument("--limit", type=int, help="print at most N rows")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

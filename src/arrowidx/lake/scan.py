@@ -76,6 +76,7 @@ from .layout import (
     read_manifest,
     resolve,
 )
+from .partitions import hive_partitioning, partition_expressions, with_partition_fields
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
@@ -292,6 +293,7 @@ class IndexedDataset:
         threads: int = 2,
         source: ds.FileSystemDataset | None = None,
         on_stale_deletions: str = "raise",
+        partitioning: Any = "hive",
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
@@ -307,6 +309,8 @@ class IndexedDataset:
         # stamps changes; else they stay this object's (see arrowidx.facts)
         self._token: int | None = None if self.store.stamps else facts.identity_token()
         self._partitions: dict[str, pc.Expression] = {}
+        self.partitioning_spec = partitioning  # Hive folders (lake/partitions.py); a source keeps its own
+        self.partitioning: ds.Partitioning | None = None
         if source is not None:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
@@ -357,14 +361,22 @@ class IndexedDataset:
         if self.source is not None:
             return list(self._partitions)
         if self._only is not None:
-            return list(self._only)
+            return self._partitioned(list(self._only))
         listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))
         self._keys, self._identities = {}, (None, [])
         self._listed_now = True
-        return rels
+        return self._partitioned(rels)
+
+    def _partitioned(self, files: list[str]) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
+        partitioning = hive_partitioning(files, self.partitioning_spec)
+        if partitioning is not None or self.partitioning is not None:
+            self.partitioning = partitioning
+            self._partitions = partition_expressions(partitioning, files) if partitioning is not None else {}
+        return files
 
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
@@ -606,7 +618,7 @@ class IndexedDataset:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
-            self._schema = self.footer(self.files[0]).schema.to_arrow_schema()
+            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
     def bind_columns(self, expr) -> set[str]:
@@ -1318,18 +1330,23 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
-            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None) -> IndexedDataset:  # fmt: skip
+            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
+            partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
-    pyarrow does)."""
+    pyarrow does).
+
+    ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
+    default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
+    their types (:mod:`arrowidx.lake.partitions`)."""
     fs, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
             root = _manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
-    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
         data._only = sorted(posixpath.relpath(p, root) for p in explicit)
         data.refresh()

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .._roaring import bitmap_of
@@ -69,6 +70,9 @@ def _polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]
     if cached is not None and cached[0] == key:
         return cached[1]
     schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
+    if data.partitioning is not None:  # Hive partition columns (their values come from the folders)
+        fields = [f for f in data.partitioning.schema if f.name not in schema]
+        schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
     _SCHEMAS[data] = (key, schema)
     return schema
 
