@@ -262,14 +262,14 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options.
     """
+    if isinstance(filter, str):  # refused here, on the driver, before any job (WhereError)
+        fs, root, _ = resolve(path)
+        user_filter(filter, IndexedDataset(fs, root).schema, "where")
     register(spark)
     if "minPartitions" not in options:
         parallelism = _default_parallelism(spark)
         if parallelism:
             options = {**options, "minPartitions": str(parallelism)}
-    if isinstance(filter, str):  # refused here, on the driver, before any job (WhereError)
-        fs, root, _ = resolve(path)
-        user_filter(filter, IndexedDataset(fs, root).schema, "where")
     reader = spark.read.format(FORMAT_NAME)
     if columns is not None:
         reader = reader.schema(_columns_schema(path, list(columns), storage_options))
