@@ -1,8 +1,10 @@
 """The WHERE corpus (issue 41): clauses a user writes, each run by arrowidx and by DuckDB over
 the same rows in memory (and by Polars SQL where it accepts the clause).
 
-An entry is the clause, or ``(clause, duckdb_text)`` when DuckDB spells a Spark-only form
-differently (``TIMESTAMP_NTZ``, ``<=>``, ``DIV``).
+An entry is the clause, or ``(clause, duckdb_text)`` when DuckDB spells a Spark form
+differently (``TIMESTAMP_NTZ``, ``<=>``, ``DIV``, ``double('NaN')``), or means something else
+by it: DuckDB drops the offset of ``TIMESTAMP '... +02:00'``; Spark and arrowidx read the
+instant it names (DuckDB's ``TIMESTAMPTZ '...'``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ CORPUS: list = [
     ("ts < TIMESTAMP_NTZ '2024-05-04 06:30:00'", "ts < TIMESTAMP '2024-05-04 06:30:00'"),
     "ts_ms > TIMESTAMP '2024-05-06 00:00:00.123'", "ts_ms <= '2024-05-03'",
     "tstz > TIMESTAMPTZ '2024-05-05 00:00:00+00:00'", "tstz < '2024-05-03 00:00:00+02:00'",
+    ("amount = double('NaN')", "amount = 'NaN'::DOUBLE"), ("amount > double('NaN')", "amount > 'NaN'::DOUBLE"), ("qty = int('3')", "qty = 3"),
+    "qty < CAST('NaN' AS DOUBLE)", "qty = CAST('NaN' AS DOUBLE)", "amount < CAST('Infinity' AS DOUBLE)",
+    "ts < TIMESTAMP '2024-05-02 12:00:00+00:00'", "tstz >= TIMESTAMP '2024-05-05 00:00:00'", ("tstz < TIMESTAMP '2024-05-04 10:00:00+02:00'", "tstz < TIMESTAMPTZ '2024-05-04 10:00:00+02:00'"),
+    "tstz IN (TIMESTAMP '2024-05-03 10:00:00', TIMESTAMP '2024-05-04 00:00:00') OR tstz IS NULL",
     "day = TIMESTAMP '2024-05-03 00:00:00'", "day < TIMESTAMP '2024-05-03 12:00:00'", "ts > DATE '2024-05-06'",
     "blob = X'0102'", "blob = x'0002'", "blob > X'01'", "blob IN (X'0202', X'0302')",
     "größe = 2", "\"größe\" > 3", '"my col" = \'x\'', "`my col` = 'y'", '"MY COL" = \'z\'',

@@ -655,6 +655,8 @@ class _Binder:
             if lit.kind == "str":
                 text = lit.value
                 if _is_temporal(target):
+                    if pa.types.is_timestamp(target) and target.tz is None and len(text.strip()) > 10 and _OFFSET.search(text.strip()):
+                        target = pa.timestamp(target.unit, tz="UTC")  # an offset makes it an instant
                     return Lit("typed", _temporal_text(text, target, lambda msg: ValueError(msg)), target, lit.pos)
                 if _is_binary(target):
                     return Lit("typed", pa.scalar(text.encode(), target), target, lit.pos)
@@ -822,6 +824,14 @@ class _Binder:
                 raise self.error(f"date_trunc unit {unit_name!r} is not supported (year, quarter, month, week, day, hour, minute, second)", pos)
             t = arg.type if pa.types.is_timestamp(arg.type) else pa.timestamp("us")
             return Call("date_trunc", (arg,), t, unit_name, pos)
+        if isinstance(e, exp.Anonymous) and str(e.this).upper() in _CAST_FUNCTIONS and len(e.expressions) == 1:
+            target = _CAST_FUNCTIONS[str(e.this).upper()]  # Spark's double('NaN'), int(x), ...
+            arg = self.bind(e.expressions[0])
+            if isinstance(arg, Lit):
+                folded = self.fold_cast(arg, target, False, e)
+                if folded is not None:
+                    return folded
+            return Call("cast", (arg,), target, (target, False), pos)
         if isinstance(e, exp.Anonymous) and str(e.this).upper() in ("IFNULL", "NVL"):
             args = [self.bind(a) for a in e.expressions]
             return self.coalesce(args, e)
@@ -855,6 +865,10 @@ class _Binder:
         return node
 
 
+_CAST_FUNCTIONS = {
+    "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "INT": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(),
+    "TINYINT": pa.int8(), "STRING": pa.string(), "BOOLEAN": pa.bool_(), "BINARY": pa.binary(),
+}  # fmt: skip
 _SUPPORTED = (
     "lower, upper, length, substring/substr, left, right, trim/ltrim/rtrim, concat, ||, replace, reverse, "
     "starts_with, ends_with, contains, strpos, regexp_matches/rlike, abs, round, floor, ceil, year, month, day, hour, "
@@ -1022,8 +1036,15 @@ def _literal_scalar(lit: Lit, t: pa.DataType) -> pa.Scalar:
     if lit.kind == "typed":
         if lit.value.type == t:
             return lit.value
+        if pa.types.is_timestamp(lit.value.type) and pa.types.is_timestamp(t) and lit.value.type.tz is None and t.tz is not None:
+            # a naive literal on a zoned column is read in the column's zone (as the residual does)
+            local = pc.assume_timezone(pa.array([lit.value]).cast(pa.timestamp("ns")), timezone=t.tz)
+            try:
+                return local.cast(t, safe=True)[0]
+            except pa.ArrowInvalid:
+                raise _NoArrow from None
         if pa.types.is_timestamp(lit.value.type) and pa.types.is_timestamp(t) and (lit.value.type.tz is None) != (t.tz is None):
-            raise _NoArrow  # naive versus zoned: the residual decides the zone
+            raise _NoArrow  # a zoned literal on a naive column: the residual compares them
         try:
             cast = pc.cast(pa.array([lit.value]), t, safe=True)
             back = pc.cast(cast, lit.value.type, safe=True)
