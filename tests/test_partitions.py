@@ -81,6 +81,7 @@ def test_polars_scan_keeps_partition_columns(hive):
     assert ours.columns == ["id", "amount", "dt", "region"] and ours.equals(theirs.select(ours.columns))
     needle = apl.scan(hive).filter((pl.col("region") == "us") & (pl.col("dt") == pl.date(2024, 1, 3))).select("id").collect()
     assert needle["id"].to_list() == duck(reference(hive), "region = 'us' AND dt = DATE '2024-01-03'")
+    assert apl.scan(hive, partitioning=None).collect_schema().names() == ["id", "amount"]
     arrow_read = apl.scan(hive, reader="pyarrow").filter(pl.col("region").is_null()).select("id", "dt").collect()
     assert sorted(arrow_read["id"].to_list()) == duck(reference(hive), "region IS NULL")
 

@@ -1787,7 +1787,7 @@ class Residual:
 
         if not batch.num_rows:
             return pa.array([], pa.bool_())
-        frame = pl.from_arrow(batch.select(self.columns)) if self.columns else pl.DataFrame({"_": [0] * batch.num_rows})
+        frame = pl.from_arrow(batch.select(self.columns)) if self.columns else pl.DataFrame({"_": pl.zeros(batch.num_rows, eager=True)})
         if not isinstance(frame, pl.DataFrame):
             frame = frame.to_frame()
         try:

@@ -27,17 +27,18 @@ _DATASETS_MAX = 16
 
 
 def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
-             storage_options: dict[str, Any] | None = None) -> IndexedDataset:  # fmt: skip
+             storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
-        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options)
+        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
+                             partitioning=partitioning)  # fmt: skip
         data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
-    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt, options)
+    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
     with _DATASETS_LOCK:
         data = _DATASETS.get(key)
         if data is not None:
@@ -46,7 +47,7 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
         with _lock(data):
             data.refresh()  # files added or removed since it was cached
         return data
-    data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options)
+    data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
     data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)

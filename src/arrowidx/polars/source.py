@@ -39,6 +39,7 @@ def scan(
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
     storage_options: dict[str, Any] | None = None,
+    partitioning: Any = "hive",
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
 
@@ -47,12 +48,15 @@ def scan(
     picks Polars for local files. ``on_scan`` is called with a :class:`ScanReport` after each
     execution; every execution also logs its summary at INFO on ``arrowidx.polars``.
     ``storage_options``: endpoint, region and credentials of an object-store URI
-    (``s3://bucket/lake``; see docs/object-stores.md).
+    (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
+    (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
+    None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
+    :func:`arrowidx.dataset`).
     """
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else _dataset(source, filesystem, on_corrupt, storage_options)
+        else _dataset(source, filesystem, on_corrupt, storage_options, partitioning)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
