@@ -76,7 +76,7 @@ CORPUS: list = [
     "qty IS NULL", "qty IS NOT NULL", "amount IS NULL", "status IS NOT NULL", "qty ISNULL", "qty NOTNULL",
     "qty = NULL", "qty != NULL", "NOT (qty = NULL)", "qty IN (1, NULL)", "qty NOT IN (1, NULL)", "qty NOT IN (1, 2)",
     "NOT (qty IN (1, 2))", "NOT (qty > 2)", "NOT (amount > 150)", "NOT (amount < 150)", "NOT NOT (qty = 1)",
-    "amount IN (0.0, 2.5)", "amount NOT IN (0.0, 2.5)", "amount IN (-0.0)", "amount IN ('NaN', 1)", "amount NOT IN ('NaN')",
+    "amount IN (0.0, 2.5)", "amount NOT IN (0.0, 2.5)", "amount IN (-0.0)", "amount IN ('NaN', 1)", "amount IN (0.0, 'NaN')", "amount NOT IN (-0.0, 'NaN')", "ratio IN (0.5, 'NaN')", "amount NOT IN ('NaN')",
     "status IN ('new', NULL)", "status NOT IN ('lost', 'paid')", "flag IS TRUE", "flag IS NOT TRUE", "flag IS FALSE", "flag IS NOT FALSE",
     "qty IS DISTINCT FROM 3", "qty IS NOT DISTINCT FROM 3", "qty IS DISTINCT FROM NULL", "qty IS NOT DISTINCT FROM NULL",
     ("qty <=> 3", "qty IS NOT DISTINCT FROM 3"), "amount IS DISTINCT FROM 'NaN'", "amount IS NOT DISTINCT FROM 0",

@@ -99,3 +99,18 @@ def test_cli_and_delete_use_partition_columns(hive, tmp_path, capsys):
     assert arrowidx.dataset(root).count_rows("region = 'us'") == 135
     with pytest.raises(WhereError, match="did you mean 'region'"):
         arrowidx.dataset(root).count_rows("regoin = 'us'")
+
+
+def test_partition_filters_prune_before_any_file_is_opened(hive, monkeypatch):
+    from arrowidx.lake import scan
+
+    opened: list[str] = []
+    read_footer = scan.read_footer
+    monkeypatch.setattr(scan, "read_footer", lambda fs, path, size: opened.append(path) or read_footer(fs, path, size))
+    data = arrowidx.dataset(hive)
+    assert data.count_rows("dt = '2024-01-03' AND region = 'us' AND id > 400") == 0 + len(duck(reference(hive), "dt = '2024-01-03' AND region = 'us' AND id > 400"))
+    folders = {os.path.relpath(os.path.dirname(p), hive) for p in opened}
+    first = os.path.dirname(data.files[0])  # the first file gives the schema
+    assert folders <= {first, "dt=2024-01-03/region=us"}
+    plan = data.explain("region = 'us'")
+    assert [p.status for p in plan.files].count("pruned") == 6 and plan.rows_read == 150

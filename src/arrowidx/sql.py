@@ -1295,10 +1295,11 @@ def _in(col: Col, values: list[Lit], negated: bool) -> pc.Expression:
         # becomes is_nan.
         floats = [_float_value(v) for v in present]
         numbers = [f for f in floats if not math.isnan(f)]
+        has_nan = len(numbers) < len(floats)
         if any(f == 0.0 for f in numbers):
             numbers += [0.0, -0.0]
         parts = [field.isin(pa.array(numbers, t))] if numbers else []
-        if len(numbers) < len(floats):
+        if has_nan:
             parts.append(pc.is_nan(field))
         matched = parts[0] if len(parts) == 1 else parts[0] | parts[1]
         return (~matched & field.is_valid()) if negated else matched

@@ -76,7 +76,13 @@ from .layout import (
     read_manifest,
     resolve,
 )
-from .partitions import hive_partitioning, partition_expressions, with_partition_fields
+from .partitions import (
+    hive_partitioning,
+    partition_expressions,
+    partition_view,
+    with_partition_fields,
+    with_pruned,
+)
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
@@ -830,6 +836,9 @@ class IndexedDataset:
         expr = user_filter(expr, self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
             check_expression(expr, self.schema)
+        view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return with_pruned(self, view, view.plan(expr, statistics=statistics))
         self.forget_file_infos()
         self._prepare(self.files, expr)
         bound: dict = {}
@@ -1102,6 +1111,9 @@ class IndexedDataset:
         if not self.files:
             return _Route([], one_pass=True)
         check_expression(filter, self.schema)
+        view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return view._route(filter)
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
