@@ -246,3 +246,22 @@ def test_the_10000_value_in_list_is_exact():
     assert _ours(text) == _ours(text, pushdown=False) == _duckdb(ROWS, text)
     text = f"amount IN ({', '.join(str(v / 4) for v in range(-10000, 0))}, 0, 2.5, 7.25)"
     assert _ours(text) == _ours(text, pushdown=False) == _duckdb(ROWS, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tstz >= TIMESTAMP '2024-05-05 00:00:00'", "tstz < '2024-05-03 06:00:00'", "CAST(tstz AS DATE) = DATE '2024-05-04'",
+     "hour(tstz) = 17", "day(tstz) = 3 AND tstz > '2024-05-02'", "date_trunc('day', tstz) = TIMESTAMPTZ '2024-05-06 00:00:00-07:00'"],
+)
+def test_a_session_time_zone_means_what_it_means_in_duckdb(text):
+    """Spark's read passes its session zone: naive times on a zoned column are wall times
+    there, and dates and hours of zoned values are taken there (DuckDB's TimeZone setting)."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'America/Los_Angeles'")
+    con.register("t", ROWS)
+    expected = sorted(r[0] for r in con.execute(f"SELECT _row FROM t WHERE {text}").fetchall())
+    for pushdown in (True, False):
+        where = compile_where(text, TABLE.schema, pushdown=pushdown, time_zone="America/Los_Angeles")
+        rows = ROWS.filter(where.pushdown) if where.pushdown is not None else ROWS
+        rows = rows.filter(where.residual.mask(rows)) if where.residual is not None else rows
+        assert sorted(rows.column("_row").to_pylist()) == expected, (text, pushdown)

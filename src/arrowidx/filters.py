@@ -74,11 +74,13 @@ _EVERY_ROW = Filter(None)
 _VOLATILE = re.compile(r"current_|now\s*\(|today|localtimestamp", re.IGNORECASE)
 
 
-def user_filter(filter, schema: pa.Schema, interface: str = "filter=") -> Filter:
+def user_filter(filter, schema: pa.Schema, interface: str = "filter=", time_zone: str | None = None) -> Filter:
     """``filter`` (None, a ``pc.Expression``, SQL text or a :class:`Filter`) for ``schema``.
 
     SQL text that is not valid SQL for the schema raises
     :class:`~arrowidx.sql.WhereError` naming ``interface`` (``filter=``, ``--where``, ...).
+    ``time_zone``: the session's zone for naive times on zoned columns (Spark passes its
+    ``spark.sql.session.timeZone``; None: each column's own zone).
     """
     if filter is None:
         return _EVERY_ROW
@@ -88,17 +90,17 @@ def user_filter(filter, schema: pa.Schema, interface: str = "filter=") -> Filter
         return Filter(filter)
     if isinstance(filter, str):
         if _VOLATILE.search(filter):
-            return _compile(filter, schema, interface)
-        return _compiled(filter, schema, interface)
+            return _compile(filter, schema, interface, time_zone)
+        return _compiled(filter, schema, interface, time_zone)
     raise TypeError(f"{interface} takes a pyarrow.compute.Expression or SQL text (str), not {type(filter).__name__}")
 
 
-def _compile(text: str, schema: pa.Schema, interface: str) -> Filter:
-    where = compile_where(text, schema, interface=interface)
+def _compile(text: str, schema: pa.Schema, interface: str, time_zone: str | None = None) -> Filter:
+    where = compile_where(text, schema, interface=interface, time_zone=time_zone)
     return Filter(where.pushdown, where.residual, text)
 
 
 @functools.lru_cache(maxsize=128)
-def _compiled(text: str, schema: pa.Schema, interface: str) -> Filter:
+def _compiled(text: str, schema: pa.Schema, interface: str, time_zone: str | None = None) -> Filter:
     """Compiled SQL, remembered per text and schema: a query repeated costs a lookup."""
-    return _compile(text, schema, interface)
+    return _compile(text, schema, interface, time_zone)

@@ -261,7 +261,8 @@ _EXTRACT_PARTS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER",
 
 
 class _Binder:
-    def __init__(self, text: str, schema: pa.Schema, interface: str, lists, shifts):
+    def __init__(self, text: str, schema: pa.Schema, interface: str, lists, shifts, time_zone: str | None = None):
+        self.time_zone = time_zone  # the session's zone: naive times on zoned columns (None: the column's)
         self.text = text
         self.schema = schema
         self.interface = interface
@@ -453,6 +454,7 @@ class _Binder:
             left = self.coerce(left, right.type, right, e)
         elif isinstance(right, Lit) and right.kind in ("str", "int", "num", "float", "bool"):
             right = self.coerce(right, left.type, left, e)
+        left, right = self.zoned(left, right), self.zoned(right, left)
         a, b = _category(left.type), _category(right.type)
         if a == b or "null" in (a, b) or any(isinstance(x, Lit) and x.kind == "str" for x in (left, right)):
             return left, right
@@ -470,6 +472,29 @@ class _Binder:
             f"cannot compare {_describe(other)} ({_sql_type_name(other.type)}) with {_describe(bad)} ({_sql_type_name(bad.type)}){hint}",
             bad.pos if bad.pos >= 0 else self.position(e),
         )
+
+    def zoned(self, node: Node, other: Node) -> Node:
+        """A naive time literal (typed, or a string) next to a zoned timestamp: the instant
+        it names in the session's zone (or, without one, in the other side's zone)."""
+        t = _base(other.type)
+        if not (isinstance(node, Lit) and pa.types.is_timestamp(t) and t.tz is not None):
+            return node
+        zone = self.time_zone or t.tz
+        if node.kind == "str":
+            stamp = _temporal_text(node.value, pa.timestamp(t.unit, tz=zone), lambda msg: ValueError(msg))
+            return Lit("typed", stamp, stamp.type, node.pos, node.text)
+        if node.kind == "typed" and node.value.is_valid and (pa.types.is_date(node.type) or (pa.types.is_timestamp(node.type) and node.type.tz is None)):
+            naive = pa.array([node.value]).cast(pa.timestamp("ns"))
+            local = pc.assume_timezone(naive, timezone=zone)
+            return Lit("typed", local[0], local.type, node.pos, node.text)
+        return node
+
+    def in_zone(self, node: Node) -> Node:
+        """A zoned timestamp seen in the session's zone (its date, hour, ... there)."""
+        t = _base(node.type)
+        if self.time_zone and pa.types.is_timestamp(t) and t.tz is not None and t.tz != self.time_zone:
+            return Call("convert_tz", (node,), pa.timestamp(t.unit, tz=self.time_zone), self.time_zone, node.pos)
+        return node
 
     def coerce(self, lit: Lit, t: pa.DataType, other: Node, e) -> Lit:
         """An untyped literal next to a value of type ``t``: still a literal, checked to
@@ -632,6 +657,8 @@ class _Binder:
         allowed = a == b or a in ("null", "string") or b == "string" or {a, b} <= {"number", "boolean"} or (a == "temporal" and b == "time")
         if not allowed:
             raise self.error(f"cannot CAST {_describe(arg)} ({_sql_type_name(arg.type)}) AS {_sql_type_name(target)}", self.position(e))
+        if pa.types.is_date(target) or _is_string(target):
+            arg = self.in_zone(arg)
         return Call("cast", (arg,), target, (target, safe), self.position(e))
 
     def data_type(self, dt, e) -> pa.DataType:
@@ -822,6 +849,7 @@ class _Binder:
                 raise self.error(f"date_trunc needs a date or timestamp, not {_sql_type_name(arg.type)}", pos)
             if unit_name not in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"):
                 raise self.error(f"date_trunc unit {unit_name!r} is not supported (year, quarter, month, week, day, hour, minute, second)", pos)
+            arg = self.in_zone(arg)
             t = arg.type if pa.types.is_timestamp(arg.type) else pa.timestamp("us")
             return Call("date_trunc", (arg,), t, unit_name, pos)
         if isinstance(e, exp.Anonymous) and str(e.this).upper() in _CAST_FUNCTIONS and len(e.expressions) == 1:
@@ -846,7 +874,7 @@ class _Binder:
             arg = self.fold_cast(arg, pa.timestamp("us"), False, e)
         if not _is_temporal(arg.type):
             raise self.error(f"{part.lower()}() needs a date or timestamp, not {_sql_type_name(arg.type)}", pos)
-        return Call("extract", (arg,), pa.float64() if part == "EPOCH" else pa.int64(), part, pos)
+        return Call("extract", (self.in_zone(arg) if part != "EPOCH" else arg,), pa.float64() if part == "EPOCH" else pa.int64(), part, pos)
 
     def int_arg(self, e, parent) -> Node:
         node = self.bind(e)
@@ -1524,6 +1552,8 @@ def _pl(node: Node, hint: pa.DataType | None = None):
         return _pl(arg).round(max(digits, 0), mode="half_away_from_zero")
     if op == "extract":
         return _pl_extract(node)
+    if op == "convert_tz":
+        return _pl(args[0]).dt.convert_time_zone(node.extra)
     if op == "date_trunc":
         unit = {"YEAR": "1y", "QUARTER": "1q", "MONTH": "1mo", "WEEK": "1w", "DAY": "1d", "HOUR": "1h", "MINUTE": "1m", "SECOND": "1s"}[node.extra]
         arg = args[0]
@@ -1833,20 +1863,25 @@ def where_error(interface: str, message: str, text: str, pos: int = -1) -> Where
     return WhereError(f"{head}\n  {line}\n  {' ' * (pos - line_start)}^")
 
 
-def compile_where(text: str, schema: pa.Schema, *, interface: str = "WHERE", pushdown: bool = True) -> Where:
+def compile_where(
+    text: str, schema: pa.Schema, *, interface: str = "WHERE", pushdown: bool = True, time_zone: str | None = None
+) -> Where:
     """Parse, bind and split a SQL ``WHERE`` clause (see the module docstring).
 
     Raises :class:`WhereError` for text that is not valid SQL for ``schema``: a syntax
     error, an unknown column or function, a type error (the message names ``interface``,
     says what to write, and shows a caret under the offending token).
     ``pushdown=False`` puts every conjunct in the residual (tests check both evaluators).
+    ``time_zone``: the session's zone, as Spark's and DuckDB's sessions have one: a naive
+    time literal on a column with a zone names that wall time there, and dates, hours, ...
+    of zoned values are taken there (None: the column's own zone).
     """
     from sqlglot.errors import ParseError, TokenError
 
     if not isinstance(text, str) or not text.strip():
         raise WhereError(f"{interface}: the condition is empty; write one, e.g. \"status = 'paid'\"")
     lifted, lists, shifts = _lift_long_lists(text)
-    binder = _Binder(text, schema, interface, lists, shifts)
+    binder = _Binder(text, schema, interface, lists, shifts, time_zone)
     try:
         trees = _dialect().parse(lifted)
     except ParseError as e:

@@ -93,7 +93,7 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
     (:func:`encode_filter`) options, AND-ed (:class:`arrowidx.filters.Filter`)."""
     parts = []
     where = options.get("where")
-    sql = user_filter(str(where), schema, "where") if where else None
+    sql = user_filter(str(where), schema, "where", options.get("sessionTimeZone")) if where else None
     if sql is not None and sql.pushdown is not None:
         parts.append(sql.pushdown)
     encoded = options.get("filter")
@@ -138,7 +138,7 @@ class _Reader(DataSourceReader):
             str(options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)), "maxPartitionBytes"
         )
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
-        self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
+        self.options = {k: str(options[k]) for k in ("where", "filter", "sessionTimeZone") if options.get(k)}
         self.storage = storage_options_of(options)
 
     def _open(self) -> IndexedDataset:
@@ -262,9 +262,13 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options.
     """
+    zone = None
     if isinstance(filter, str):  # refused here, on the driver, before any job (WhereError)
-        fs, root, _ = resolve(path)
-        user_filter(filter, IndexedDataset(fs, root).schema, "where")
+        zone = _session_time_zone(spark)  # SQL's naive times mean the session's wall time, as in Spark
+        fs, root, _ = resolve(path, None, storage_options)
+        user_filter(filter, IndexedDataset(fs, root).schema, "where", zone)
+        if zone:
+            options = {"sessionTimeZone": zone, **options}
     register(spark)
     if "minPartitions" not in options:
         parallelism = _default_parallelism(spark)
@@ -282,6 +286,14 @@ def read(
     for key, value in (storage_options or {}).items():
         reader = reader.option(STORAGE_PREFIX + str(key), str(value))
     return reader.load(path)
+
+
+def _session_time_zone(spark) -> str | None:
+    """Spark's ``spark.sql.session.timeZone`` (None without a session)."""
+    try:
+        return str(spark.conf.get("spark.sql.session.timeZone"))
+    except Exception:  # noqa: BLE001 - no session (a refusal check), or Spark Connect without conf
+        return None
 
 
 def _default_parallelism(spark) -> int | None:
