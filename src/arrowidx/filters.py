@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -74,8 +74,9 @@ _EVERY_ROW = Filter(None)
 _VOLATILE = re.compile(r"current_|now\s*\(|today|localtimestamp", re.IGNORECASE)
 
 
-def user_filter(filter, schema: pa.Schema, interface: str = "filter=", time_zone: str | None = None) -> Filter:
-    """``filter`` (None, a ``pc.Expression``, SQL text or a :class:`Filter`) for ``schema``.
+def user_filter(filter, schema: pa.Schema | Callable[[], pa.Schema], interface: str = "filter=", time_zone: str | None = None) -> Filter:
+    """``filter`` (None, a ``pc.Expression``, SQL text or a :class:`Filter`) for ``schema``
+    (or a function giving it, called only for SQL text).
 
     SQL text that is not valid SQL for the schema raises
     :class:`~arrowidx.sql.WhereError` naming ``interface`` (``filter=``, ``--where``, ...).
@@ -89,6 +90,8 @@ def user_filter(filter, schema: pa.Schema, interface: str = "filter=", time_zone
     if isinstance(filter, pc.Expression):
         return Filter(filter)
     if isinstance(filter, str):
+        if callable(schema):  # (a dataset's schema is read only for SQL text)
+            schema = schema()
         if _VOLATILE.search(filter):
             return _compile(filter, schema, interface, time_zone)
         return _compiled(filter, schema, interface, time_zone)

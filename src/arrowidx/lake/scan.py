@@ -833,7 +833,7 @@ class IndexedDataset:
         Files a key directory rules out (:meth:`ruled_out`) are skipped without asking their
         indexes.
         """
-        expr = user_filter(expr, self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
+        expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
             check_expression(expr, self.schema)
         view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
@@ -986,7 +986,7 @@ class IndexedDataset:
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
-        where = user_filter(filter, self.schema)
+        where = user_filter(filter, lambda: self.schema)
         filter = where.pushdown
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
@@ -1139,7 +1139,7 @@ class IndexedDataset:
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         """
-        where = user_filter(filter, self.schema)
+        where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
             yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
             return
@@ -1201,7 +1201,7 @@ class IndexedDataset:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
         schema = self._output_schema(columns)
-        filter = user_filter(filter, self.schema)
+        filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for b in self.to_batches(filter, columns):
@@ -1218,7 +1218,7 @@ class IndexedDataset:
         cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
         naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
         """
-        plans = self.plan(user_filter(filter, self.schema).pushdown)
+        plans = self.plan(user_filter(filter, lambda: self.schema).pushdown)
         deleted = [p.path for p in plans if p.row_groups and p.deleted]
         if deleted:
             raise ArrowIdxError(
@@ -1231,7 +1231,7 @@ class IndexedDataset:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
         (``filter``: a ``pc.Expression``, or SQL text)."""
         schema = self._output_schema(columns)
-        where = user_filter(filter, self.schema)
+        where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
             return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
         filter = where.pushdown
@@ -1251,7 +1251,7 @@ class IndexedDataset:
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
-        where = user_filter(filter, self.schema)
+        where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
             return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
