@@ -92,6 +92,8 @@ POLARS_SQL_DIFFERS = {
     "substring(status, -3, 2) = 'ai'": "Polars SQL's substring has no negative start",
     "CAST(price AS BIGINT) = -12": "Polars truncates a DECIMAL cast to an integer; DuckDB rounds",
     "qty = CAST(3.7 AS INT)": "Polars truncates 3.7 to 3; DuckDB rounds to 4",
+    "ratio / 3 > 0.1": "Polars SQL compares FLOAT arithmetic with 0.1 as a DOUBLE; DuckDB as a FLOAT",
+    "ratio + qty > 2.1": "Polars SQL compares FLOAT arithmetic with 2.1 as a DOUBLE; DuckDB as a FLOAT",
 }
 
 

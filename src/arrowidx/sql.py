@@ -930,6 +930,8 @@ def _lit_type(node: Node, other: Node) -> pa.DataType:
         return other.type if _is_numeric(other.type) else pa.float64()
     if isinstance(node, Lit) and node.kind == "int":
         return pa.int64()
+    if isinstance(node, Lit) and node.kind == "num" and pa.types.is_floating(other.type):
+        return other.type  # a decimal literal next to a FLOAT/DOUBLE takes its type
     return node.type
 
 
@@ -940,6 +942,8 @@ def _arith_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
         b = a
     if pa.types.is_null(a):
         return pa.int64()
+    if pa.types.is_float32(a) and (pa.types.is_float32(b) or _is_int(b)) or pa.types.is_float32(b) and _is_int(a):
+        return pa.float32()  # FLOAT with FLOAT or an integer stays FLOAT (DuckDB)
     if op == "/":
         return pa.float64()
     if pa.types.is_floating(a) or pa.types.is_floating(b):
@@ -1201,6 +1205,9 @@ def _compare(op: str, col: Col, lit: Lit) -> pc.Expression:
         return pc.scalar(False)  # x = NULL is NULL: never TRUE
     if pa.types.is_floating(t):
         number = _float_value(lit)
+        if pa.types.is_float32(t) and lit.kind == "typed" and not pa.types.is_float32(lit.type) and not math.isnan(number):
+            if float(np.float32(number)) != number:
+                raise _NoArrow  # a DOUBLE next to a FLOAT compares in DOUBLE: the residual does
         if math.isnan(number):  # SQL: NaN is the largest value and equals itself
             return {
                 "=": pc.is_nan(field), "!=": ~pc.is_nan(field), "<": ~pc.is_nan(field),
@@ -1593,16 +1600,16 @@ def _pl_num(node: Node, t: pa.DataType):
     if _is_int(t):
         return expr.cast(pl.Int64)
     if pa.types.is_floating(t):
-        return expr.cast(pl.Float64)
+        return expr.cast(pl.Float32 if pa.types.is_float32(t) else pl.Float64)
     return expr.cast(_pl_dtype(t)) if pa.types.is_decimal(t) else expr
 
 
 def _pl_arith(op: str, a: Node, b: Node, t: pa.DataType):
     import polars as pl
 
-    if op == "/":
+    if op == "/":  # in DOUBLE, rounded once to FLOAT for FLOATs (a correctly rounded FLOAT division)
         x, y = _pl_num(a, pa.float64()), _pl_num(b, pa.float64())
-        return x / y
+        return (x / y).cast(pl.Float32) if pa.types.is_float32(t) else x / y
     x, y = _pl_num(a, t), _pl_num(b, t)
     if op == "+":
         return x + y
@@ -1664,6 +1671,8 @@ def _pl_literal_for(lit: Lit, t: pa.DataType):
     if lit.kind == "str":
         return _pl_lit(lit, t)
     if lit.kind in ("int", "num", "float") and _is_numeric(t):
+        if pa.types.is_float32(t):  # an untyped number next to a FLOAT is a FLOAT (DuckDB)
+            return pl.lit(float(lit.value), dtype=pl.Float32)
         if pa.types.is_floating(t) or lit.kind == "float":
             return pl.lit(float(lit.value), dtype=pl.Float64)
         if lit.kind == "int":
