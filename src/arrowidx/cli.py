@@ -10,9 +10,10 @@
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
 
-``--where`` is a SQL boolean expression, translated exactly into a
-``pyarrow.compute.Expression`` by :mod:`arrowidx.sql` (SQL's meaning, or a message saying
-what to write instead). Exit codes: 0 success, 2 a usage error (bad option, unknown column,
+``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
+``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
+evaluated on the rows read; text that is not valid SQL for the dataset is refused with a
+caret under the offending token. Exit codes: 0 success, 2 a usage error (bad option, unknown column,
 a condition that cannot be translated, a refused delete), 1 anything else (a corrupt file,
 a commit conflict, an internal error: one line; ``--debug`` prints the traceback).
 """
@@ -34,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
+from .filters import user_filter
 from .sql import WhereError, parse_where
 
 INDEX_FLAGS = {"bitmap": "bitmap", "bloom_filter": "bloom-filter", "range_bitmap": "range-bitmap", "bsi": "bsi"}
@@ -197,14 +199,19 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
     return pq.read_schema(data_file)
 
 
+def _partitioning(args) -> str | None:
+    """``--partitioning``: Hive folders (``dt=2024-01-02/``) as columns, or not."""
+    return None if getattr(args, "partitioning", "hive") == "none" else "hive"
+
+
 def _where(data, text: str | None):
-    return parse_where(text, data.schema) if text is not None else None
+    return user_filter(text, data.schema, "--where") if text is not None else None
 
 
 def cmd_explain(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     plan = data.explain(_where(data, args.where))
     if args.json:
         _dump(plan.to_dict())
@@ -216,7 +223,7 @@ def cmd_explain(args) -> int:
 def cmd_query(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         _check_columns(columns, data.schema, "--columns")
@@ -278,12 +285,13 @@ def cmd_delete(args) -> int:
 
     storage = _storage(args)
     data = dataset(args.path, storage_options=storage)
-    expr = parse_where(args.where, data.schema)
+    expr = _where(data, args.where)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
 
     def confirm(report) -> bool:
         if not args.json:
-            print(f"rows matching {args.where!r} (as pyarrow: {' '.join(str(expr).split())}) not deleted yet:")
+            shown = expr.describe(" ".join(str(expr.pushdown).split()) if expr.pushdown is not None else "every row")
+            print(f"rows matching {args.where!r} (as pyarrow: {shown}) not deleted yet:")
             for rel, count in sorted(report.rows_by_file.items()):
                 print(f"  {rel[-50:]:50} {count:>12,}")
             print(f"  {'total':50} {report.rows_deleted:>12,} in {len(report.rows_by_file)} file(s)"
@@ -360,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="what the indexes decide for each file for a SQL WHERE clause")
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -367,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression, e.g. \"status = 'PENDING' AND amount > 100\"")
     p.add_argument("--columns", help="comma-separated columns to return")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--explain", action="store_true", help="print what each file's index decided")
     p.add_argument("--limit", type=int, help="print at most N rows")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

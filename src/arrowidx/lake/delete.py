@@ -26,6 +26,7 @@ import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import ArrowIdxError, CommitConflictError
+from ..filters import user_filter
 from ..options import DELETION_KEYS, check_option_keys
 from ..predicate import check_expression
 from .build import _progress
@@ -87,7 +88,8 @@ def delete(
     on_stale_deletions: str = "raise",
     storage_options: Mapping[str, Any] | None = None,
 ) -> DeleteReport:
-    """Delete the rows matching the Expression ``where`` from every file of ``source``.
+    """Delete the rows matching ``where`` (a ``pc.Expression``, or SQL text with SQL's
+    meaning) from every file of ``source``.
 
     The report counts the newly deleted rows in total (``rows_deleted``) and per file
     (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
@@ -131,8 +133,10 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
     rels = list(data.files)
-    if rels:
-        check_expression(where, data.schema)  # an invalid filter fails whether or not an index decides
+    match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
+    pushdown = match.pushdown
+    if rels and pushdown is not None:
+        check_expression(pushdown, data.schema)  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
@@ -146,16 +150,21 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
+    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
-        plan = data.plan_file(rel, where)
+        plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
             return rel, None
-        read = data.read_rows(plan, sorted(data.bind_columns(where)) or None, apply_deletions=False, row_numbers=True)
+        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
         if read is None:
             return rel, np.zeros(0, dtype=np.uint64)
         table, row_numbers = read
-        return rel, row_numbers[expression_mask(table, where)]
+        selected = expression_mask(table, pushdown)
+        if match.residual is not None:
+            selected &= np.asarray(match.residual.mask(table).to_numpy(zero_copy_only=False), dtype=bool)
+        return rel, row_numbers[selected]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(positions, rels))

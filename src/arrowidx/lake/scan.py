@@ -52,6 +52,7 @@ from .._lazy import lazy_module
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
 from ..file_index import FileIndex
+from ..filters import Filter, user_filter
 from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
@@ -75,6 +76,13 @@ from .layout import (
     manifest_infos,
     read_manifest,
     resolve,
+)
+from .partitions import (
+    hive_partitioning,
+    partition_expressions,
+    partition_view,
+    with_partition_fields,
+    with_pruned,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
@@ -292,6 +300,7 @@ class IndexedDataset:
         threads: int = 2,
         source: ds.FileSystemDataset | None = None,
         on_stale_deletions: str = "raise",
+        partitioning: Any = "hive",
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
@@ -307,6 +316,8 @@ class IndexedDataset:
         # stamps changes; else they stay this object's (see arrowidx.facts)
         self._token: int | None = None if self.store.stamps else facts.identity_token()
         self._partitions: dict[str, pc.Expression] = {}
+        self.partitioning_spec = partitioning  # Hive folders (lake/partitions.py); a source keeps its own
+        self.partitioning: ds.Partitioning | None = None
         if source is not None:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
@@ -357,14 +368,22 @@ class IndexedDataset:
         if self.source is not None:
             return list(self._partitions)
         if self._only is not None:
-            return list(self._only)
+            return self._partitioned(list(self._only))
         listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))
         self._keys, self._identities = {}, (None, [])
         self._listed_now = True
-        return rels
+        return self._partitioned(rels)
+
+    def _partitioned(self, files: list[str]) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
+        partitioning = hive_partitioning(files, self.partitioning_spec)
+        if partitioning is not None or self.partitioning is not None:
+            self.partitioning = partitioning
+            self._partitions = partition_expressions(partitioning, files) if partitioning is not None else {}
+        return files
 
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
@@ -625,7 +644,7 @@ class IndexedDataset:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
-            self._schema = self.footer(self.files[0]).schema.to_arrow_schema()
+            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
     def bind_columns(self, expr) -> set[str]:
@@ -843,8 +862,12 @@ class IndexedDataset:
         Files a key directory rules out (:meth:`ruled_out`) are skipped without asking their
         indexes.
         """
+        expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
             check_expression(expr, self.schema)
+        view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return with_pruned(self, view, view.plan(expr, statistics=statistics))
         self.forget_file_infos()
         self._prepare(self.files, expr)
         bound: dict = {}
@@ -992,6 +1015,8 @@ class IndexedDataset:
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
+        where = user_filter(filter, lambda: self.schema)
+        filter = where.pushdown
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
@@ -1002,7 +1027,7 @@ class IndexedDataset:
                 dv = self.deletion_vector(plan.path)
                 plan.deleted = dv.cardinality if dv is not None else 0
             plan.why = _why(plan, index, filter, self.schema)
-        return Explain(expression_text(filter), plans)
+        return Explain(where.describe(expression_text(filter)), plans)
 
     def __repr__(self) -> str:
         indexed = sum(1 for rel in self.files if rel in self.manifest.files)
@@ -1115,6 +1140,9 @@ class IndexedDataset:
         if not self.files:
             return _Route([], one_pass=True)
         check_expression(filter, self.schema)
+        view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return view._route(filter)
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
@@ -1137,8 +1165,14 @@ class IndexedDataset:
 
         When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
         files itself (its own statistics pruning, same cost); otherwise the surviving row
-        groups are read with late materialisation (:meth:`read_plans`).
+        groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
+        ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         """
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            return
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             yield from self._scan_handed_over(route, filter, columns)
@@ -1196,6 +1230,7 @@ class IndexedDataset:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
         schema = self._output_schema(columns)
+        filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for b in self.to_batches(filter, columns):
@@ -1212,7 +1247,7 @@ class IndexedDataset:
         cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
         naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
         """
-        plans = self.plan(filter)
+        plans = self.plan(user_filter(filter, lambda: self.schema).pushdown)
         deleted = [p.path for p in plans if p.row_groups and p.deleted]
         if deleted:
             raise ArrowIdxError(
@@ -1222,8 +1257,13 @@ class IndexedDataset:
         return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
-        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
+        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
+        (``filter``: a ``pc.Expression``, or SQL text)."""
         schema = self._output_schema(columns)
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
             sound = statistics_filter(filter, self.schema)
@@ -1240,6 +1280,10 @@ class IndexedDataset:
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+        filter = where.pushdown
         if filter is None:
             self.forget_file_infos()
             total = 0
@@ -1327,18 +1371,23 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
-            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None) -> IndexedDataset:  # fmt: skip
+            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
+            partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
-    pyarrow does)."""
+    pyarrow does).
+
+    ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
+    default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
+    their types (:mod:`arrowidx.lake.partitions`)."""
     fs, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
             root = _manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
-    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
         data._only = sorted(posixpath.relpath(p, root) for p in explicit)
         data.refresh()

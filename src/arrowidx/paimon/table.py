@@ -41,6 +41,7 @@ import pyarrow.fs as pafs
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
+from ..filters import user_filter
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
@@ -530,8 +531,11 @@ class PaimonTable:
         return INDEXES.get(key, parse), where
 
     def plan(self, filter=None) -> Explain:
-        """Which files are read for ``filter`` and why (see :class:`Explain`)."""
-        return self._plan(filter, self._bound(filter))
+        """Which files are read for ``filter`` (a ``pc.Expression`` or SQL text) and why (see :class:`Explain`)."""
+        where = user_filter(filter, self.schema)
+        explain = self._plan(where.pushdown, self._bound(where.pushdown))
+        explain.filter = where.describe(explain.filter)
+        return explain
 
     def _plan(self, filter, bound: _BoundFilter | None) -> Explain:
         todo: list[DataFile] = []
@@ -757,21 +761,34 @@ class PaimonTable:
         return merge_rows(table, keys, self.merge_engine).filter(filter if filter is not None else pc.scalar(True)).select(out_schema.names).cast(out_schema)
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Record batches of the rows matching ``filter`` (deleted and merged-away rows dropped)."""
+        """Record batches of the rows matching ``filter`` (a ``pc.Expression`` or SQL text;
+        deleted and merged-away rows dropped)."""
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            return
+        filter = where.pushdown
         for t in self._tables(filter, columns):
             yield from t.to_batches()
 
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        return pa.RecordBatchReader.from_batches(schema, self.to_batches(filter, columns))
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches(user_filter(filter, self.schema), columns))
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)`` over the table as Java reads it."""
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        tables = list(self._tables(filter, columns))
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
+        tables = list(self._tables(where.pushdown, columns))
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
     def count_rows(self, filter=None) -> int:
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+        filter = where.pushdown
         if filter is None and not self.merge_on_read:
             total = 0
             for p in self.plan(None).files:

@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .._roaring import bitmap_of, positions_of
 from ..lake.layout import join
+from ..lake.partitions import partition_values
 from ..lake.scan import FilePlan, IndexedDataset
 from .explain import ScanReport
 from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
@@ -37,6 +39,7 @@ def scan(
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
     storage_options: dict[str, Any] | None = None,
+    partitioning: Any = "hive",
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
 
@@ -45,12 +48,15 @@ def scan(
     picks Polars for local files. ``on_scan`` is called with a :class:`ScanReport` after each
     execution; every execution also logs its summary at INFO on ``arrowidx.polars``.
     ``storage_options``: endpoint, region and credentials of an object-store URI
-    (``s3://bucket/lake``; see docs/object-stores.md).
+    (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
+    (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
+    None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
+    :func:`arrowidx.dataset`).
     """
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else _dataset(source, filesystem, on_corrupt, storage_options)
+        else _dataset(source, filesystem, on_corrupt, storage_options, partitioning)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
@@ -388,7 +394,8 @@ class _Source:
 
     def _pyarrow(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
         """Kept row groups read by pyarrow (any filesystem), deleted rows dropped, predicate applied."""
-        fields = [c for c in needed if self.arrow_schema.get_field_index(c) >= 0]
+        partition = set(self.data.partitioning.schema.names) if self.data.partitioning is not None else set()
+        fields = [c for c in needed if self.arrow_schema.get_field_index(c) >= 0 and c not in partition]
 
         def read(r: _Read) -> pl.DataFrame:
             plan = r.plan
@@ -410,6 +417,10 @@ class _Source:
                 keep &= ~np.isin(positions, r.deleted, assume_unique=True)
             if not keep.all():
                 table = table.filter(pa.array(keep))
+            for c, value in partition_values(self.data._partitions.get(plan.path, pc.scalar(True))).items():
+                if c in needed and c not in table.column_names:
+                    t = self.arrow_schema.field(c).type
+                    table = table.append_column(c, pa.repeat(pa.scalar(value, t), table.num_rows))
             df = pl.from_arrow(table)
             df = df.cast({c: self.schema[c] for c in df.columns if df.schema[c] != self.schema[c]})
             return df if predicate is None else df.filter(predicate)
@@ -448,11 +459,28 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
     if scan is None:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
         paths = [join(data.root, rel) for rel in rels]
-        scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
+        if data.partitioning is not None:  # Hive partition columns: each file's values as literals
+            scan = _partitioned_scan(data, rels, paths, row_index)
+        else:
+            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
         if len(scans) >= _SCANS_MAX:
             scans.clear()
         scans[key] = scan
     return scan
+
+
+def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], row_index: bool) -> pl.LazyFrame:
+    """Files of a Hive layout, each with its partition values as columns (in the dataset's
+    types), one after the other, with the row index over them all."""
+    fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    frames = []
+    for rel, path in zip(rels, paths):
+        values = partition_values(data._partitions.get(rel, pc.scalar(True)))
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
+        frames.append(lf.with_columns(constants) if constants else lf)
+    scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    return scan.with_row_index(_ROW_INDEX) if row_index else scan
 
 
 def _narrowable(r: _Read) -> bool:

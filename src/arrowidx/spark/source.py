@@ -24,13 +24,13 @@ from pyspark.sql.datasource import (
 
 from ..errors import ArrowIdxError, OptionError
 from ..file_index import UnknownColumnError
+from ..filters import Filter, user_filter
 from ..lake.layout import (
     resolve,
 )
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset, _expression_fields
 from ..options import parse_memory_size
-from ..sql import parse_where
 from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import _dataset_at
@@ -88,13 +88,14 @@ def encode_filter(expr: pc.Expression) -> str:
     return base64.b64encode(expr.__reduce__()[1][0].to_pybytes()).decode("ascii")
 
 
-def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression | None:
-    """The filter of the ``where`` (SQL text, as the CLI's ``--where``) and ``filter``
-    (:func:`encode_filter`) options, AND-ed; None when neither is given."""
+def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
+    """The filter of the ``where`` (SQL text, SQL's meaning) and ``filter``
+    (:func:`encode_filter`) options, AND-ed (:class:`arrowidx.filters.Filter`)."""
     parts = []
     where = options.get("where")
-    if where:
-        parts.append(parse_where(str(where), schema))
+    sql = user_filter(str(where), schema, "where", options.get("sessionTimeZone")) if where else None
+    if sql is not None and sql.pushdown is not None:
+        parts.append(sql.pushdown)
     encoded = options.get("filter")
     if encoded:
         try:
@@ -104,12 +105,10 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression 
                 f"the filter option is not an encoded pyarrow Expression ({type(e).__name__}); pass it with"
                 " arrowidx.spark.read(spark, path, filter=expr) or give SQL text with .option('where', ...)"
             ) from None
-    if not parts:
-        return None
-    out = parts[0]
+    out = parts[0] if parts else None
     for p in parts[1:]:
         out = out & p
-    return out
+    return Filter(out, sql.residual if sql is not None else None)
 
 
 STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
@@ -139,7 +138,7 @@ class _Reader(DataSourceReader):
             str(options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)), "maxPartitionBytes"
         )
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
-        self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
+        self.options = {k: str(options[k]) for k in ("where", "filter", "sessionTimeZone") if options.get(k)}
         self.storage = storage_options_of(options)
 
     def _open(self) -> IndexedDataset:
@@ -161,15 +160,17 @@ class _Reader(DataSourceReader):
     def partitions(self) -> list[FilePartition]:
         data = self._open()
         _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
-        expr = load_filter(self.options, data.schema)
+        where = load_filter(self.options, data.schema)
+        expr = where.pushdown
         one_pass = True
-        if expr is None:
+        if expr is None and where.residual is None:
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
-            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema))))
+            residual = where.residual.columns if where.residual is not None else []
+            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema)) + residual))
             plans = data.plan(expr, statistics=expr)
             one_pass = not data._index_pruned(plans)
             files = [
@@ -189,7 +190,8 @@ class _Reader(DataSourceReader):
         fs, root, _ = resolve(self.path, None, self.storage)
         data = _dataset_at(fs, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
-        expr = load_filter(self.options, data.schema)
+        where = load_filter(self.options, data.schema)
+        expr = where.pushdown
         names = self.schema.fieldNames()
         columns = None if names == data.schema.names else names
         target = to_arrow_schema(self.schema, timezone="UTC")
@@ -197,9 +199,10 @@ class _Reader(DataSourceReader):
             plan = data.plan_file(rel, expr, statistics=False if expr is None else expr)
             if not plan.row_groups:
                 continue
-            table = data.read_plan(plan, expr, columns, one_pass=partition.one_pass)
+            table = data.read_plan(plan, expr, where.read_columns(columns), one_pass=partition.one_pass)
             if table is None or table.num_rows == 0:
                 continue
+            table = where.apply_table(table, columns)
             yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
 
 
@@ -246,7 +249,8 @@ def read(
     storage_options: Mapping[str, str] | None = None, **options: str,
 ):  # fmt: skip
     """``spark.read.format("arrowidx").load(path)`` holding the rows that match ``filter``
-    (a ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
+    (a ``pyarrow.compute.Expression``, or SQL text with SQL's meaning: text that is not
+    valid SQL for the dataset raises :class:`~arrowidx.sql.WhereError` here), deleted rows
     dropped; the indexes prune files and rows with it. ``options`` are the data source's
     other options (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``).
 
@@ -258,6 +262,13 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options.
     """
+    zone = None
+    if isinstance(filter, str):  # refused here, on the driver, before any job (WhereError)
+        zone = _session_time_zone(spark)  # SQL's naive times mean the session's wall time, as in Spark
+        fs, root, _ = resolve(path, None, storage_options)
+        user_filter(filter, IndexedDataset(fs, root).schema, "where", zone)
+        if zone:
+            options = {"sessionTimeZone": zone, **options}
     register(spark)
     if "minPartitions" not in options:
         parallelism = _default_parallelism(spark)
@@ -275,6 +286,14 @@ def read(
     for key, value in (storage_options or {}).items():
         reader = reader.option(STORAGE_PREFIX + str(key), str(value))
     return reader.load(path)
+
+
+def _session_time_zone(spark) -> str | None:
+    """Spark's ``spark.sql.session.timeZone`` (None without a session)."""
+    try:
+        return str(spark.conf.get("spark.sql.session.timeZone"))
+    except Exception:  # noqa: BLE001 - no session (a refusal check), or Spark Connect without conf
+        return None
 
 
 def _default_parallelism(spark) -> int | None:
