@@ -95,7 +95,9 @@ def user_filter(filter, schema: pa.Schema | Callable[[], pa.Schema], interface: 
         if _VOLATILE.search(filter):
             return _compile(filter, schema, interface, time_zone)
         return _compiled(filter, schema, interface, time_zone)
-    raise TypeError(f"{interface} takes a pyarrow.compute.Expression or SQL text (str), not {type(filter).__name__}")
+    from .arrow_input import UnsupportedInputError  # (an ArrowIdxError and a TypeError)
+
+    raise UnsupportedInputError(f"{interface} takes a pyarrow.compute.Expression or SQL text (str), not {type(filter).__name__}")
 
 
 def _compile(text: str, schema: pa.Schema, interface: str, time_zone: str | None = None) -> Filter:
