@@ -89,6 +89,9 @@ def polars_predicates(columns: list[str]):
     return st.one_of(polars_leaves(columns), st.recursive(polars_leaves(columns), extend, max_leaves=4))
 
 
+POLARS_DISAGREES: list[str] = []  # predicates whose lazy and eager answers differ in Polars itself
+
+
 def _reference(lake, pred) -> pl.DataFrame:
     """Polars' own ``DataFrame.filter`` on the rows in memory (minus the deleted ones)."""
     return pl.from_arrow(lake.rows()).filter(pred)
@@ -104,6 +107,13 @@ def _check(lake, pred) -> None:
     if error is not None:  # Polars itself refuses the predicate: so must the scan
         assert type(got_error) is type(error), f"{pred}: Polars raises {error!r}, arrowidx.polars {got_error!r}"
         return
+    lazy = pl.from_arrow(lake.rows()).lazy().filter(pred).collect()
+    if multiset(lazy.to_arrow()) != multiset(expected.to_arrow()):
+        # Polars' lazy engine disagrees with its eager filter on the same rows in memory
+        # (e.g. ~x.is_between(v, None, closed="none"), rewritten to NULL before any row is
+        # read): a LazyFrame, which arrowidx.polars returns, is evaluated by that engine.
+        POLARS_DISAGREES.append(str(pred))
+        expected = lazy
     assert got_error is None, f"{pred}: arrowidx.polars raised {got_error!r} where Polars answers"
     assert multiset(got.to_arrow()) == multiset(expected.to_arrow()), f"{pred}: {got.height} rows, Polars {expected.height}"
     rids = _rows(expected)

@@ -48,9 +48,11 @@ there too).
 
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -222,3 +224,135 @@ def _plain(literal: pa.Scalar) -> pa.Scalar:
     if pa.types.is_dictionary(literal.type):
         return literal.value if literal.is_valid else pa.scalar(None, literal.type.value_type)
     return literal
+
+
+# ------------------------------------------------------------------------------------------
+# Polars' own statistics: arrowidx.polars hands its predicate to Polars' Parquet reader
+# ------------------------------------------------------------------------------------------
+#
+# The same rule, in Polars' semantics (NaN is the largest value, and equal to itself): a
+# conjunct of the predicate goes to Polars' reader (its row-group statistics and late
+# materialisation) only when it compares a column with a literal of that column's own type
+# (a dynamic int or float literal within the column's values, a typed literal of exactly the
+# column's dtype), with ``==`` ``<`` ``<=`` ``>`` ``>=`` (on floats only those FALSE for
+# NaN: ``==``, ``<``, ``<=`` with a non-NaN literal; ``!=`` only on non-float columns), or
+# is ``is_null`` / ``is_not_null`` of a column. Everything else (NOT, OR, ``is_between``,
+# ``is_in``, functions, null literals) is applied by Polars to the rows read, in memory,
+# where no statistics are involved: Polars' scan statistics answer
+# ``x == v & ~x.is_between(v, None, closed="none")`` with no row where the rows in memory
+# give every row (found by the differential suite).
+
+_POLARS_SWAP = {"Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq", "Eq": "Eq", "NotEq": "NotEq"}
+_POLARS_FALSE_FOR_NAN = {"Eq", "Lt", "LtEq"}
+_INT_RANGES = {
+    "Int8": (-(2**7), 2**7 - 1), "Int16": (-(2**15), 2**15 - 1), "Int32": (-(2**31), 2**31 - 1),
+    "Int64": (-(2**63), 2**63 - 1), "UInt8": (0, 2**8 - 1), "UInt16": (0, 2**16 - 1), "UInt32": (0, 2**32 - 1),
+    "UInt64": (0, 2**64 - 1),
+}  # fmt: skip
+
+
+def polars_parts(predicate, schema) -> tuple[Any, Any]:
+    """``(what Polars' own Parquet statistics may judge, the rest)`` of a Polars predicate,
+    each a Polars expression or None (see above): a scan filters with the first, pushed
+    into Polars' reader, then with the second on the rows read, where Polars cannot push it
+    (:func:`opaque_polars`). ``schema``: ``{column: Polars dtype}``."""
+    import io
+    import json
+
+    import polars as pl
+
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # noqa: BLE001 - an expression Polars cannot serialise: all of it read in memory
+        return None, predicate
+    conjuncts: list = []
+    _polars_conjuncts(tree, conjuncts)
+    safe = [c for c in conjuncts if _polars_safe(c, schema)]
+    if len(safe) == len(conjuncts):
+        return predicate, None
+    if not safe:
+        return None, predicate
+
+    def expr(nodes: list):
+        return reduce(operator.and_, [pl.Expr.deserialize(io.StringIO(json.dumps(n)), format="json") for n in nodes])
+
+    return expr(safe), expr([c for c in conjuncts if not _polars_safe(c, schema)])
+
+
+def opaque_polars(predicate):
+    """``predicate`` in a form Polars evaluates on the rows and never pushes into a reader
+    (an identity Python function over its result: Polars cannot look through it)."""
+    import polars as pl
+
+    return predicate.map_batches(lambda s: s, return_dtype=pl.Boolean)
+
+
+def _polars_conjuncts(node: dict, out: list) -> None:
+    binary = node.get("BinaryExpr") if isinstance(node, dict) else None
+    if binary is not None and binary.get("op") in ("And", "LogicalAnd"):
+        _polars_conjuncts(binary["left"], out)
+        _polars_conjuncts(binary["right"], out)
+    else:
+        out.append(node)
+
+
+def _polars_safe(node: dict, schema) -> bool:
+    function = node.get("Function") if isinstance(node, dict) else None
+    if function is not None:
+        inputs = function.get("input") or []
+        kind = (function.get("function") or {}).get("Boolean") if isinstance(function.get("function"), dict) else None
+        return kind in ("IsNull", "IsNotNull") and len(inputs) == 1 and _polars_column(inputs[0], schema) is not None
+    binary = node.get("BinaryExpr") if isinstance(node, dict) else None
+    if binary is None or binary.get("op") not in _POLARS_SWAP:
+        return False
+    op, left, right = binary["op"], binary["left"], binary["right"]
+    if _polars_column(left, schema) is None:
+        left, right, op = right, left, _POLARS_SWAP[op]
+    dtype = _polars_column(left, schema)
+    literal = right.get("Literal") if isinstance(right, dict) else None
+    if dtype is None or not isinstance(literal, dict):
+        return False
+    name = _dtype_name(dtype)
+    floating = name in ("Float32", "Float64")
+    if floating and op not in _POLARS_FALSE_FOR_NAN:
+        return False  # TRUE for NaN, which no row group's min/max covers
+    return _polars_literal_fits(literal, dtype, name)
+
+
+def _polars_column(node, schema):
+    column = node.get("Column") if isinstance(node, dict) else None
+    return schema.get(column) if isinstance(column, str) else None
+
+
+def _dtype_name(dtype) -> str:
+    return type(dtype).__name__ if not isinstance(dtype, type) else dtype.__name__
+
+
+def _polars_literal_fits(literal: dict, dtype, name: str) -> bool:
+    """A non-null, non-NaN literal of the column's own type (a dynamic number within it)."""
+    if "Dyn" in literal:
+        (kind, value), = literal["Dyn"].items()
+        if value is None:
+            return False  # a NaN float serialises as null
+        if kind == "Int":
+            if name in _INT_RANGES:
+                low, high = _INT_RANGES[name]
+                return low <= value <= high
+            return name in ("Float32", "Float64") and abs(value) <= 2**24
+        if kind == "Float":
+            return name in ("Float32", "Float64") and value == value
+        return kind == "Str" and name in ("String", "Utf8")
+    scalar = literal.get("Scalar")
+    if not isinstance(scalar, dict) or len(scalar) != 1:
+        return False
+    (kind, value), = scalar.items()
+    if kind in ("Null",) or value is None:
+        return False
+    if kind == "Datetime":
+        return name == "Datetime" and [dtype.time_unit, dtype.time_zone] == [_UNITS.get(value[1]), value[2]]
+    if kind in ("Float32", "Float64") and value != value:
+        return False
+    return kind == name
+
+
+_UNITS = {"Milliseconds": "ms", "Microseconds": "us", "Nanoseconds": "ns"}

@@ -136,7 +136,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
     pushdown = match.pushdown
     if rels and pushdown is not None:
-        check_expression(pushdown, data.schema)  # an invalid filter fails whether or not an index decides
+        check_expression(pushdown, data.schema, rows=data._may_hold_rows())  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]

@@ -864,7 +864,7 @@ class IndexedDataset:
         """
         expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
-            check_expression(expr, self.schema)
+            check_expression(expr, self.schema, rows=self._may_hold_rows())
         view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
         if view is not self:
             return with_pruned(self, view, view.plan(expr, statistics=statistics))
@@ -1123,6 +1123,12 @@ class IndexedDataset:
             return False
         return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
 
+    def _may_hold_rows(self) -> bool:
+        """False only when the manifest lists every file, each with no row (an empty lake:
+        pyarrow's filter then runs no kernel, see ``check_expression``)."""
+        files = self.manifest.files
+        return any(rel not in files or files[rel].rows for rel in self.files)
+
     def _deletes(self) -> bool:
         """True when the manifest lists deleted rows for some file (asked once per manifest)."""
         manifest, deletes = self._manifest_deletes
@@ -1139,7 +1145,7 @@ class IndexedDataset:
         key directory ruled out left out)."""
         if not self.files:
             return _Route([], one_pass=True)
-        check_expression(filter, self.schema)
+        check_expression(filter, self.schema, rows=self._may_hold_rows())
         view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
         if view is not self:
             return view._route(filter)

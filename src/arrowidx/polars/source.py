@@ -24,6 +24,7 @@ from .._roaring import bitmap_of, positions_of
 from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.scan import FilePlan, IndexedDataset
+from ..statistics import opaque_polars, polars_parts
 from .explain import ScanReport
 from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
 
@@ -180,10 +181,11 @@ class _Source:
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         planned = _plan(self.data, predicate, always=always)
+        scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
         if plans is None:
-            frames = self._whole_files(predicate, columns or needed)  # the predicate is applied inside
+            frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
         else:
             selective = bool(planned.ruled_files) or IndexedDataset._index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
@@ -196,7 +198,7 @@ class _Source:
                 )  # fmt: skip
             exact = planned.translation is not None and planned.translation.exact
             frames = (
-                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows, exact)
+                self._native(reads, scan_filter, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows, exact)
                 if self.native
                 else self._pyarrow(reads, predicate, needed)
             )
@@ -305,14 +307,14 @@ class _Source:
         scan of its predicate columns more, never more than the engine's scan of the whole
         lake. If the scan fails (a file lacking a column, say), the files are read as they were.
         """
-        names = [c for c in _root_names(predicate) if c in self.schema]
+        names = [c for c in _root_names(predicate.predicate if predicate is not None else None) if c in self.schema]
         if not names or not set(needed) - set(names):
             return wave  # nothing but the predicate's columns to read anyway
         todo = [r for r in wave if _narrowable(r)]
         if not todo:
             return wave
         frames = [
-            _file_scan(self.data, r.plan.path, row_index=True).select(_ROW_INDEX, *names).filter(predicate).select(_ROW_INDEX)
+            _finish(_file_scan(self.data, r.plan.path, row_index=True).select(_ROW_INDEX, *names), predicate, [_ROW_INDEX])
             for r in todo
         ]
         try:
@@ -352,7 +354,7 @@ class _Source:
         alive = ~pl.col(_ROW_INDEX).cast(pl.Int64).is_in(_collection(deleted))
         if not selective:
             lf = _files_scan(self.data, rels, row_index=True)
-            return _finish(lf, alive if predicate is None else alive & predicate, needed), None
+            return _finish(lf, predicate, needed, extra=alive), None
 
         def with_row_index() -> pl.LazyFrame:
             return _finish(_files_scan(self.data, rels, row_index=True), predicate, [*needed, _ROW_INDEX])
@@ -390,7 +392,7 @@ class _Source:
         else:
             alive = np.setdiff1d(np.arange(a, b, dtype=np.int64), deleted, assume_unique=True)
             keep = row.is_in(_collection(alive))
-        return _finish(lf, keep if predicate is None else keep & predicate, needed)
+        return _finish(lf, predicate, needed, extra=keep)
 
     def _pyarrow(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
         """Kept row groups read by pyarrow (any filesystem), deleted rows dropped, predicate applied."""
@@ -575,9 +577,36 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         yield from df.slice(start, length).iter_slices(size)
 
 
-def _finish(lf: pl.LazyFrame, predicate, needed: list[str]) -> pl.LazyFrame:
+@dataclass(frozen=True)
+class _ScanFilter:
+    """A query's predicate as Polars' Parquet reader gets it: the conjuncts its statistics
+    may judge (:func:`arrowidx.statistics.polars_parts`), pushed into the reader, and the
+    rest applied to the rows read, in memory (an answer Polars' scan statistics would get
+    wrong is then never asked of them)."""
+
+    predicate: Any  # the whole predicate, as Polars gave it
+    pushed: Any  # None: nothing to push
+    rest: Any  # None: nothing left
+
+    @classmethod
+    def of(cls, predicate, schema) -> _ScanFilter | None:
+        if predicate is None:
+            return None
+        pushed, rest = polars_parts(predicate, schema)
+        return cls(predicate, pushed, None if rest is None else opaque_polars(rest))
+
+    def apply(self, lf: pl.LazyFrame) -> pl.LazyFrame:
+        if self.pushed is not None:
+            lf = lf.filter(self.pushed)
+        return lf if self.rest is None else lf.filter(self.rest)
+
+
+def _finish(lf: pl.LazyFrame, predicate: _ScanFilter | None, needed: list[str], extra=None) -> pl.LazyFrame:
+    """``lf`` filtered by ``extra`` (rows to keep by row index) and the predicate, projected."""
+    if extra is not None:
+        lf = lf.filter(extra)
     if predicate is not None:
-        lf = lf.filter(predicate)
+        lf = predicate.apply(lf)
     return lf.select(needed)
 
 
