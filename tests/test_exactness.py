@@ -119,7 +119,7 @@ def sorted_tables(draw):
     return table, draw(st.sampled_from([1, 2, 3, 5]))
 
 
-@fuzz_settings(300)
+@fuzz_settings(120)
 @given(sorted_tables(), st.data())
 def test_statistics_never_rule_out_a_matching_row_group(tmp_path_factory, case, data):
     table, group_rows = case
