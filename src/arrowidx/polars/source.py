@@ -180,6 +180,7 @@ class _Source:
         # A report lists every file's plan; without one, a scan the indexes cannot prune
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
+        _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
         planned = _plan(self.data, predicate, always=always)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
@@ -575,6 +576,24 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         length += n
     if length:
         yield from df.slice(start, length).iter_slices(size)
+
+
+_CHECKED: list[tuple[Any, dict]] = []  # the last predicates found valid, with their schema
+
+
+def _check_predicate(predicate, schema: dict) -> None:
+    """Raise what Polars raises filtering a frame of ``schema`` with ``predicate`` (types
+    that do not compare, a time zone against none), even when the indexes decide every file
+    and Polars evaluates nothing: checked on an empty frame of the schema (remembered for
+    the last predicates, by ``meta.eq``)."""
+    if predicate is None:
+        return
+    for known, known_schema in _CHECKED:
+        if known_schema is schema and known.meta.eq(predicate):
+            return
+    pl.DataFrame(schema=schema).filter(predicate)
+    _CHECKED.insert(0, (predicate, schema))
+    del _CHECKED[16:]
 
 
 @dataclass(frozen=True)
