@@ -276,7 +276,10 @@ def polars_parts(predicate, schema) -> tuple[Any, Any]:
     def expr(nodes: list):
         return reduce(operator.and_, [pl.Expr.deserialize(io.StringIO(json.dumps(n)), format="json") for n in nodes])
 
-    return expr(safe), expr([c for c in conjuncts if not _polars_safe(c, schema)])
+    try:
+        return expr(safe), expr([c for c in conjuncts if not _polars_safe(c, schema)])
+    except Exception:  # noqa: BLE001 - a part JSON cannot carry back (a NaN literal): all of it in memory
+        return None, predicate
 
 
 def opaque_polars(predicate):
