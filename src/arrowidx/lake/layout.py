@@ -816,39 +816,35 @@ def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes 
     return data
 
 
-def load_deletion_vector(fs: pafs.FileSystem, root: str, entry: FileEntry, blobs: dict[str, bytes]) -> DeletionVector | None:
-    """``entry``'s verified deletion vector (None if it has none). ``blobs`` caches whole
-    deletion files by path, since one file holds the vectors of many data files.
+def deletion_record_length(ref: DeletionRef) -> int:
+    """Bytes of the deletion file holding ``ref``'s vector: a 32-bit record is its length
+    field, that many bytes and a CRC (the range's length is the length field's value, as
+    Paimon's index manifest records it); a 64-bit record is the range."""
+    return ref.length if ref.bitmap64 else ref.length + 8
 
-    Raises :class:`CorruptIndexError` naming the deletion file when it is missing, outside
-    the root, too short for the range, or the range fails its checksum or does not parse.
-    """
+
+def deletion_vector_of(entry: FileEntry, path: str, record: bytes) -> DeletionVector:
+    """``entry``'s deletion vector from the bytes of its record (read alone from the
+    deletion file ``path``), verified: the range must lie in the file and match its
+    checksum in the manifest, and the record must parse. Errors name the deletion file (or
+    the manifest, when its range is what is wrong)."""
     ref = entry.deletion
-    if ref is None:
-        return None
-    path = join(root, ref.file)
-    data = blobs.get(path)
-    if data is None:
-        ensure_inside(fs, root, path, "deletion file")
-        data = blobs[path] = read_bytes(fs, path, "deletion-vectors file")
     end = ref.offset + ref.length
-    if end > len(data):
+    if len(record) != deletion_record_length(ref):
+        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + deletion_record_length(ref)}) is past the end of {path}"
         where = getattr(entry, "_listed", None)
-        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) is past the end of {path} ({len(data)} bytes)"
-        if where:
+        if where:  # the manifest's range is what is wrong
             raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
-        raise CorruptIndexError(message, source=path)
-    if ref.xxh64 is not None and checksum(data[ref.offset : end]) != ref.xxh64:
+        raise CorruptIndexError(message, source=path, offset=ref.offset)
+    if ref.xxh64 is not None and checksum(record[: ref.length]) != ref.xxh64:
         raise CorruptIndexError(
             f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
             f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
             " restore them from a backup",
             source=path, offset=ref.offset,
         )  # fmt: skip
-    try:
-        vectors = read_deletion_vectors(
-            data, ranges={entry.path: (ref.offset, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64
-        )
+    try:  # the record alone, behind a deletion file's version byte
+        vectors = read_deletion_vectors(b"\x01" + record, ranges={entry.path: (1, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64)
     except CorruptIndexError as e:
-        raise CorruptIndexError(e.detail, source=path, offset=e.offset) from None
+        raise CorruptIndexError(e.detail, source=path, offset=ref.offset + max(0, (e.offset or 1) - 1)) from None
     return vectors[entry.path]

@@ -49,8 +49,8 @@ import pyarrow.parquet as pq
 
 from .. import facts
 from .._lazy import lazy_module
-from ..deletion import DeletionVector, read_deletion_vectors
-from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
+from ..deletion import DeletionVector
+from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
 from ..filters import Filter, user_filter
 from ..index.container import SparseContainer
@@ -66,7 +66,8 @@ from .layout import (
     Manifest,
     _listed,
     check_stale_option,
-    checksum,
+    deletion_record_length,
+    deletion_vector_of,
     ensure_inside,
     entry_is_fresh,
     file_infos,
@@ -628,13 +629,13 @@ class IndexedDataset:
         ranges in one request on object stores) and kept in the process's store."""
         path = join(self.root, entries[0].deletion.file)
         ensure_inside(self.fs, self.root, path, "deletion file")
-        records = [(e.deletion.offset, e.deletion.length if e.deletion.bitmap64 else e.deletion.length + 8) for e in entries]
+        records = [(e.deletion.offset, deletion_record_length(e.deletion)) for e in entries]
         try:
             blobs = self.store.get_ranges(path, records, "deletion-vectors file")
         except FileNotFoundError:
             raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
         for entry, blob in zip(entries, blobs):
-            dv = self._vector_of(entry, path, blob)
+            dv = deletion_vector_of(entry, path, blob)
             facts.DELETIONS.put(self._vector_key(entry), dv, _sized_vector(dv)[1])
 
     @property
@@ -704,40 +705,12 @@ class IndexedDataset:
         return facts.DELETIONS.get(self._vector_key(entry), lambda: _sized_vector(self._read_vector(entry, path)))
 
     def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
-        ref = entry.deletion
         ensure_inside(self.fs, self.root, path, "deletion file")
-        # a 32-bit record is its length field, then that many bytes, then a CRC; the range's
-        # length is the length field's value (Paimon's index manifest), a 64-bit one the record
-        record = ref.length if ref.bitmap64 else ref.length + 8
         try:
-            data = self.store.get_range(path, ref.offset, record, "deletion-vectors file")
+            record = self.store.get_range(path, entry.deletion.offset, deletion_record_length(entry.deletion), "deletion-vectors file")
         except FileNotFoundError:
             raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
-        return self._vector_of(entry, path, data)
-
-    def _vector_of(self, entry: FileEntry, path: str, data: bytes) -> DeletionVector:
-        """``entry``'s deletion vector from its record ``data``, checked."""
-        ref = entry.deletion
-        record = ref.length if ref.bitmap64 else ref.length + 8
-        end = ref.offset + ref.length
-        if len(data) != record:
-            message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + record}) is past the end of {path}"
-            where = getattr(entry, "_listed", None)
-            if where:  # the manifest's range is what is wrong
-                raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
-            raise CorruptIndexError(message, source=path, offset=ref.offset)
-        if ref.xxh64 is not None and checksum(data[: ref.length]) != ref.xxh64:
-            raise CorruptIndexError(
-                f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
-                f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
-                " restore them from a backup",
-                source=path, offset=ref.offset,
-            )  # fmt: skip
-        try:  # the record alone, behind the file's version byte
-            vectors = read_deletion_vectors(b"\x01" + data, ranges={entry.path: (1, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64)
-        except CorruptIndexError as e:
-            raise CorruptIndexError(e.detail, source=path, offset=ref.offset + max(0, (e.offset or 1) - 1)) from None
-        return vectors[entry.path]
+        return deletion_vector_of(entry, path, record)
 
     # -- planning --------------------------------------------------------------------------------
     def plan_file(self, rel: str, expr, bound: dict | None = None, *, statistics: bool | pc.Expression = True) -> FilePlan:
