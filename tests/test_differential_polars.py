@@ -103,17 +103,18 @@ def _rows(frame: pl.DataFrame) -> set:
 
 def _check(lake, pred) -> None:
     expected, error = call(_reference, lake, pred)
+    lazy, lazy_error = call(lambda: pl.from_arrow(lake.rows()).lazy().filter(pred).collect())
+    if (error is None) != (lazy_error is None) or (error is None and multiset(lazy.to_arrow()) != multiset(expected.to_arrow())):
+        # Polars' lazy engine disagrees with its eager filter on the same rows in memory
+        # (e.g. ~x.is_between(v, None, closed="none") rewritten to NULL, or a comparison
+        # with NULL folded away before a type error is seen): a LazyFrame, which
+        # arrowidx.polars returns, is evaluated by that engine, so it is the reference here.
+        POLARS_DISAGREES.append(str(pred))
+        expected, error = lazy, lazy_error
     got, got_error = call(lambda: apl.scan(lake.root).filter(pred).collect())
     if error is not None:  # Polars itself refuses the predicate: so must the scan
         assert type(got_error) is type(error), f"{pred}: Polars raises {error!r}, arrowidx.polars {got_error!r}"
         return
-    lazy = pl.from_arrow(lake.rows()).lazy().filter(pred).collect()
-    if multiset(lazy.to_arrow()) != multiset(expected.to_arrow()):
-        # Polars' lazy engine disagrees with its eager filter on the same rows in memory
-        # (e.g. ~x.is_between(v, None, closed="none"), rewritten to NULL before any row is
-        # read): a LazyFrame, which arrowidx.polars returns, is evaluated by that engine.
-        POLARS_DISAGREES.append(str(pred))
-        expected = lazy
     assert got_error is None, f"{pred}: arrowidx.polars raised {got_error!r} where Polars answers"
     assert multiset(got.to_arrow()) == multiset(expected.to_arrow()), f"{pred}: {got.height} rows, Polars {expected.height}"
     rids = _rows(expected)
