@@ -94,6 +94,85 @@ def _small_range_groups(present: np.ndarray | pa.Array, ptype: PaimonType):
     return (distinct + lo).astype(present.dtype), counts[distinct], grouping
 
 
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _murmur_mix(h1: np.ndarray, k1: np.ndarray) -> np.ndarray:
+    k1 = (k1 * 0xCC9E2D51) & _M32
+    k1 = (_rotl(k1, 15) * 0x1B873593) & _M32
+    h1 = _rotl(h1 ^ k1, 13)
+    return (h1 * 5 + 0xE6546B64) & _M32
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> 16)
+    h = (h * 0x85EBCA6B) & _M32
+    h = h ^ (h >> 13)
+    h = (h * 0xC2B2AE35) & _M32
+    return h ^ (h >> 16)
+
+
+def binary_string_hashes(values: pa.Array) -> np.ndarray:
+    """``BinaryString.hashCode()`` of each value (Paimon's MurmurHash3 over the UTF-8 bytes:
+    little-endian 4-byte words, then the tail bytes one by one, sign-extended; seed 42),
+    as uint32, vectorised over the values."""
+    values = values.cast(pa.large_binary()) if values.type != pa.large_binary() else values
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset : values.offset + n + 1]
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    h = np.full(n, 42, dtype=np.uint64)
+    words = lengths // 4
+    for j in range(int(words.max()) if n else 0):
+        sel = np.flatnonzero(words > j)
+        at = starts[sel] + 4 * j
+        word = data[at].astype(np.uint64) | (data[at + 1].astype(np.uint64) << 8) | (data[at + 2].astype(np.uint64) << 16) | (data[at + 3].astype(np.uint64) << 24)
+        h[sel] = _murmur_mix(h[sel], word)
+    for t in range(3):
+        sel = np.flatnonzero(lengths % 4 > t)
+        byte = data[starts[sel] + 4 * words[sel] + t].astype(np.int8).astype(np.int64) & _M32
+        h[sel] = _murmur_mix(h[sel], byte.astype(np.uint64))
+    return _fmix32(h ^ lengths.astype(np.uint64)).astype(np.uint32)
+
+
+def java_hash_codes(keys: list, ptype: PaimonType) -> np.ndarray:
+    """``hashCode()`` of the Java objects Paimon's bitmap writer keys its ``HashMap`` by
+    (BinaryString, Integer, Long, Float, Double, Boolean, ...), as uint32."""
+    root = ptype.root
+    if root == "STRING":
+        return binary_string_hashes(pa.array(keys, pa.large_binary()))
+    if root == "BOOLEAN":
+        return np.where(np.array(keys, dtype=bool), 1231, 1237).astype(np.uint32)
+    if root == "FLOAT":
+        return np.array(keys, dtype=np.float32).view(np.uint32)
+    if root == "DOUBLE":
+        bits = np.array(keys, dtype=np.float64).view(np.uint64)
+        return ((bits ^ (bits >> np.uint64(32))) & np.uint64(_M32)).astype(np.uint32)
+    if root in ("BIGINT", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        bits = np.array(keys, dtype=np.int64).view(np.uint64)
+        return ((bits ^ (bits >> np.uint64(32))) & np.uint64(_M32)).astype(np.uint32)
+    return np.array(keys, dtype=np.int64).astype(np.int32).view(np.uint32)
+
+
+def java_hashmap_positions(hashes: np.ndarray, first_rows: np.ndarray) -> np.ndarray:
+    """The iteration order of a ``java.util.HashMap`` whose keys (with ``hashes``) were added
+    by ``computeIfAbsent`` in the order of ``first_rows`` (each key's first row): by bucket at
+    the capacity its size needs, then the latest added first (``computeIfAbsent`` puts a new
+    key at the head of its bucket; resizes keep the order). (Bins Java turns into trees, 8+
+    keys in one bucket of a table of 64+, are not modelled.)"""
+    n = len(hashes)
+    capacity = 16
+    while n > capacity * 3 // 4:
+        capacity *= 2
+    h = hashes.astype(np.uint32)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
+    return np.lexsort((-first_rows.astype(np.int64), bucket))
+
+
 def _encode_key(value, fmt: str | None) -> bytes:
     if fmt is None:
         return len(value).to_bytes(4, "big") + value
@@ -179,16 +258,24 @@ class BitmapWriter(IndexWriter):
         null_bytes = to_portable(bitmap_of(null_rows)) if len(null_rows) else b""
         body = [null_bytes] if len(null_rows) > 1 else []
         body_size = len(body[0]) if body else 0
-        entries = []  # (encoded key, offset, length) in Java's key order
-        for key, d in zip(dict_keys, order_of_dict.tolist()):  # per distinct value
+        # Java's writer keeps value -> rows in a HashMap: the bitmaps (and V1's entries) come in
+        # its iteration order; V2's entries are sorted by key.
+        dict_order = order_of_dict.tolist()
+        first_rows = rows_by_value[np.asarray(starts)[order_of_dict].astype(np.int64)] if len(dict_order) else np.zeros(0, np.uint32)
+        java = java_hashmap_positions(java_hash_codes(dict_keys, self.ptype), first_rows).tolist() if dict_order else []
+        placed: dict[int, tuple[bytes, int, int]] = {}
+        for i in java:  # per distinct value
+            key, d = dict_keys[i], dict_order[i]
             count, start = int(counts[d]), int(starts[d])
             if count == 1:
-                entries.append((_encode_key(key, fmt), -1 - int(rows_by_value[start]), -1))
+                placed[i] = (_encode_key(key, fmt), -1 - int(rows_by_value[start]), -1)
             else:
                 data = portable_of_sorted(rows_by_value[start : start + count])
-                entries.append((_encode_key(key, fmt), body_size, len(data)))
+                placed[i] = (_encode_key(key, fmt), body_size, len(data))
                 body.append(data)
                 body_size += len(data)
+        entries = [placed[i] for i in range(len(dict_keys))]  # (encoded key, offset, length), sorted by key
+        java_entries = [placed[i] for i in java]
         has_null = len(null_rows) > 0
         null_offset = -1 - int(null_rows[0]) if len(null_rows) == 1 else 0
         out = bytearray([self.version])
@@ -197,7 +284,7 @@ class BitmapWriter(IndexWriter):
         if self.version == VERSION_1:
             if has_null:
                 out += null_offset.to_bytes(4, "big", signed=True)
-            for key, offset, _ in entries:
+            for key, offset, _ in java_entries:
                 out += key + offset.to_bytes(4, "big", signed=True)
         else:
             if has_null:

@@ -403,6 +403,9 @@ def _latest_schema_id(fs: pafs.FileSystem, table: str) -> int:
 
 def _generation(entry_schema: dict | None, list_schema: dict | None) -> tuple[str, set[str], set[int]]:
     fields = {f["name"] for s in (entry_schema, list_schema) if s for f in s["fields"]}
+    for f in entry_schema["fields"] if entry_schema else []:
+        if f["name"] == "_FILE":
+            fields |= {x["name"] for x in f["type"]["fields"]}
     for marker, what, types, versions in _GENERATIONS:
         if not marker or marker in fields:
             return what, types, versions
