@@ -50,7 +50,6 @@ from ..errors import (
     PaimonTableError,
     UnsupportedTableError,
 )
-from ..file_index import _java_layout
 from ..index import INDEX_TYPES
 from ..index.container import Container, java_string_hash, write_container
 from ..lake.layout import fault_point
@@ -134,17 +133,18 @@ class FileResult:
 
 class _JavaMapOrder:
     """The iteration order of a ``java.util.HashMap<String, ...>``: by bucket at the capacity
-    its largest size needed, then by insertion (removals do not shrink it)."""
+    its largest size needed, then, within a bucket, ``put`` keys after and ``computeIfAbsent``
+    keys before the ones already there (removals and resizes keep the order)."""
 
     def __init__(self) -> None:
         self.pos: dict[str, int] = {}
         self.count = 0
         self.peak = 0
 
-    def put(self, key: str) -> None:
+    def put(self, key: str, head: bool = False) -> None:
         if key not in self.pos:
-            self.pos[key] = self.count
             self.count += 1
+            self.pos[key] = -self.count if head else self.count
             self.peak = max(self.peak, len(self.pos))
 
     def remove(self, key: str) -> None:
@@ -162,40 +162,52 @@ class _JavaMapOrder:
         return sorted(self.pos, key=lambda k: (bucket(k), self.pos[k]))
 
 
-def _java_order(keys: Iterable[str]) -> list[str]:
+def _java_order(keys: Iterable[str], head: bool = False) -> list[str]:
     m = _JavaMapOrder()
     for k in keys:
-        m.put(k)
+        m.put(k, head)
     return m.keys()
 
 
-def _layout_after(old: dict[str, list[str]] | None, new: dict[str, dict[str, bytes | None]]) -> dict[str, dict[str, bytes | None]]:
-    """``new`` (column -> type -> bytes, in the writer's order) in the order of the map Java's
-    ``FileIndexProcessor`` serializes: the old ``.index`` file's entries loaded first (header
-    order -> HashMap -> ``readAll``), those not configured removed, then the new ones put."""
-    if not old:
-        return new
+def java_layout(built: dict[tuple[str, str], bytes | None], old: dict[str, list[str]] | None) -> dict[str, dict[str, bytes | None]]:
+    """``{column: {type: bytes}}`` in the order Java's ``FileIndexProcessor`` serializes it.
+
+    ``DataFileIndexWriter`` keeps type -> column -> writer maps (types added with
+    ``computeIfAbsent``, columns with ``put``, in the options' order) and serializes into a
+    column -> type map (``computeIfAbsent`` / ``put``); the processor then merges that into the
+    map it loaded from the file's old ``.index`` file (``old``: header columns and types, read
+    into a map with ``computeIfAbsent``), after removing what is not configured."""
+    types = _java_order([t for _, t in built], head=True)
+    by_type = {t: _java_order([c for c, tt in built if tt == t]) for t in types}
+    serial = _JavaMapOrder()
+    serial_types: dict[str, _JavaMapOrder] = {}
+    for t in types:
+        for c in by_type[t]:
+            serial.put(c, head=True)
+            serial_types.setdefault(c, _JavaMapOrder()).put(t)
+    new = {c: serial_types[c].keys() for c in serial.keys()}
     outer = _JavaMapOrder()
     inner: dict[str, _JavaMapOrder] = {}
-    header = _java_order(old)
-    for column in header:
-        outer.put(column)
-        inner[column] = _JavaMapOrder()
-        for t in _java_order(old[column]):
-            inner[column].put(t)
-    for column in header:  # remove what is not configured
-        if column not in new:
-            outer.remove(column)
-            continue
-        for t in old[column]:
-            if t not in new[column]:
-                inner[column].remove(t)
-    for column, by_type in new.items():
-        outer.put(column)
+    if old:
+        header = _java_order(old, head=True)
+        for column in header:  # readAll: computeIfAbsent(column).put(type)
+            outer.put(column, head=True)
+            inner[column] = _JavaMapOrder()
+            for t in _java_order(old[column]):
+                inner[column].put(t)
+        for column in header:  # remove what is not configured
+            if column not in new:
+                outer.remove(column)
+                continue
+            for t in old[column]:
+                if t not in new[column]:
+                    inner[column].remove(t)
+    for column, column_types in new.items():  # computeIfAbsent(column).putAll(types)
+        outer.put(column, head=True)
         order = inner.setdefault(column, _JavaMapOrder())
-        for t in by_type:
+        for t in column_types:
             order.put(t)
-    return {c: {t: new[c][t] for t in inner[c].keys()} for c in outer.keys()}
+    return {c: {t: built[(c, t)] for t in inner[c].keys()} for c in outer.keys()}
 
 
 def next_index_name(name: str) -> str:
@@ -252,11 +264,9 @@ def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
                 writer.add(column_keys(arrays[column], ptype))
     if rows != task.rows:
         raise PaimonTableError(f"{task.data_path}: data file holds {rows} rows, its manifest entry says {task.rows}")
-    layout = _java_layout({key: w.finish() for key, (_, w) in writers.items()})
     old_files = [e for e in task.old_extra if e.endswith(INDEX_SUFFIX)]
-    if old_files:
-        layout = _layout_after(_old_header(fs, _beside(task.data_path, old_files[0])), layout)
-    return write_container(layout)
+    old = _old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
+    return write_container(java_layout({key: w.finish() for key, (_, w) in writers.items()}, old))
 
 
 def _beside(data_path: str, name: str) -> str:
