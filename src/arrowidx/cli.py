@@ -338,6 +338,40 @@ def cmd_vacuum(args) -> int:
     return 0
 
 
+def cmd_paimon_rewrite_index(args) -> int:
+    from .paimon import rewrite_file_index
+
+    options: dict[str, str | None] = {}
+    for flag, index_type in INDEX_FLAGS.items():
+        given = getattr(args, flag)
+        if given:
+            columns = [c.strip() for item in given for c in item.split(",") if c.strip()]
+            options[f"file-index.{index_type}.columns"] = ",".join(dict.fromkeys(columns))
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--option {item!r}: expected KEY=VALUE, e.g. file-index.bloom-filter.id.fpp=0.01")
+        options[key.strip()] = value.strip()
+    for key in args.unset or []:
+        options[key.strip()] = None
+    partitions = []
+    for item in args.partition or []:
+        spec = {}
+        for part in item.split(","):
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise UsageError(f"--partition {item!r}: expected KEY=VALUE[,KEY=VALUE], e.g. dt=2024-01-01")
+            spec[key.strip()] = value.strip()
+        partitions.append(spec)
+    report = rewrite_file_index(args.path, options, partitions=partitions or None, dry_run=args.dry_run,
+                                progress=False if args.quiet else None)  # fmt: skip
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.",
@@ -403,6 +437,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                        help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"
                             " (else the AWS_*/GOOGLE_*/AZURE_* environment variables; see docs/object-stores.md)")  # fmt: skip
+
+    paimon = sub.add_parser("paimon", help="Apache Paimon tables").add_subparsers(dest="paimon_command", required=True)
+    p = paimon.add_parser("rewrite-index", help="add, change or drop the file indexes of a Paimon table (a new snapshot)")
+    p.add_argument("path", help="the table directory (<warehouse>/<db>.db/<table>)")
+    for flag, index_type in INDEX_FLAGS.items():
+        p.add_argument(f"--{index_type}", dest=flag, action="append", metavar="COL",
+                       help=f"set file-index.{index_type}.columns to these columns (repeatable, or comma-separated)")  # fmt: skip
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="set any file-index.* table option, repeatable")
+    p.add_argument("--unset", action="append", metavar="KEY", help="remove a file-index.* table option, repeatable")
+    p.add_argument("--partition", action="append", metavar="K=V[,K=V]", help="only these partitions, repeatable")
+    p.add_argument("--dry-run", action="store_true", help="say what would be rewritten, write nothing")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_paimon_rewrite_index)
     return parser
 
 

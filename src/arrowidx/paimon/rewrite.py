@@ -494,6 +494,11 @@ def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc
     try:
         specs = parse_index_options(index_options(options))
     except OptionError as e:
+        if options != schema.options:  # made so by this call's options
+            raise OptionError(
+                f"{table}: with these options the table's file-index options would be inconsistent: {e}"
+                " (unset it too: options={key: None}, or --unset KEY)"
+            ) from None
         raise UnsupportedTableError(f"{table}: the table's file-index options are not supported: {e}") from None
     for spec in specs:
         if "[" in spec.column:
