@@ -57,6 +57,9 @@ public class PaimonCheck extends WriteBench {
             dyn.put("scan.snapshot-id", snapshot);
         }
         dyn.put("file-index.read.enabled", String.valueOf(indexes));
+        // one thread reads the manifests: Paimon 0.9.0's scan tests embedded indexes with a
+        // HashMap shared by its manifest threads (ConcurrentModificationException at random)
+        dyn.put("scan.manifest.parallelism", "1");
         return t.copy(dyn);
     }
 
