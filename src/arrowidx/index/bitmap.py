@@ -8,8 +8,11 @@ block's first key, so a point lookup reads the header and one block only. An off
 ``DataOutput`` writes them (strings as int32 length + UTF-8).
 
 Build: the column is dictionary-encoded with ``pyarrow.compute`` (integers spanning at
-most 4,096 values skip the hash: value - minimum is the code), rows are grouped by value
-with one stable Arrow sort, and each distinct value's rows become one bitmap.
+most 2**24 values skip the hash: value - minimum is the code), rows are grouped by value
+with Arrow's counting sort (one pass, or two over 12-bit digits), and every value's bitmap
+is written at once (:func:`arrowidx._roaring.portables_of_groups`: the containers of all
+values laid out by numpy, only values of over 4096 rows one by one through CRoaring), in
+Java's ``HashMap`` order; the entries and index blocks are numpy records too.
 """
 
 from __future__ import annotations
