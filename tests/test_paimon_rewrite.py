@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pytest
 
 pytest.importorskip("fastavro")
@@ -26,6 +27,7 @@ from arrowidx.paimon.rewrite import next_index_name
 HERE = Path(__file__).resolve().parent
 SHAPES = HERE / "paimon_tables" / "shapes-0.9.0" / "db.db"
 MORE = HERE / "paimon_tables" / "more-0.9.0" / "db.db"
+PYPAIMON = HERE / "paimon_tables" / "pypaimon-2.1" / "db.db"
 
 
 def _copy(src: Path, tmp_path: Path) -> str:
@@ -86,6 +88,33 @@ def test_rewrite_evolved_partitioned_table(tmp_path):
     again = paimon.rewrite_file_index(path, {"file-index.bloom-filter.columns": "id,full_name,status"})
     assert not again.committed and not again.schema_committed and again.snapshot_id == old_id + 1
     assert len(again.unchanged) == again.files and "nothing committed" in str(again)
+
+
+def test_rewrite_a_table_pypaimon_wrote(tmp_path):
+    """A table written by pypaimon 2.1 (no file index; manifest lists with its
+    ``_TOTAL_BUCKETS`` and ``_EXTRA_FILES`` fields, filled as pypaimon fills them): indexed,
+    the same rows, the needle read from its one file. (pypaimon, pypaimon-rust and Java
+    read it in integration/test_paimon_rewrite_pypaimon.py.)"""
+    path = _copy(PYPAIMON / "t", tmp_path)
+    before = paimon.open_table(path)
+    full = before.to_table()
+    needle = pc.field("id") == (345 * 7919) % 1_000_003
+    rare = before.to_table(filter=pc.field("status") == "rare")
+    assert before.explain(needle).files_read == 6
+    options = {"file-index.bloom-filter.columns": "id,name", "file-index.bloom-filter.id.items": "100",
+               "file-index.bitmap.columns": "status"}  # fmt: skip
+    report = paimon.rewrite_file_index(path, options)
+    assert report.committed and len(report.rewritten) == report.files == 6, report
+    after = paimon.open_table(path)
+    assert _sorted(after.to_table()).equals(_sorted(full))
+    assert _sorted(after.to_table(filter=pc.field("status") == "rare")).equals(_sorted(rare))
+    assert after.to_table(filter=needle).num_rows == 1 and after.explain(needle).files_read == 1
+    snapshot = after._snapshot
+    lists = [read_avro_file(pafs.LocalFileSystem(), os.path.join(path, "manifest", snapshot[k])) for k in ("baseManifestList", "deltaManifestList")]
+    delta = lists[1].records
+    assert [f["name"] for f in lists[1].schema["fields"]][-2:] == ["_TOTAL_BUCKETS", "_EXTRA_FILES"]
+    assert len(delta) == 1 and delta[0]["_TOTAL_BUCKETS"] is None and delta[0]["_EXTRA_FILES"] is None  # bucket -1
+    assert not paimon.rewrite_file_index(path, options).committed
 
 
 def test_switch_index_type_drops_the_old_one(tmp_path):

@@ -231,6 +231,10 @@ def commit_snapshot(
         "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
         "_MIN_ROW_ID": None,
         "_MAX_ROW_ID": None,
+        # manifest lists of pypaimon >= 2.1 (as it fills them): the entries' bucket count when
+        # they share one positive count (a rescaled table mixes them), and no extra files
+        "_TOTAL_BUCKETS": _common_total_buckets(entries),
+        "_EXTRA_FILES": None,
     }
     unknown = list_fields - set(meta)
     if unknown:
@@ -262,6 +266,14 @@ def commit_snapshot(
         pass  # only a hint: readers look past it
     fault_point("paimon-latest-written")
     return new_id, doc
+
+
+def _common_total_buckets(entries: list[dict]) -> int | None:
+    counts = {e.get("_TOTAL_BUCKETS") for e in entries}
+    if len(counts) != 1:
+        return None
+    (count,) = counts
+    return count if isinstance(count, int) and count > 0 else None
 
 
 def _snapshot_document(previous: dict, new_id: int, schema_id: int, base: tuple[str, int], delta: tuple[str, int], statistics: str | None) -> dict:
