@@ -46,11 +46,17 @@ def _runner(spark, partitions: int | None):
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
         try:
             parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+            classic = True
         except Exception:  # Spark Connect has no SparkContext
-            parallelism = 2
+            parallelism, classic = 2, False
         n = max(1, min(len(tasks), partitions or 2 * parallelism))
-        rows = pa.table({"task": pa.array([pickle.dumps(t) for t in tasks], pa.binary())})
-        df = spark.createDataFrame(rows).repartition(n)
+        pickled = [pickle.dumps(t) for t in tasks]
+        # n Arrow batches of tasks dealt round-robin: Spark makes its partitions of whole
+        # batches, so the tasks are spread without a shuffle (Spark Connect: repartitioned)
+        batches = [pa.record_batch([pa.array(pickled[i::n], pa.binary())], names=["task"]) for i in range(n)]
+        df = spark.createDataFrame(pa.Table.from_batches(batches))
+        if not classic:
+            df = df.repartition(n)
         out = df.mapInArrow(_RewriteTask(fs, write), _RESULT_ROWS).toArrow()
         return [pickle.loads(b) for b in out.column("result").to_pylist()]
 
@@ -69,7 +75,7 @@ def paimon_rewrite_file_index(
     tasks: int | None = None,
 ) -> RewriteReport:
     """:func:`arrowidx.paimon.rewrite_file_index` with the data files indexed by Spark tasks
-    (``tasks``: how many; default two per core, at most one per file). Same arguments, same
+    (``tasks``: how many groups of files; default two per core, at most one per file). Same arguments, same
     report, same files and snapshot."""
     ensure_worker_python(spark)
     return rewrite(
