@@ -2,22 +2,27 @@
 against Java Paimon's own rewrite (``FileIndexProcessor``, JIT warm) on the same table.
 
     PAIMON_MASTER=... python bench/bench_paimon_rewrite.py [--rows 5000000 --files 50] [--runs 3]
+                                                           [--scaling 10,25] [--no-spark]
 
-The table (append, 50 files written by Java Paimon master through
-``bench/paimon_writer/WriteBench.java``, cached in ``~/.cache/arrowidx``) gets a bloom filter
-on ``id`` and ``name`` and a bitmap on ``status`` and ``amount``. Java: the options set with
-``ALTER TABLE``, then every file processed ``--runs`` + 2 times in one JVM (the first two
-are warm-up), each run's time printed (index building and writing, no commit). arrowidx:
-``rewrite_file_index`` on a fresh copy of the table per run (schema commit, indexing and the
-snapshot commit included). Spark: the same on a ``local[2]`` session started beforehand.
-Scaling with files: the same rows split over fewer files (``--scaling``). Without
-``$PAIMON_MASTER`` only arrowidx runs (Java's rewrite exists in Paimon master only).
+The table (append, written by Java Paimon master through ``bench/paimon_writer/WriteBench.java``,
+cached in ``~/.cache/arrowidx``) gets a bloom filter on ``id`` and ``name`` and a bitmap on
+``status`` and ``amount`` (10,000 distinct values per file at 50 files). Java: the options set
+with ``ALTER TABLE``, then every file processed ``--runs`` + 2 times in one JVM (the first two
+are warm-up), each run's time printed (index building and writing, no commit) with the JVM's
+CPU time (all its threads). arrowidx: ``rewrite_file_index`` on a fresh copy of the table per
+run (schema commit, indexing and the snapshot commit included), with this process's CPU time;
+on Spark, the same through a ``local[2]`` session started (and warmed up) beforehand, its runs
+taking turns with the local ones so that both see the same load. ``--scaling``: the same rows
+split over other file counts, every engine again. Without ``$PAIMON_MASTER`` only arrowidx
+runs (Java's rewrite exists in Paimon master only). The machine's load average is printed
+with each table: other processes share its cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -52,36 +57,49 @@ def fresh_copy(warehouse: Path, into: Path) -> str:
     return str(into / "db.db" / "bench")
 
 
-def run_arrowidx(warehouse: Path, runs: int, work: Path, spark=None) -> list[float]:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_arrowidx(warehouse: Path, work: Path, spark=None) -> tuple[float, float | None, float]:
+    """One rewrite of a fresh copy: (wall ms, this process's CPU ms or None on Spark, load)."""
     from arrowidx import paimon
 
-    times = []
-    for _ in range(runs):
-        path = fresh_copy(warehouse, work)
-        t0 = time.perf_counter()
-        if spark is None:
-            report = paimon.rewrite_file_index(path, OPTIONS)
-        else:
-            import arrowidx.spark
-
-            report = arrowidx.spark.paimon_rewrite_file_index(spark, path, OPTIONS)
-        times.append((time.perf_counter() - t0) * 1000)
-        assert report.committed and len(report.rewritten) == report.files, report
-    return times
-
-
-def run_java(warehouse: Path, runs: int, work: Path) -> list[float]:
     path = fresh_copy(warehouse, work)
-    del path
+    load = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), _cpu()
+    if spark is None:
+        report = paimon.rewrite_file_index(path, OPTIONS, progress=False)
+    else:
+        import arrowidx.spark
+
+        report = arrowidx.spark.paimon_rewrite_file_index(spark, path, OPTIONS)
+    wall, cpu = (time.perf_counter() - t0) * 1000, (_cpu() - c0) * 1000
+    assert report.committed and len(report.rewritten) == report.files, report
+    return wall, None if spark is not None else cpu, load
+
+
+def run_java(warehouse: Path, runs: int, work: Path) -> list[tuple[float, float, float]]:
+    """Java's runs after two warm-up runs: (wall ms, JVM CPU ms, load at the start)."""
+    fresh_copy(warehouse, work)
     javahelpers.run("master", "JavaRewrite", "rewrite", str(work), "db.bench", *[f"{k}={v}" for k, v in OPTIONS.items()], jvm=["-Xmx3g"])
+    load = os.getloadavg()[0]
     out = javahelpers.run("master", "JavaRewrite", "bench", str(work), "db.bench", str(runs + 2), jvm=["-Xmx3g"], timeout=3600)
-    return [float(line.split("\t")[2]) for line in out.splitlines() if line.startswith("java\t")][2:]
+    rows = [line.split("\t") for line in out.splitlines() if line.startswith("java\t")][2:]
+    return [(float(r[2]), float(r[3]), load) for r in rows]
 
 
-def show(name: str, times: list[float], ours: float | None = None) -> None:
-    med = statistics.median(times)
-    ratio = f"  {med / ours:.2f}x arrowidx's time" if ours else ""
-    print(f"{name:28} median {med:9,.0f} ms  (runs: {', '.join(f'{t:,.0f}' for t in times)}){ratio}")
+def show(name: str, samples: list[tuple], java_ms: float | None) -> dict:
+    walls = [s[0] for s in samples]
+    cpus = [s[1] for s in samples if s[1] is not None]
+    loads = [s[2] for s in samples]
+    med = statistics.median(walls)
+    ratio = f"  Java/this {java_ms / med:.2f}x" if java_ms else ""
+    cpu = f"  CPU {statistics.median(cpus):7,.0f} ms" if cpus else "  CPU       -   "
+    print(f"  {name:28} median {med:8,.0f} ms  (runs: {', '.join(f'{w:,.0f}' for w in walls)}){cpu}"
+          f"  load {min(loads):.1f}-{max(loads):.1f}{ratio}", flush=True)  # fmt: skip
+    return {"median": med, "runs": walls, "cpu": statistics.median(cpus) if cpus else None}
 
 
 def main() -> None:
@@ -90,7 +108,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-spark", action="store_true")
-    ap.add_argument("--scaling", action="store_true", help="also 10 and 25 files of the same rows (arrowidx, local)")
+    ap.add_argument("--scaling", default="", help="other file counts of the same rows, e.g. 10,25")
     args = ap.parse_args()
     try:
         javahelpers.master_dir()
@@ -98,27 +116,34 @@ def main() -> None:
         print(f"skipped: {e} (the benchmark table is written, and Java's rewrite run, by Paimon master)")
         return
     work = CACHE / "paimon_rewrite_bench-work"
-    warehouse = table_for(args.rows, args.files)
-    print(f"table: {args.rows:,} rows in {args.files} files; options {OPTIONS}; cores: {os.cpu_count()}")
-    java = run_java(warehouse, args.runs, work)
-    ours = run_arrowidx(warehouse, args.runs, work)
-    show("arrowidx (local threads)", ours)
-    show("Java FileIndexProcessor", java, statistics.median(ours))
+    counts = [args.files] + [int(x) for x in args.scaling.split(",") if x.strip()]
+    print(f"{args.rows:,} rows; options {OPTIONS}; cores: {os.cpu_count()}; file counts {counts}", flush=True)
+    spark = None
     if not args.no_spark:
         import arrowidx.spark
 
         spark = arrowidx.spark.local_session("local[2]", "bench-rewrite", spark_driver_memory="2g")
-        try:
-            run_arrowidx(warehouse, 1, work, spark)  # warm-up: Python workers started
-            on_spark = run_arrowidx(warehouse, args.runs, work, spark)
-        finally:
+    try:
+        for files in counts:
+            warehouse = table_for(args.rows, files)
+            print(f"{files} files:", flush=True)
+            java = run_java(warehouse, args.runs, work)
+            java_ms = statistics.median(s[0] for s in java)
+            local, on_spark = [], []
+            if spark is not None:
+                run_arrowidx(warehouse, work, spark)  # warm-up: Python workers started, modules imported
+            for _ in range(args.runs):  # local and Spark take turns: the same load for both
+                local.append(run_arrowidx(warehouse, work))
+                if spark is not None:
+                    on_spark.append(run_arrowidx(warehouse, work, spark))
+            show("Java FileIndexProcessor", java, None)
+            show("arrowidx (local threads)", local, java_ms)
+            if on_spark:
+                show("arrowidx on Spark local[2]", on_spark, java_ms)
+    finally:
+        if spark is not None:
             spark.stop()
-        show("arrowidx on Spark local[2]", on_spark, statistics.median(ours))
-    if args.scaling:
-        for files in (10, 25):
-            w = table_for(args.rows, files)
-            show(f"arrowidx, {files} files", run_arrowidx(w, args.runs, work))
-    shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

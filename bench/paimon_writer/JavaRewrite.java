@@ -24,7 +24,8 @@ import java.util.List;
  * rewrite WAREHOUSE DB.TABLE [KEY=VALUE ...]   ALTER TABLE SET the options (if any), then rewrite
  *                                               and commit; prints "rewritten N ms"
  * bench WAREHOUSE DB.TABLE RUNS       process every file RUNS times (JIT warm-up included, nothing
- *                                     committed; the .index files written are left), prints each run's ms
+ *                                     committed; the .index files written are left), prints each run's
+ *                                     wall-clock ms and the JVM's CPU ms
  * </pre>
  */
 public class JavaRewrite extends WriteBench {
@@ -51,10 +52,14 @@ public class JavaRewrite extends WriteBench {
             System.out.printf("rewritten %d %.1f ms%n", messages.size(), (System.nanoTime() - t0) / 1e6);
         } else if (args[0].equals("bench")) {
             int runs = Integer.parseInt(args[3]);
+            com.sun.management.OperatingSystemMXBean os =
+                    (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
             for (int i = 0; i < runs; i++) {
                 long t0 = System.nanoTime();
+                long cpu0 = os.getProcessCpuTime();
                 List<CommitMessage> messages = process(table);
-                System.out.printf("java\t%d\t%.1f%n", messages.size(), (System.nanoTime() - t0) / 1e6);
+                long cpu = os.getProcessCpuTime() - cpu0; // every thread of the JVM (JIT and GC too)
+                System.out.printf("java\t%d\t%.1f\t%.1f%n", messages.size(), (System.nanoTime() - t0) / 1e6, cpu / 1e6);
                 System.out.flush();
             }
         } else {

@@ -657,24 +657,36 @@ class RewriteReport:
 Runner = Callable[[pafs.FileSystem, list[FileTask], bool], list[FileResult]]
 
 
+def default_threads() -> int:
+    """Files indexed at once by default: two per core (at most 8), so that one file's reading,
+    writing and Python steps (which hold the GIL) overlap another's numpy and Arrow work."""
+    return min(8, 2 * (os.cpu_count() or 1))
+
+
+def index_files(fs: pafs.FileSystem, tasks: list[FileTask], write: bool, threads: int, tick: Callable[[], None] | None = None) -> list[FileResult]:
+    """:func:`index_file` of every task, ``threads`` files at a time (pyarrow and numpy
+    release the GIL); results in the tasks' order."""
+
+    def work(task: FileTask) -> FileResult:
+        result = index_file(fs, task, write)
+        if tick is not None:
+            tick()
+        return result
+
+    workers = max(1, min(len(tasks), threads))
+    if workers == 1:
+        return [work(t) for t in tasks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(work, tasks))
+
+
 def run_local(threads: int | None = None, progress: bool | None = None) -> Runner:
-    """Index tasks on a thread pool of this process (pyarrow and numpy release the GIL)."""
+    """Index tasks on a thread pool of this process (:func:`default_threads` unless given)."""
 
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
         from ..lake.build import _progress
 
-        tick = _progress(len(tasks), progress, "indexing")
-        workers = max(1, min(len(tasks), threads or min(8, os.cpu_count() or 1)))
-
-        def work(task: FileTask) -> FileResult:
-            result = index_file(fs, task, write)
-            tick()
-            return result
-
-        if workers == 1:
-            return [work(t) for t in tasks]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(work, tasks))
+        return index_files(fs, tasks, write, threads or default_threads(), _progress(len(tasks), progress, "indexing"))
 
     return run
 
@@ -791,7 +803,8 @@ def rewrite_file_index(
     None or ``{}`` rewrites with the options the table has. ``partitions``: a dict of
     partition values (``{"dt": "2024-01-01"}``) or a list of them; only those partitions'
     files are rewritten. ``dry_run``: plan and build the indexes in memory, write nothing.
-    ``progress``: a bar on a terminal (None: when stderr is one).
+    ``threads``: files indexed at once (default two per core, at most 8). ``progress``: a bar
+    on a terminal (None: when stderr is one).
 
     Every live data file (of the partitions) gets the index the table's options call for,
     exactly as Java's ``rewrite_file_index`` procedure writes it, and the changed manifest

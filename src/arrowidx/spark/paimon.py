@@ -20,10 +20,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..paimon.rewrite import FileResult, FileTask, RewriteReport, index_file, rewrite
+from ..paimon.rewrite import FileResult, FileTask, RewriteReport, index_files, rewrite
 from .session import ensure_worker_python
 
 _RESULT_ROWS = "key string, result binary"
+TASK_THREADS = 2  # files a task indexes at once: one file's reading and writing overlap another's work
 
 
 class _RewriteTask:
@@ -34,7 +35,8 @@ class _RewriteTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            results = [index_file(self.fs, pickle.loads(t), self.write) for t in batch.column("task").to_pylist()]
+            tasks = [pickle.loads(t) for t in batch.column("task").to_pylist()]
+            results = index_files(self.fs, tasks, self.write, TASK_THREADS)
             if results:
                 yield pa.RecordBatch.from_arrays(
                     [pa.array([r.key for r in results], pa.string()), pa.array([pickle.dumps(r) for r in results], pa.binary())],
