@@ -7,12 +7,12 @@ against Java Paimon's own rewrite (``FileIndexProcessor``, JIT warm) on the same
 The table (append, written by Java Paimon master through ``bench/paimon_writer/WriteBench.java``,
 cached in ``~/.cache/arrowidx``) gets a bloom filter on ``id`` and ``name`` and a bitmap on
 ``status`` and ``amount`` (10,000 distinct values per file at 50 files). Java: the options set
-with ``ALTER TABLE``, then every file processed ``--runs`` + 2 times in one JVM (the first two
-are warm-up), each run's time printed (index building and writing, no commit) with the JVM's
-CPU time (all its threads). arrowidx: ``rewrite_file_index`` on a fresh copy of the table per
-run (schema commit, indexing and the snapshot commit included), with this process's CPU time;
-on Spark, the same through a ``local[2]`` session started (and warmed up) beforehand, its runs
-taking turns with the local ones so that both see the same load. ``--scaling``: the same rows
+with ``ALTER TABLE``, then every file processed ``--runs`` + 2 times in one JVM kept running
+(the first two are warm-up), each run's time (index building and writing, no commit) with the
+JVM's CPU time (all its threads). arrowidx: ``rewrite_file_index`` on a fresh copy of the table
+per run (schema commit, indexing and the snapshot commit included), with this process's CPU
+time; on Spark, the same through a ``local[2]`` session started (and warmed up) beforehand.
+Java's, the local and the Spark runs take turns, so that all see the same load. ``--scaling``: the same rows
 split over other file counts, every engine again. Without ``$PAIMON_MASTER`` only arrowidx
 runs (Java's rewrite exists in Paimon master only). The machine's load average is printed
 with each table: other processes share its cores.
@@ -25,6 +25,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -80,14 +81,32 @@ def run_arrowidx(warehouse: Path, work: Path, spark=None) -> tuple[float, float 
     return wall, None if spark is not None else cpu, load
 
 
-def run_java(warehouse: Path, runs: int, work: Path) -> list[tuple[float, float, float]]:
-    """Java's runs after two warm-up runs: (wall ms, JVM CPU ms, load at the start)."""
-    fresh_copy(warehouse, work)
-    javahelpers.run("master", "JavaRewrite", "rewrite", str(work), "db.bench", *[f"{k}={v}" for k, v in OPTIONS.items()], jvm=["-Xmx3g"])
-    load = os.getloadavg()[0]
-    out = javahelpers.run("master", "JavaRewrite", "bench", str(work), "db.bench", str(runs + 2), jvm=["-Xmx3g"], timeout=3600)
-    rows = [line.split("\t") for line in out.splitlines() if line.startswith("java\t")][2:]
-    return [(float(r[2]), float(r[3]), load) for r in rows]
+class JavaRuns:
+    """Java's rewrite in one JVM kept running (``JavaRewrite serve``): ``run()`` processes every
+    file once more, so that its runs can take turns with arrowidx's (the same load for both).
+    The JVM's work directory is its own copy of the table, the options set with ALTER TABLE."""
+
+    def __init__(self, warehouse: Path, work: Path):
+        fresh_copy(warehouse, work)
+        javahelpers.run("master", "JavaRewrite", "rewrite", str(work), "db.bench", *[f"{k}={v}" for k, v in OPTIONS.items()], jvm=["-Xmx3g"])
+        cmd = javahelpers.command("master", "JavaRewrite", "serve", str(work), "db.bench", jvm=["-Xmx3g"])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def run(self) -> tuple[float, float, float]:
+        """(wall ms, JVM CPU ms, load at the start)."""
+        load = os.getloadavg()[0]
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line.startswith("java\t"):
+            raise RuntimeError(f"JavaRewrite serve stopped: {line!r}")
+        parts = line.split("\t")
+        return float(parts[2]), float(parts[3]), load
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
 
 
 def show(name: str, samples: list[tuple], java_ms: float | None) -> dict:
@@ -127,15 +146,20 @@ def main() -> None:
         for files in counts:
             warehouse = table_for(args.rows, files)
             print(f"{files} files:", flush=True)
-            java = run_java(warehouse, args.runs, work)
-            java_ms = statistics.median(s[0] for s in java)
-            local, on_spark = [], []
-            if spark is not None:
-                run_arrowidx(warehouse, work, spark)  # warm-up: Python workers started, modules imported
-            for _ in range(args.runs):  # local and Spark take turns: the same load for both
-                local.append(run_arrowidx(warehouse, work))
+            java_runs = JavaRuns(warehouse, work.with_name(work.name + "-java"))
+            try:
+                java_runs.run(), java_runs.run()  # warm-up: JIT
                 if spark is not None:
-                    on_spark.append(run_arrowidx(warehouse, work, spark))
+                    run_arrowidx(warehouse, work, spark)  # warm-up: Python workers started, modules imported
+                java, local, on_spark = [], [], []
+                for _ in range(args.runs):  # Java, local and Spark take turns: the same load for all
+                    java.append(java_runs.run())
+                    local.append(run_arrowidx(warehouse, work))
+                    if spark is not None:
+                        on_spark.append(run_arrowidx(warehouse, work, spark))
+            finally:
+                java_runs.close()
+            java_ms = statistics.median(s[0] for s in java)
             show("Java FileIndexProcessor", java, None)
             show("arrowidx (local threads)", local, java_ms)
             if on_spark:
@@ -144,6 +168,7 @@ def main() -> None:
         if spark is not None:
             spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work.with_name(work.name + "-java"), ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import java.util.List;
  * bench WAREHOUSE DB.TABLE RUNS       process every file RUNS times (JIT warm-up included, nothing
  *                                     committed; the .index files written are left), prints each run's
  *                                     wall-clock ms and the JVM's CPU ms
+ * serve WAREHOUSE DB.TABLE            prints "ready", then one such run per line read from standard input
  * </pre>
  */
 public class JavaRewrite extends WriteBench {
@@ -52,19 +53,31 @@ public class JavaRewrite extends WriteBench {
             System.out.printf("rewritten %d %.1f ms%n", messages.size(), (System.nanoTime() - t0) / 1e6);
         } else if (args[0].equals("bench")) {
             int runs = Integer.parseInt(args[3]);
-            com.sun.management.OperatingSystemMXBean os =
-                    (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
             for (int i = 0; i < runs; i++) {
-                long t0 = System.nanoTime();
-                long cpu0 = os.getProcessCpuTime();
-                List<CommitMessage> messages = process(table);
-                long cpu = os.getProcessCpuTime() - cpu0; // every thread of the JVM (JIT and GC too)
-                System.out.printf("java\t%d\t%.1f\t%.1f%n", messages.size(), (System.nanoTime() - t0) / 1e6, cpu / 1e6);
-                System.out.flush();
+                timed(table);
+            }
+        } else if (args[0].equals("serve")) {
+            java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+            System.out.println("ready");
+            System.out.flush();
+            while (in.readLine() != null) { // one run per line read, until standard input closes
+                timed(table);
             }
         } else {
             throw new IllegalArgumentException("rewrite WAREHOUSE DB.TABLE | bench WAREHOUSE DB.TABLE RUNS");
         }
+    }
+
+    /** One run over every file: prints "java FILES WALL_MS CPU_MS" (CPU: every JVM thread, JIT and GC too). */
+    static void timed(FileStoreTable table) throws Exception {
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long t0 = System.nanoTime();
+        long cpu0 = os.getProcessCpuTime();
+        List<CommitMessage> messages = process(table);
+        long cpu = os.getProcessCpuTime() - cpu0;
+        System.out.printf("java\t%d\t%.1f\t%.1f%n", messages.size(), (System.nanoTime() - t0) / 1e6, cpu / 1e6);
+        System.out.flush();
     }
 
     static List<CommitMessage> process(FileStoreTable table) throws Exception {
