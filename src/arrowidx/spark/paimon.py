@@ -44,6 +44,18 @@ class _RewriteTask:
                 )
 
 
+def _groups(tasks: list[FileTask], n: int) -> list[list[FileTask]]:
+    """``tasks`` in ``n`` groups of about equal rows: the largest file first, each to the
+    group with the fewest rows so far."""
+    groups: list[list[FileTask]] = [[] for _ in range(n)]
+    load = [0] * n
+    for task in sorted(tasks, key=lambda t: -t.rows):
+        i = load.index(min(load))
+        groups[i].append(task)
+        load[i] += max(1, task.rows)
+    return [g for g in groups if g]
+
+
 def _runner(spark, partitions: int | None):
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
         try:
@@ -51,14 +63,13 @@ def _runner(spark, partitions: int | None):
             classic = True
         except Exception:  # Spark Connect has no SparkContext
             parallelism, classic = 2, False
-        n = max(1, min(len(tasks), partitions or 2 * parallelism))
-        pickled = [pickle.dumps(t) for t in tasks]
-        # n Arrow batches of tasks dealt round-robin: Spark makes its partitions of whole
-        # batches, so the tasks are spread without a shuffle (Spark Connect: repartitioned)
-        batches = [pa.record_batch([pa.array(pickled[i::n], pa.binary())], names=["task"]) for i in range(n)]
+        n = max(1, min(len(tasks), partitions or parallelism))
+        # one Arrow batch of tasks per group: Spark makes its partitions of whole batches (one
+        # per core), so the files are spread without a shuffle (Spark Connect: repartitioned)
+        batches = [pa.record_batch([pa.array([pickle.dumps(t) for t in g], pa.binary())], names=["task"]) for g in _groups(tasks, n)]
         df = spark.createDataFrame(pa.Table.from_batches(batches))
         if not classic:
-            df = df.repartition(n)
+            df = df.repartition(len(batches))
         out = df.mapInArrow(_RewriteTask(fs, write), _RESULT_ROWS).toArrow()
         return [pickle.loads(b) for b in out.column("result").to_pylist()]
 
@@ -77,7 +88,7 @@ def paimon_rewrite_file_index(
     tasks: int | None = None,
 ) -> RewriteReport:
     """:func:`arrowidx.paimon.rewrite_file_index` with the data files indexed by Spark tasks
-    (``tasks``: how many groups of files; default two per core, at most one per file). Same arguments, same
+    (``tasks``: how many groups of files, of about equal rows; default one per core, at most one per file). Same arguments, same
     report, same files and snapshot."""
     ensure_worker_python(spark)
     return rewrite(
