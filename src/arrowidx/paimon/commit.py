@@ -36,7 +36,8 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import CommitConflictError, CommitUnsupportedError, PaimonTableError
-from ..lake.layout import SINGLE_WRITER_ENV, fault_point, local_path
+from ..lake.layout import fault_point
+from ..storage import SINGLE_WRITER_ENV, local_path
 from .metadata import AvroFile, partition_stats, write_avro
 
 ADD, DELETE = 0, 1
