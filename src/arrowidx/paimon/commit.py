@@ -2,14 +2,15 @@
 SET``) and a new snapshot replacing manifest entries (a ``COMPACT`` commit).
 
 Every file written here goes through four small storage functions (:func:`create_if_absent`,
-:func:`write_new_file`, :func:`write_hint`, :func:`delete_quietly`), so that they can move onto a
-shared storage layer. A version exists exactly when its file was created only-if-absent:
+:func:`write_new_file`, :func:`write_hint`, :func:`delete_quietly`) on the one storage layer
+(:mod:`arrowidx.storage`: local disks, and object stores by URI with ``storage_options``). A
+version exists exactly when its file was created only-if-absent:
 
-* ``schema/schema-N`` and ``snapshot/snapshot-N`` are written whole under a temporary name and
-  then linked into place, which fails if the name exists (another writer won: the caller
-  plans again on the new latest snapshot). On filesystems without an atomic create the commit
-  is refused (:class:`~arrowidx.errors.CommitUnsupportedError`), unless
-  ``ARROWIDX_SINGLE_WRITER=1`` says there is exactly one writer;
+* ``schema/schema-N`` and ``snapshot/snapshot-N`` are created whole only if the name is free
+  (a hard link of a complete file on local disks, put-if-absent on object stores), which fails
+  if another writer won: the caller plans again on the new latest snapshot. On stores without
+  an atomic create the commit is refused (:class:`~arrowidx.errors.CommitUnsupportedError`),
+  unless ``ARROWIDX_SINGLE_WRITER=1`` says there is exactly one writer;
 * manifests and manifest lists get fresh names (``manifest-<uuid>-0``, ``manifest-list-<uuid>-0``
   and ``-1``, as Java names them) and are written before the snapshot that references them;
   a crash leaves them unreferenced, as an aborted Java commit does;
@@ -25,7 +26,6 @@ file). The index manifest (deletion vectors, hash index) is carried over unchang
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import threading
 import time
@@ -35,9 +35,9 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import CommitConflictError, CommitUnsupportedError, PaimonTableError
+from ..errors import ArrowIdxError, CommitConflictError, PaimonTableError
 from ..lake.layout import fault_point
-from ..storage import SINGLE_WRITER_ENV, local_path
+from ..storage import as_store
 from .metadata import AvroFile, partition_stats, write_avro
 
 ADD, DELETE = 0, 1
@@ -48,61 +48,13 @@ _LOCK = threading.Lock()
 # ----------------------------------------------------------------------------------------
 # Storage: the only functions here that write or delete
 # ----------------------------------------------------------------------------------------
-def _tmp_name(path: str) -> str:
-    return posixpath.join(posixpath.dirname(path), f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
-
-
-def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    local = local_path(fs, path)
-    if local is not None:
-        with open(local, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    else:
-        with fs.open_output_stream(path) as out:
-            out.write(data)
-
-
 def create_if_absent(fs: pafs.FileSystem, path: str, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` only if no file has that name; False if one has.
-
-    The bytes are written whole under a temporary name first, so the file appears complete
-    or not at all (a crash leaves at most a ``.<name>.<hex>.tmp`` file)."""
-    fs.create_dir(posixpath.dirname(path), recursive=True)
-    tmp = _tmp_name(path)
-    local_tmp, local_final = local_path(fs, tmp), local_path(fs, path)
-    _write(fs, tmp, data)
-    try:
-        if local_tmp is not None and local_final is not None:
-            try:
-                os.link(local_tmp, local_final)  # atomic put-if-absent of a complete file
-                return True
-            except FileExistsError:
-                return False
-            except OSError:  # a disk without hard links: an exclusive create instead
-                try:
-                    fd = os.open(local_final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    return False
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                    out.flush()
-                    os.fsync(out.fileno())
-                return True
-        if os.environ.get(SINGLE_WRITER_ENV) == "1" or type(fs).__name__ == "_MockFileSystem":
-            with _LOCK:
-                if fs.get_file_info(path).type != pafs.FileType.NotFound:
-                    return False
-                fs.move(tmp, path)
-                return True
-        raise CommitUnsupportedError(
-            f"{path}: {type(fs).__name__} cannot create a file only if it is absent, so two writers could"
-            f" both commit it and one commit would be lost. arrowidx commits to Paimon tables on local"
-            f" disks; with exactly one writer at a time set {SINGLE_WRITER_ENV}=1"
-        )
-    finally:
-        delete_quietly(fs, tmp)
+    """Create ``path`` holding ``data`` only if no file has that name; False if one has:
+    the store's atomic put-if-absent (:meth:`arrowidx.storage.Store.create`: a hard link of
+    a complete file on local disks, ``If-None-Match: *`` on object stores), so the file
+    appears complete or not at all. :class:`~arrowidx.errors.CommitUnsupportedError` where
+    the store cannot create only if absent."""
+    return as_store(fs).create(path, data)
 
 
 def write_new_file(fs: pafs.FileSystem, path: str, data: bytes) -> None:
@@ -112,28 +64,21 @@ def write_new_file(fs: pafs.FileSystem, path: str, data: bytes) -> None:
 
 
 def write_hint(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    """Replace a hint file (``snapshot/LATEST``): written aside, then moved over it."""
-    tmp = _tmp_name(path)
-    try:
-        _write(fs, tmp, data)
-        fs.move(tmp, path)
-    finally:
-        delete_quietly(fs, tmp)
+    """Replace a hint file (``snapshot/LATEST``): the whole object at once."""
+    as_store(fs).put(path, data)
 
 
 def delete_quietly(fs: pafs.FileSystem, path: str) -> None:
     try:
-        if fs.get_file_info(path).type == pafs.FileType.File:
-            fs.delete_file(path)
-    except OSError:
+        as_store(fs).delete(path)
+    except (OSError, ArrowIdxError):
         pass
 
 
 def read_file(fs: pafs.FileSystem, path: str) -> bytes | None:
     """The bytes of ``path``, or None when there is no such file."""
     try:
-        with fs.open_input_stream(path) as f:
-            return f.read()
+        return as_store(fs).get(path)
     except FileNotFoundError:
         return None
 

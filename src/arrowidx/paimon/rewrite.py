@@ -694,14 +694,15 @@ def run_local(threads: int | None = None, progress: bool | None = None) -> Runne
 def resolve_table(path: Any, filesystem: Any = None, storage_options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str]:
     """``(filesystem, table directory)`` for a path, URI or (path, pyarrow filesystem)."""
     from ..arrow_input import as_filesystem
+    from ..objectstore import is_object_store_uri
 
-    if storage_options:
-        raise OptionError(
-            "storage_options are not supported yet for Paimon rewrites: pass filesystem= (a pyarrow"
-            " filesystem) or a local path"
-        )
-    fs = as_filesystem(filesystem)
     path = os.fspath(path)
+    if is_object_store_uri(path) or storage_options:  # object stores are named in one place
+        from ..lake.layout import resolve
+
+        fs, path, _ = resolve(path, filesystem, storage_options)
+        return fs, path.rstrip("/")
+    fs = as_filesystem(filesystem)
     if fs is None:
         if "://" in path:
             fs, path = pafs.FileSystem.from_uri(path)
