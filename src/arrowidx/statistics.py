@@ -230,20 +230,20 @@ def _plain(literal: pa.Scalar) -> pa.Scalar:
 # Polars' own statistics: arrowidx.polars hands its predicate to Polars' Parquet reader
 # ------------------------------------------------------------------------------------------
 #
-# The same rule, in Polars' semantics (NaN is the largest value, and equal to itself): a
-# conjunct of the predicate goes to Polars' reader (its row-group statistics and late
-# materialisation) only when it compares a column with a literal of that column's own type
-# (a dynamic int or float literal within the column's values, a typed literal of exactly the
-# column's dtype), with ``==`` ``<`` ``<=`` ``>`` ``>=`` (on floats only those FALSE for
-# NaN: ``==``, ``<``, ``<=`` with a non-NaN literal; ``!=`` only on non-float columns), or
-# is ``is_null`` / ``is_not_null`` of a column. Everything else (NOT, OR, ``is_between``,
-# ``is_in``, functions, null literals) is applied by Polars to the rows read, in memory,
-# where no statistics are involved: Polars' scan statistics answer
-# ``x == v & ~x.is_between(v, None, closed="none")`` with no row where the rows in memory
-# give every row (found by the differential suite).
+# The same rule, in Polars' semantics (NaN is the largest value, and equal to itself). Polars'
+# reader keeps NaN out of its own min/max decisions (it never skips a row group for a float
+# ``>``, ``>=`` or ``!=``, whose NaN rows min/max cannot see: pola-rs/polars#26805, #27673), and
+# its strict types refuse literals of another type before a file is read. So a conjunct of
+# the predicate goes to Polars' reader (its row-group statistics and late materialisation)
+# when it compares a column with a non-null, non-NaN literal of that column's own type (a
+# dynamic int or float literal within the column's values, a typed literal of exactly the
+# column's dtype), or is ``is_null`` / ``is_not_null`` of a column. Everything else (NOT, OR,
+# ``is_between``, ``is_in``, functions, null literals) is applied by Polars to the rows read,
+# in memory, where no statistics are involved. (The one wrong Polars answer the differential
+# suite met, ``x == v & ~x.is_between(v, None, closed="none")``, is its lazy engine's, before
+# any file is read: see tests/test_differential_polars.py.)
 
 _POLARS_SWAP = {"Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq", "Eq": "Eq", "NotEq": "NotEq"}
-_POLARS_FALSE_FOR_NAN = {"Eq", "Lt", "LtEq"}
 _INT_RANGES = {
     "Int8": (-(2**7), 2**7 - 1), "Int16": (-(2**15), 2**15 - 1), "Int32": (-(2**31), 2**31 - 1),
     "Int64": (-(2**63), 2**63 - 1), "UInt8": (0, 2**8 - 1), "UInt16": (0, 2**16 - 1), "UInt32": (0, 2**32 - 1),
@@ -315,11 +315,7 @@ def _polars_safe(node: dict, schema) -> bool:
     literal = right.get("Literal") if isinstance(right, dict) else None
     if dtype is None or not isinstance(literal, dict):
         return False
-    name = _dtype_name(dtype)
-    floating = name in ("Float32", "Float64")
-    if floating and op not in _POLARS_FALSE_FOR_NAN:
-        return False  # TRUE for NaN, which no row group's min/max covers
-    return _polars_literal_fits(literal, dtype, name)
+    return _polars_literal_fits(literal, dtype, _dtype_name(dtype))
 
 
 def _polars_column(node, schema):
