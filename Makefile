@@ -35,4 +35,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) demo-data bench-data .pytest_cache .hypothesis
+	rm -rf $(VENV) demo-data bench-data build .pytest_cache .hypothesis

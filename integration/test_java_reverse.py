@@ -85,11 +85,16 @@ def _columns() -> dict[str, tuple[str, list]]:
         "l_bsi": ("BIGINT", _with_nulls(rng, rng.integers(-(10**9), 10**9, ROWS) // 1000, 0.04)),
         "m_multi": ("INT", _with_nulls(rng, rng.integers(0, 300, ROWS), 0.02)),
         "s_rb": ("STRING", _with_nulls(rng, np.array(words)[rng.integers(0, 40, ROWS)], 0.1)),
+        # bitmaps of many values: ~7 scattered rows each (arrays in two containers), and runs of
+        # rows (run containers; one value of 5,000 rows in a row, which CRoaring lays out)
+        "i_bm_many": ("INT", _with_nulls(rng, (np.arange(ROWS) * 7) % 10_000, 0.01)),
+        "s_bm_runs": ("STRING", [f"r{v}" for v in np.concatenate(([-1] * 5000, np.sort(rng.integers(0, 3000, ROWS - 5000)))).tolist()]),
     }
 
 
 OPTIONS = {
-    "file-index.bitmap.columns": "i_bm1,i_bm2,s_bm,s_bm1,m_multi",
+    "file-index.bitmap.columns": "i_bm1,i_bm2,s_bm,s_bm1,m_multi,i_bm_many,s_bm_runs",
+    "file-index.bitmap.s_bm_runs.version": "1",
     "file-index.bitmap.i_bm1.version": "1",
     "file-index.bitmap.s_bm1.version": "1",
     "file-index.bitmap.i_bm2.index-block-size": "64b",  # many index blocks
@@ -131,6 +136,10 @@ def _predicates(columns) -> list[dict]:
             preds.append({"op": "between", "field": name, "lower": lo, "upper": mid})
     preds += [
         {"op": "in", "field": "i_bm1", "literals": [99, 77]},
+        {"op": "eq", "field": "i_bm_many", "literal": 4321},
+        {"op": "in", "field": "i_bm_many", "literals": [0, 9999, 5000, 17]},
+        {"op": "eq", "field": "s_bm_runs", "literal": "r1500"},
+        {"op": "in", "field": "s_bm_runs", "literals": ["r0", "r2999", "r7"]},
         {"op": "eq", "field": "i_bm1", "literal": 77},
         {"op": "and", "children": [preds[0], {"op": "lt", "field": "i_rb", "literal": 2500}]},
         {"op": "or", "children": [{"op": "eq", "field": "i_bm2", "literal": 7}, {"op": "ge", "field": "l_bsi", "literal": 0}]},

@@ -22,7 +22,6 @@ import pytest
 
 import arrowidx
 from arrowidx.lake.layout import load_manifest, resolve
-from arrowidx.sql import parse_where
 
 pytest.importorskip("arrowidx.spark")
 
@@ -79,10 +78,8 @@ def _rows(table: pa.Table) -> list[tuple]:
 
 
 def _expected(root: str, condition) -> pa.Table:
-    """arrowidx itself, in this process: SQL text as the CLI parses it, Expressions as they are."""
-    data = arrowidx.dataset(root)
-    expr = parse_where(condition, data.schema) if isinstance(condition, str) else condition
-    return data.to_table(filter=expr)
+    """arrowidx itself, in this process (SQL text or an Expression, as the Python API takes them)."""
+    return arrowidx.dataset(root).to_table(filter=condition)
 
 
 # ------------------------------------------------------------------------------------------

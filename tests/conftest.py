@@ -77,3 +77,24 @@ def row_takes(request, monkeypatch):
     if request.param == "Polars filters every file kept whole":
         monkeypatch.setattr(read, "FILTER_MIN_ROWS", 0)
     return request.param
+
+
+def damage_index(root: str, data_file: str, column: str) -> str:
+    """Flip a byte of ``column``'s index in the index file of ``data_file`` (a byte a query
+    filtering on ``column`` reads: queries read only their columns' windows), and forget
+    what this process holds of it (as a new process would). Returns the index file's path."""
+    import pyarrow.fs as pafs
+
+    import arrowidx.facts
+    from arrowidx.lake.layout import join, load_manifest
+
+    entry = load_manifest(pafs.LocalFileSystem(), root).files[data_file]
+    path = join(root, entry.index.file)
+    start, length, _ = next(iter(entry.index.layout[column].values()))
+    with open(path, "r+b") as f:
+        f.seek(start + length // 2)
+        byte = f.read(1)
+        f.seek(start + length // 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    arrowidx.facts.clear()
+    return path

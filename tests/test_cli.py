@@ -24,6 +24,7 @@ import arrowidx
 from arrowidx.cli import main
 from arrowidx.sql import WhereError, parse_where
 
+from .conftest import damage_index
 from .test_lake import write_lake
 
 
@@ -201,7 +202,9 @@ def test_delete_confirmation_prompt(lake, capsys, monkeypatch):
         (["build", "{lake}", "--bloom-filter", "status", "--option", "oops"], "KEY=VALUE"),
         (["query", "{lake}", "--where", "nope = 1"], "unknown column 'nope'"),
         (["query", "{lake}", "--where", "amont > 1"], "did you mean 'amount'"),
-        (["query", "{lake}", "--where", "status = = 1"], "cannot parse"),
+        (["query", "{lake}", "--where", "status = = 1"], "syntax error"),
+        (["query", "{lake}", "--where", "upper(status) = 5"], "cannot compare"),
+        (["query", "{lake}", "--where", "frobnicate(status) = 'A'"], "function frobnicate() is not supported"),
         (["query", "{lake}", "--columns", "stats"], "did you mean 'status'"),
         (["query", "{lake}/missing", "--where", "id = 1"], "no such file"),
         (["query", "{lake}", "--where", "status = 5"], "status = '5'"),
@@ -209,12 +212,8 @@ def test_delete_confirmation_prompt(lake, capsys, monkeypatch):
         (["query", "{lake}", "--where", "id = (SELECT 1)"], "subqueries"),
         (["query", "{lake}", "--where", "day > 5"], "quoted date"),
         (["query", "{lake}", "--where", "day > '2024-13-45'"], "not a valid date"),
-        (["query", "{lake}", "--where", "status = NULL"], "status IS NULL"),
-        (["query", "{lake}", "--where", "user NOT IN (1, NULL)"], "IS NOT NULL"),
-        (["query", "{lake}", "--where", "upper(status) = 'A'"], "functions"),
         (["query", "{lake}", "--where", "status = 'open"], "never closed"),
         (["query", "{lake}", "--where", ""], "empty"),
-        (["delete", "{lake}", "--where", "amount > amount"], "floating-point"),
         (["query", "{lake}", "--bogus"], ""),
     ],
 )
@@ -233,9 +232,7 @@ def test_issue_examples_work(lake, capsys):
 
 def test_corrupt_index_exits_1(lake, capsys):
     run(capsys, "build", lake, "--bitmap", "status", "--quiet")
-    (path,) = glob.glob(f"{lake}/_arrowidx/index/part-001.parquet.*.index")
-    with open(path, "r+b") as f:
-        f.write(b"XXXXXXXX")
+    path = damage_index(lake, "part-001.parquet", "status")
     code, _, err = run(capsys, "query", lake, "--where", "status = 'new'")
     assert code == 1 and path in err and "Traceback" not in err
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import arrowidx
 import arrowidx.lake.scan as scan_module
-from arrowidx import FileIndex, write_file_index
+from arrowidx import FileIndex, facts, write_file_index
 from arrowidx.lake import directory
 from arrowidx.lake.directory import KeyDirectory, Member, build_directory
 from arrowidx.predicate import bind, needles
@@ -159,14 +159,16 @@ def _needle(root, i: int, column: str = "id"):
 
 
 def _counting_plan_file(monkeypatch) -> list[str]:
+    """Records the files whose index a query asks (``_decide``: the index's answer for one
+    file, which ``plan_file`` and the batched planning both start with)."""
     asked: list[str] = []
-    real = scan_module.IndexedDataset.plan_file
+    real = scan_module.IndexedDataset._decide
 
-    def plan_file(self, rel, *args, **kwargs):
+    def decide(self, rel, *args, **kwargs):
         asked.append(rel)
         return real(self, rel, *args, **kwargs)
 
-    monkeypatch.setattr(scan_module.IndexedDataset, "plan_file", plan_file)
+    monkeypatch.setattr(scan_module.IndexedDataset, "_decide", decide)
     return asked
 
 
@@ -345,8 +347,8 @@ def _needle_rows(root: str, key: int, queue) -> None:
 
 
 def test_a_forked_child_stats_the_files_too(lake, monkeypatch):
-    """Many files are stat'ed half on a helper thread; a process forked after the parent
-    started it has no such thread and must start its own, not wait for one forever."""
+    """Many files are stat'ed half on the process's I/O pool; a process forked after the
+    parent started it has none of its threads and must start its own, not wait forever."""
     import multiprocessing
 
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -354,7 +356,7 @@ def test_a_forked_child_stats_the_files_too(lake, monkeypatch):
     monkeypatch.setattr(scan_module, "_PARALLEL_STAT_FILES", 2)
     key = _needle(lake, 5)
     assert arrowidx.dataset(lake).to_table(filter=pc.field("id") == key).num_rows == 1  # the thread runs
-    assert scan_module._STAT_POOL
+    assert facts._POOL  # the parent's pool runs
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_needle_rows, args=(lake, key, queue))

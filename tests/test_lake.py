@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 import arrowidx
 from arrowidx import CorruptIndexError
 from arrowidx.index import INDEX_TYPES
+from arrowidx.lake.layout import load_manifest
 
 from .conftest import tables_equal
 
@@ -215,20 +217,34 @@ def test_new_file_without_index_is_read(tmp_path):
     assert_same(root, pc.field("status") == "new")
 
 
-def test_corrupt_index_file_raises_or_falls_back(tmp_path):
+@pytest.mark.parametrize("damage", ["the filter column's index", "the container header"])
+def test_corrupt_index_file_raises_or_falls_back(tmp_path, damage):
+    """A query reads only its columns' index bytes (each window checked by its checksum in
+    the manifest): damage there is a CorruptIndexError naming the file; damage elsewhere
+    changes no answer, and the next build, which checks whole files, repairs it."""
     root = str(tmp_path)
     write_lake(root, files=2)
     arrowidx.build(root, OPTIONS, progress=False)
     (index_file,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
     data = bytearray(open(index_file, "rb").read())
-    data[0:8] = b"garbage!"
+    entry = load_manifest(pafs.LocalFileSystem(), root).files["part-001.parquet"]
+    if damage == "the container header":
+        data[0:8] = b"garbage!"
+    else:
+        start, length, _ = next(iter(entry.index.layout["status"].values()))
+        data[start + length // 2] ^= 0xFF
     with open(index_file, "wb") as f:
         f.write(bytes(data))
     expr = pc.field("status") == "paid"
-    with pytest.raises(CorruptIndexError, match=r"part-001\.parquet\.[0-9a-f]{16}\.index"):
+    expected = ds.dataset(root, format="parquet").to_table(filter=expr)
+    if damage == "the container header":
+        assert tables_equal(arrowidx.dataset(root).to_table(filter=expr), expected)
+        assert arrowidx.build(root, OPTIONS, progress=False).indexed == ["part-001.parquet"]  # repaired
+        return
+    with pytest.raises(CorruptIndexError, match=r"part-001\.parquet\.[0-9a-f]{16}-[0-9a-f]{8}\.index"):
         arrowidx.dataset(root).to_table(filter=expr)
     got = arrowidx.dataset(root, on_corrupt="fallback").to_table(filter=expr)
-    assert tables_equal(got, ds.dataset(root, format="parquet").to_table(filter=expr))
+    assert tables_equal(got, expected)
 
 
 def test_incremental_build_indexes_only_changed_files(tmp_path):

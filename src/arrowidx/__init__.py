@@ -1,25 +1,15 @@
-"""arrowidx: Apache Paimon's file indexes and deletion vectors, Arrow-native."""
+"""arrowidx: Apache Paimon's file indexes and deletion vectors, Arrow-native.
 
-from .bucket import (
-    DynamicBucketAssigner,
-    paimon_binary_rows,
-    paimon_bucket,
-    paimon_bucket_of_hash,
-    paimon_key_hash,
-    read_hash_index,
-    write_hash_index,
-    write_hash_index_file,
-)
-from .deletion import (
-    DeletionVector,
-    PositionOutOfRangeError,
-    apply_deletion_vector,
-    read_deletion_vectors,
-    read_puffin_deletion_vectors,
-    write_deletion_vectors,
-    write_deletion_vectors_file,
-    write_puffin_deletion_vectors,
-)
+The public names below are imported on first use (PEP 562), so ``import arrowidx`` costs
+almost nothing: a query loads what reading needs, a build what building needs, and
+neither Polars, pandas nor PySpark is imported unless their adapters are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ArrowIdxError,
     CommitConflictError,
@@ -31,43 +21,73 @@ from .errors import (
     UnsupportedTypeError,
     UnsupportedValueError,
 )
-from .file_index import FileIndex, write_file_index
-from .lake import build, dataset, delete, vacuum
-from .result import IndexResult
 
 __version__ = "0.1.0"
 
+#: public name -> the module that defines it
+_LAZY = {
+    **dict.fromkeys(
+        ["DynamicBucketAssigner", "paimon_binary_rows", "paimon_bucket", "paimon_bucket_of_hash", "paimon_key_hash",
+         "read_hash_index", "write_hash_index", "write_hash_index_file"], ".bucket"),
+    **dict.fromkeys(
+        ["DeletionVector", "PositionOutOfRangeError", "apply_deletion_vector", "read_deletion_vectors",
+         "read_puffin_deletion_vectors", "write_deletion_vectors", "write_deletion_vectors_file",
+         "write_puffin_deletion_vectors"], ".deletion"),
+    "FileIndex": ".file_index",
+    "write_file_index": ".file_index",
+    "build": ".lake.build",
+    "dataset": ".lake.scan",
+    "delete": ".lake.delete",
+    "vacuum": ".lake.vacuum",
+    "IndexResult": ".result",
+}  # fmt: skip
+
 __all__ = [
-    "DeletionVector",
-    "DynamicBucketAssigner",
-    "PositionOutOfRangeError",
-    "apply_deletion_vector",
-    "paimon_binary_rows",
-    "paimon_bucket",
-    "paimon_bucket_of_hash",
-    "paimon_key_hash",
-    "read_deletion_vectors",
-    "read_hash_index",
-    "write_deletion_vectors",
-    "write_deletion_vectors_file",
-    "write_puffin_deletion_vectors",
-    "read_puffin_deletion_vectors",
-    "write_hash_index",
-    "write_hash_index_file",
-    "ArrowIdxError",
-    "CommitConflictError",
-    "CommitUnsupportedError",
-    "CorruptIndexError",
-    "CorruptManifestError",
-    "StaleDeletionError",
-    "FileIndex",
-    "IndexResult",
-    "OptionError",
-    "UnsupportedTypeError",
-    "UnsupportedValueError",
-    "build",
-    "dataset",
-    "delete",
-    "vacuum",
-    "write_file_index",
+    "ArrowIdxError", "CommitConflictError", "CommitUnsupportedError", "CorruptIndexError",
+    "CorruptManifestError", "DeletionVector", "DynamicBucketAssigner", "FileIndex", "IndexResult",
+    "OptionError", "PositionOutOfRangeError", "StaleDeletionError", "UnsupportedTypeError",
+    "UnsupportedValueError", "apply_deletion_vector", "build", "dataset", "delete",
+    "paimon_binary_rows", "paimon_bucket", "paimon_bucket_of_hash", "paimon_key_hash",
+    "read_deletion_vectors", "read_hash_index", "read_puffin_deletion_vectors", "vacuum",
+    "write_deletion_vectors", "write_deletion_vectors_file", "write_file_index", "write_hash_index",
+    "write_hash_index_file", "write_puffin_deletion_vectors",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arrowidx' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from .bucket import (  # noqa: F401
+        DynamicBucketAssigner,
+        paimon_binary_rows,
+        paimon_bucket,
+        paimon_bucket_of_hash,
+        paimon_key_hash,
+        read_hash_index,
+        write_hash_index,
+        write_hash_index_file,
+    )
+    from .deletion import (  # noqa: F401
+        DeletionVector,
+        PositionOutOfRangeError,
+        apply_deletion_vector,
+        read_deletion_vectors,
+        read_puffin_deletion_vectors,
+        write_deletion_vectors,
+        write_deletion_vectors_file,
+        write_puffin_deletion_vectors,
+    )
+    from .file_index import FileIndex, write_file_index  # noqa: F401
+    from .lake import build, dataset, delete, vacuum  # noqa: F401
+    from .result import IndexResult  # noqa: F401

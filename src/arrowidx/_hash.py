@@ -117,19 +117,23 @@ def xxh64_binary(arr: pa.Array) -> np.ndarray:
     if n == 0:
         return out.view(np.int64)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
+    lengths = np.diff(offsets)
     order = np.argsort(lengths, kind="stable")
     sorted_lengths = lengths[order]
     bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
     groups = np.split(order, bounds)
     for rows in groups:  # one iteration per distinct string length
         length = int(lengths[rows[0]])
-        if length == 0:
-            matrix = np.zeros((len(rows), 0), dtype=np.uint8)
-        else:
-            matrix = data[starts[rows][:, None] + np.arange(length)]
-        out[rows] = _xxh64_fixed(np.ascontiguousarray(matrix), length)
+        out[rows] = _xxh64_fixed(_rows_of_length(arr, rows, length), length)
     return out.view(np.int64)
+
+
+def _rows_of_length(arr: pa.Array, rows: np.ndarray, length: int) -> np.ndarray:
+    """The values ``rows`` of ``arr``, all ``length`` bytes long, as a ``(rows, length)``
+    uint8 matrix: Arrow takes them and casts them to fixed-size binary, whose data buffer is
+    that matrix (~4x faster than gathering the bytes with a numpy index matrix)."""
+    if length == 0:
+        return np.zeros((len(rows), 0), dtype=np.uint8)
+    fixed = arr.take(pa.array(rows)).cast(pa.binary(length))
+    data = np.frombuffer(fixed.buffers()[1], dtype=np.uint8)
+    return data[fixed.offset * length : (fixed.offset + len(rows)) * length].reshape(-1, length)

@@ -89,6 +89,129 @@ def portable_of_sorted(rows: np.ndarray) -> bytes:
     return _array_portable(rows, high, bounds, cards)
 
 
+def put_at(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> None:
+    """Write ``values`` as ``dtype`` (e.g. ``"<u2"``, ``">i4"``) at the byte positions ``at``
+    of the uint8 array ``out`` (unaligned: one byte plane at a time)."""
+    width = np.dtype(dtype).itemsize
+    raw = np.ascontiguousarray(values).astype(dtype).view(np.uint8).reshape(-1, width)
+    at = np.asarray(at, dtype=np.intp)
+    for j in range(width):
+        out[at + j if j else at] = raw[:, j]
+
+
+def portables_of_groups(
+    rows: np.ndarray, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(body, sizes)``: the portable bytes (:func:`to_portable`, byte for byte) of many
+    bitmaps at once, back to back in the order given, and each one's size in bytes.
+
+    Bitmap ``i`` holds ``rows[starts[i] : starts[i] + counts[i]]`` (sorted, unique uint32,
+    ``counts[i] >= 1``). The bitmaps of at most 4096 rows, whose containers are all arrays
+    or runs, are written together with numpy: each container as an array or, where
+    ``runOptimize`` (Java's and CRoaring's alike) makes it one, ``2 + 4 * runs < 2 * rows``,
+    a run container. A bitmap of more rows may need a bitset container: each of those (there
+    are at most ``len(rows) / 4097``) goes through :func:`portable_of_sorted`.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    sizes = np.zeros(len(starts), dtype=np.int64)
+    large = {}
+    for i in np.flatnonzero(counts > 4096).tolist():  # per bitmap of over 4096 rows
+        large[i] = portable_of_sorted(
+            np.asarray(rows[starts[i] : starts[i] + counts[i]], dtype=np.uint32)
+        )
+        sizes[i] = len(large[i])
+    small = np.flatnonzero(counts <= 4096)
+    if len(small):
+        body, sizes[small] = _small_portables(rows, starts[small], counts[small])
+    at = np.cumsum(sizes) - sizes
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    if len(small):
+        bounds = np.concatenate(([0], np.cumsum(sizes[small])))
+        if len(large):
+            dest = np.repeat(at[small] - bounds[:-1], sizes[small]) + np.arange(len(body))
+            out[dest] = body
+        else:
+            out[:] = body
+    for i, data in large.items():
+        out[at[i] : at[i] + sizes[i]] = np.frombuffer(data, dtype=np.uint8)
+    return out, sizes
+
+
+def _small_portables(
+    rows: np.ndarray, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`portables_of_groups` for bitmaps of at most 4096 rows (no bitset container)."""
+    g = len(starts)
+    ends = np.cumsum(counts)
+    first = ends - counts  # where each bitmap's rows start in ``r``
+    total = int(ends[-1])
+    if bool(np.array_equal(starts, first)):
+        r = np.asarray(rows[:total], dtype=np.uint32)
+    else:  # the bitmaps' rows back to back, in the order asked for
+        r = np.asarray(rows, dtype=np.uint32)[np.arange(total) + np.repeat(starts - first, counts)]
+    high = r >> 16
+    new = np.empty(total, dtype=bool)  # a container starts at this row
+    new[0] = True
+    np.not_equal(high[1:], high[:-1], out=new[1:])
+    new[first] = True
+    c_first = np.flatnonzero(new)
+    c_card = np.diff(np.append(c_first, total))
+    c_group = np.searchsorted(first, c_first, "right") - 1
+    run_start = new.copy()  # a run of consecutive rows starts at this row
+    run_start[1:] |= r[1:] != r[:-1] + 1
+    run_first = np.flatnonzero(run_start)
+    c_runs = np.diff(np.append(np.searchsorted(run_first, c_first), len(run_first)))
+    n = np.bincount(c_group, minlength=g)  # containers per bitmap
+    c_run = 2 + 4 * c_runs < 2 * c_card
+    has_run = np.bincount(c_group, weights=c_run, minlength=g) > 0
+    payload = np.where(c_run, 2 + 4 * c_runs, 2 * c_card)
+    with_offsets = ~has_run | (n >= 4)
+    keys_at = np.where(has_run, 4 + (n + 7) // 8, 8)  # where the (key, cardinality - 1) pairs start
+    header = keys_at + np.where(with_offsets, 8 * n, 4 * n)
+    c_before = np.cumsum(payload) - payload
+    group_c0 = np.cumsum(n) - n  # each bitmap's first container
+    sizes = header + np.add.reduceat(payload, group_c0)
+    at = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), dtype=np.uint8)
+    plain, runny = np.flatnonzero(~has_run), np.flatnonzero(has_run)
+    put_at(out, at[plain], np.full(len(plain), _COOKIE_NO_RUN), "<u4")
+    put_at(out, at[plain] + 4, n[plain], "<u4")
+    put_at(out, at[runny], _COOKIE_RUN | ((n[runny] - 1) << 16), "<u4")
+    c_index = np.arange(len(c_first)) - group_c0[c_group]  # the container's index in its bitmap
+    c_at = at[c_group] + keys_at[c_group] + 4 * c_index
+    put_at(out, c_at, high[c_first], "<u2")
+    put_at(out, c_at + 2, c_card - 1, "<u2")
+    c_data = header[c_group] + c_before - c_before[group_c0][c_group]  # from the bitmap's start
+    listed = with_offsets[c_group]
+    put_at(out, (c_at + 4 * n[c_group])[listed], c_data[listed], "<u4")
+    c_data += at[c_group]  # from here on: positions in ``out``
+    runs_c = np.flatnonzero(c_run)
+    if len(runs_c):  # run flags: bit ``index`` of the bitmap's flag bytes (distinct bits add as OR)
+        np.add.at(
+            out,
+            at[c_group[runs_c]] + 4 + c_index[runs_c] // 8,
+            (1 << (c_index[runs_c] % 8)).astype(np.uint8),
+        )
+    # array containers: the low 16 bits of their rows
+    row_at = np.repeat(c_data - 2 * c_first, c_card) + 2 * np.arange(total)
+    if not len(runs_c):
+        put_at(out, row_at, r, "<u2")
+    else:  # run containers: the run count, then (start, length - 1) per run
+        container = np.cumsum(new) - 1
+        in_array = ~c_run[container]
+        put_at(out, row_at[in_array], r[in_array], "<u2")
+        put_at(out, c_data[runs_c], c_runs[runs_c], "<u2")
+        length = np.diff(np.append(run_first, total))
+        keep = c_run[container[run_first]]
+        rs, length = run_first[keep], length[keep]
+        rc = container[rs]
+        k = np.arange(len(rs)) - np.searchsorted(rs, c_first[rc])
+        put_at(out, c_data[rc] + 2 + 4 * k, r[rs], "<u2")
+        put_at(out, c_data[rc] + 4 + 4 * k, length - 1, "<u2")
+    return out, sizes
+
+
 def to_portable(bitmap: BitMap) -> bytes:
     """Portable serialisation after run optimisation, byte-identical to Java's."""
     bitmap = BitMap(bitmap)  # never mutate the caller's bitmap

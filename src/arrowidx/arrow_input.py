@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 
 from .errors import ArrowIdxError
 
-__all__ = ["UnsupportedInputError", "arrow_table", "as_filesystem", "record_batches"]
+__all__ = ["UnsupportedInputError", "arrow_schema", "arrow_table", "as_filesystem", "record_batches", "without_views"]
 
 
 class UnsupportedInputError(ArrowIdxError, TypeError):
@@ -58,8 +58,49 @@ def record_batches(data: Any, what: str = "data") -> tuple[pa.Schema | None, Ite
     """``(schema or None, batches)`` for any Arrow-like ``data`` (see the module docstring).
 
     The schema is None only for a plain iterable, whose batches are then coerced one by one.
-    Raises :class:`UnsupportedInputError` naming ``what`` for anything else.
+    View types (Polars exports strings as ``string_view``), which pyarrow's kernels do not
+    all take, arrive as their plain large types. Raises :class:`UnsupportedInputError`
+    naming ``what`` for anything else.
     """
+    schema, batches = _record_batches(data, what)
+    if schema is None:
+        return None, _without_views_each(batches)
+    plain = without_views(schema)
+    if plain is schema:
+        return schema, batches
+    return plain, (b.cast(plain) for b in batches)
+
+
+_VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
+
+
+def without_views(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with ``string_view``/``binary_view`` fields (also inside lists and structs)
+    as ``large_string``/``large_binary`` (the same object when there are none)."""
+    fields = [f.with_type(_plain_type(f.type)) for f in schema]
+    if all(f.type == g.type for f, g in zip(fields, schema)):
+        return schema
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    if t in _VIEWS:
+        return _VIEWS[t]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        item = t.value_field.with_type(_plain_type(t.value_type))
+        return pa.large_list(item) if pa.types.is_large_list(t) or pa.types.is_large_list_view(t) else pa.list_(item)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_plain_type(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def _without_views_each(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        plain = without_views(b.schema)
+        yield b if plain is b.schema else b.cast(plain)
+
+
+def _record_batches(data: Any, what: str) -> tuple[pa.Schema | None, Iterable[pa.RecordBatch]]:
     if isinstance(data, pa.Table):
         return data.schema, data.to_batches()
     if isinstance(data, pa.RecordBatch):
@@ -80,6 +121,12 @@ def record_batches(data: Any, what: str = "data") -> tuple[pa.Schema | None, Ite
             return table.schema, table.to_batches()
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         table = pa.Table.from_pandas(data, preserve_index=False)
+        return table.schema, table.to_batches()
+    if type(data).__module__.startswith("pandas") and hasattr(data, "dtype"):  # a Series: one column
+        try:
+            table = _named(pa.Array.from_pandas(data), data)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise UnsupportedInputError(f"{what}: a pandas Series Arrow cannot hold ({e})") from None
         return table.schema, table.to_batches()
     if isinstance(data, Mapping):
         try:
@@ -130,4 +177,25 @@ def as_filesystem(filesystem: Any) -> pafs.FileSystem | None:
     raise UnsupportedInputError(
         f"filesystem: a {type(filesystem).__name__} is not a filesystem; pass a pyarrow.fs.FileSystem"
         " or an fsspec filesystem (or a URI such as s3://bucket/path as the source)"
+    )
+
+
+def arrow_schema(schema: Any, what: str = "schema") -> pa.Schema:
+    """A ``pa.Schema`` for ``schema``: a pyarrow schema, anything with ``__arrow_c_schema__``,
+    or a Polars schema (``df.schema``); else :class:`UnsupportedInputError` naming ``what``."""
+    if isinstance(schema, pa.Schema):
+        return schema
+    if hasattr(schema, "__arrow_c_schema__"):
+        try:
+            return pa.schema(schema)
+        except (pa.ArrowInvalid, TypeError, ValueError):
+            pass
+    if type(schema).__module__.startswith("polars"):
+        import polars as pl
+
+        return without_views(pl.DataFrame(schema=schema).to_arrow().schema)
+    raise UnsupportedInputError(
+        f"{what}: expected the data's pyarrow.Schema (or a Polars schema), got"
+        f" {'None' if schema is None else type(schema).__name__}; e.g. table.schema or"
+        " pyarrow.parquet.read_schema(path)"
     )

@@ -10,9 +10,10 @@
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
 
-``--where`` is a SQL boolean expression, translated exactly into a
-``pyarrow.compute.Expression`` by :mod:`arrowidx.sql` (SQL's meaning, or a message saying
-what to write instead). Exit codes: 0 success, 2 a usage error (bad option, unknown column,
+``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
+``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
+evaluated on the rows read; text that is not valid SQL for the dataset is refused with a
+caret under the offending token. Exit codes: 0 success, 2 a usage error (bad option, unknown column,
 a condition that cannot be translated, a refused delete), 1 anything else (a corrupt file,
 a commit conflict, an internal error: one line; ``--debug`` prints the traceback).
 """
@@ -30,9 +31,11 @@ import time
 import traceback
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
+from .filters import user_filter
 from .sql import WhereError, parse_where
 
 INDEX_FLAGS = {"bitmap": "bitmap", "bloom_filter": "bloom-filter", "range_bitmap": "range-bitmap", "bsi": "bsi"}
@@ -73,11 +76,26 @@ def _options(args) -> dict[str, str]:
     return options
 
 
+def _storage(args) -> dict[str, str] | None:
+    """``--storage-option KEY=VALUE`` (repeatable): an object store's endpoint, region,
+    credentials (see docs/object-stores.md)."""
+    items = getattr(args, "storage_option", None)
+    if not items:
+        return None
+    options: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--storage-option {item.split('=', 1)[0]!r}...: expected KEY=VALUE, e.g. endpoint=http://127.0.0.1:9000")
+        options[key.strip()] = value.strip()
+    return options
+
+
 def cmd_build(args) -> int:
     from .lake import build
 
     report = build(args.path, _options(args), progress=False if args.quiet else None, incremental=not args.full,
-                   replace=args.replace, drop=args.drop or ())  # fmt: skip
+                   replace=args.replace, drop=args.drop or (), storage_options=_storage(args))  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -90,16 +108,16 @@ def cmd_build(args) -> int:
 def cmd_inspect(args) -> int:
     path = args.path
     if os.path.isdir(path) or path.endswith(".parquet") or "://" in path:
-        return _inspect_dataset(path, args.json)
+        return _inspect_dataset(path, args.json, _storage(args))
     return _inspect_container(path, args.data, args.json)
 
 
-def _inspect_dataset(path: str, as_json: bool) -> int:
+def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] | None = None) -> int:
     from .errors import StaleDeletionError
     from .lake import dataset
     from .lake.layout import entry_is_fresh
 
-    data = dataset(path)
+    data = dataset(path, storage_options=storage_options)
     manifest = data.manifest
     rows = []
     for rel in data.files:
@@ -172,7 +190,7 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
         parts = os.path.abspath(index_path).split(os.sep)
         if "_arrowidx" in parts and index_path.endswith(".index"):
             at = parts.index("_arrowidx")
-            candidate = re.sub(r"(\.[0-9a-f]{16})?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
+            candidate = re.sub(r"(\.[0-9a-f]{16}(-[0-9a-f]{8})?)?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
             data_file = candidate if os.path.exists(candidate) else None
         elif index_path.endswith(".index") and os.path.exists(index_path[: -len(".index")]):
             data_file = index_path[: -len(".index")]
@@ -181,14 +199,19 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
     return pq.read_schema(data_file)
 
 
+def _partitioning(args) -> str | None:
+    """``--partitioning``: Hive folders (``dt=2024-01-02/``) as columns, or not."""
+    return None if getattr(args, "partitioning", "hive") == "none" else "hive"
+
+
 def _where(data, text: str | None):
-    return parse_where(text, data.schema) if text is not None else None
+    return user_filter(text, data.schema, "--where") if text is not None else None
 
 
 def cmd_explain(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path)
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     plan = data.explain(_where(data, args.where))
     if args.json:
         _dump(plan.to_dict())
@@ -200,7 +223,7 @@ def cmd_explain(args) -> int:
 def cmd_query(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path)
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         _check_columns(columns, data.schema, "--columns")
@@ -230,26 +253,45 @@ def cmd_query(args) -> int:
     return 0
 
 
-def _print_table(table: pa.Table) -> None:
-    try:
-        import polars as pl
+#: The table format prints at most this many rows (the count of all is printed below it).
+TABLE_ROWS = 10_000
 
-        with pl.Config(tbl_rows=table.num_rows, tbl_cols=-1, tbl_width_chars=200):
-            print(pl.from_arrow(table))
-    except ImportError:
-        print(table.to_string(preview_cols=20))
+
+def _print_table(table: pa.Table) -> None:
+    """``table`` as aligned text: a header, a rule, one line per row (at most
+    ``TABLE_ROWS``). Values are formatted by pyarrow's casts to string, column by column
+    (no other engine is started for a needle's few rows)."""
+    shown = table.slice(0, TABLE_ROWS)
+    columns = []
+    for name, column in zip(shown.column_names, shown.columns):
+        try:
+            text = pc.cast(column, pa.string()).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            text = [None if v is None else str(v) for v in column.to_pylist()]
+        cells = ["null" if v is None else v.replace("\n", "\\n") for v in text]
+        numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_decimal(column.type)
+        width = max([len(name), *map(len, cells)])
+        columns.append((name, cells, width, numeric))
+    print("  ".join(name.rjust(w) if num else name.ljust(w) for name, _, w, num in columns).rstrip())
+    print("  ".join("-" * w for _, _, w, _ in columns))
+    for i in range(shown.num_rows):
+        print("  ".join(cells[i].rjust(w) if num else cells[i].ljust(w) for _, cells, w, num in columns).rstrip())
+    if table.num_rows > shown.num_rows:
+        print(f"... {table.num_rows - shown.num_rows:,} more row(s): use --limit, or --format csv / json for all")
 
 
 def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
-    data = dataset(args.path)
-    expr = parse_where(args.where, data.schema)
+    storage = _storage(args)
+    data = dataset(args.path, storage_options=storage)
+    expr = _where(data, args.where)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
 
     def confirm(report) -> bool:
         if not args.json:
-            print(f"rows matching {args.where!r} (as pyarrow: {' '.join(str(expr).split())}) not deleted yet:")
+            shown = expr.describe(" ".join(str(expr.pushdown).split()) if expr.pushdown is not None else "every row")
+            print(f"rows matching {args.where!r} (as pyarrow: {shown}) not deleted yet:")
             for rel, count in sorted(report.rows_by_file.items()):
                 print(f"  {rel[-50:]:50} {count:>12,}")
             print(f"  {'total':50} {report.rows_deleted:>12,} in {len(report.rows_by_file)} file(s)"
@@ -265,7 +307,7 @@ def cmd_delete(args) -> int:
         return answer.strip().lower() in ("y", "yes")
 
     report = delete(args.path, expr, options=options, progress=False if args.quiet else None,
-                    confirm=confirm)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
+                    confirm=confirm, storage_options=storage)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
     if args.json:
         _dump(dataclasses.asdict(report))
     elif report.rows_deleted == 0:
@@ -288,7 +330,41 @@ def _duration(text: str) -> float:
 def cmd_vacuum(args) -> int:
     from .lake import vacuum
 
-    report = vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run)
+    report = vacuum(args.path, _duration(args.older_than), dry_run=args.dry_run, storage_options=_storage(args))
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+    return 0
+
+
+def cmd_paimon_rewrite_index(args) -> int:
+    from .paimon import rewrite_file_index
+
+    options: dict[str, str | None] = {}
+    for flag, index_type in INDEX_FLAGS.items():
+        given = getattr(args, flag)
+        if given:
+            columns = [c.strip() for item in given for c in item.split(",") if c.strip()]
+            options[f"file-index.{index_type}.columns"] = ",".join(dict.fromkeys(columns))
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--option {item!r}: expected KEY=VALUE, e.g. file-index.bloom-filter.id.fpp=0.01")
+        options[key.strip()] = value.strip()
+    for key in args.unset or []:
+        options[key.strip()] = None
+    partitions = []
+    for item in args.partition or []:
+        spec = {}
+        for part in item.split(","):
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise UsageError(f"--partition {item!r}: expected KEY=VALUE[,KEY=VALUE], e.g. dt=2024-01-01")
+            spec[key.strip()] = value.strip()
+        partitions.append(spec)
+    report = rewrite_file_index(args.path, options, partitions=partitions or None, dry_run=args.dry_run,
+                                progress=False if args.quiet else None)  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -326,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="what the indexes decide for each file for a SQL WHERE clause")
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -333,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--where", help="SQL boolean expression, e.g. \"status = 'PENDING' AND amount > 100\"")
     p.add_argument("--columns", help="comma-separated columns to return")
+    p.add_argument("--partitioning", choices=["hive", "none"], default="hive", help="key=value folders as columns (default hive)")
     p.add_argument("--explain", action="store_true", help="print what each file's index decided")
     p.add_argument("--limit", type=int, help="print at most N rows")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -355,6 +433,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     p.add_argument("--json", action="store_true", help="print the report (kept versions, removed files) as JSON")
     p.set_defaults(func=cmd_vacuum)
+    for p in sub.choices.values():
+        p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                       help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"
+                            " (else the AWS_*/GOOGLE_*/AZURE_* environment variables; see docs/object-stores.md)")  # fmt: skip
+
+    paimon = sub.add_parser("paimon", help="Apache Paimon tables").add_subparsers(dest="paimon_command", required=True)
+    p = paimon.add_parser("rewrite-index", help="add, change or drop the file indexes of a Paimon table (a new snapshot)")
+    p.add_argument("path", help="the table directory (<warehouse>/<db>.db/<table>)")
+    for flag, index_type in INDEX_FLAGS.items():
+        p.add_argument(f"--{index_type}", dest=flag, action="append", metavar="COL",
+                       help=f"set file-index.{index_type}.columns to these columns (repeatable, or comma-separated)")  # fmt: skip
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="set any file-index.* table option, repeatable")
+    p.add_argument("--unset", action="append", metavar="KEY", help="remove a file-index.* table option, repeatable")
+    p.add_argument("--partition", action="append", metavar="K=V[,K=V]", help="only these partitions, repeatable")
+    p.add_argument("--dry-run", action="store_true", help="say what would be rewritten, write nothing")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_paimon_rewrite_index)
     return parser
 
 

@@ -414,8 +414,14 @@ class DeletionVector:
         lo, hi = self._clip_range(int(start), int(start) + int(length))
         return int(self._bm.range_cardinality(lo, hi)) if lo < hi else 0
 
-    def apply(self, data: pa.Table | pa.RecordBatch, start: int = 0):
-        """``data`` (whose first row is position ``start``) without the deleted rows."""
+    def apply(self, data: Any, start: int = 0):
+        """``data`` (whose first row is position ``start``) without the deleted rows: a
+        ``pa.Table`` or ``pa.RecordBatch`` of the same kind, or for any other Arrow data
+        (a Polars or pandas DataFrame, anything with ``__arrow_c_stream__``) a ``pa.Table``."""
+        if not isinstance(data, (pa.Table, pa.RecordBatch)):
+            from .arrow_input import arrow_table
+
+            data = arrow_table(data, "DeletionVector.apply")
         n = data.num_rows
         if self.count_deleted(start, n) == 0:
             return data

@@ -40,6 +40,24 @@ class StaleDeletionError(ArrowIdxError):
         super().__init__(f"{path}: {message}")
 
 
+class StorageError(ArrowIdxError, OSError):
+    """Storage failed to read, list or write an object (its bytes may well be fine: this is
+    not damage). ``path`` names the object; the message quotes the store's own words."""
+
+    def __init__(self, message: str, *, path: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class AccessDeniedError(StorageError):
+    """The store refused the request: missing or wrong credentials, or no permission."""
+
+
+class StoreUnavailableError(StorageError):
+    """The store could not be reached or answered too slowly: network errors, timeouts,
+    throttling (retried a few times with backoff before this is raised)."""
+
+
 class CommitConflictError(ArrowIdxError):
     """Another writer committed the manifest version this one tried to create."""
 

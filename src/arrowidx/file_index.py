@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._bytes import as_buffer
-from .arrow_input import record_batches
+from .arrow_input import arrow_schema, record_batches
 from .errors import ArrowIdxError, OptionError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
@@ -109,13 +109,23 @@ class FileIndex:
     """
 
     def __init__(self, source: Any, schema: pa.Schema, *, name: str | None = None):
-        data, found_name = as_buffer(source)
-        name = name or found_name
+        if isinstance(source, Container):
+            container = source
+            name = name or source.source
+        else:
+            data, found_name = as_buffer(source)
+            name = name or found_name
+            container = Container(data, name)
         self.source = name
-        self.schema = schema
-        self.container = Container(data, name)
+        self.schema = arrow_schema(schema, "FileIndex(source, schema)")
+        self.container = container
         self._readers: dict[str, list[IndexReader]] = {}
         self._types: dict[frozenset, list[str]] = {}
+
+    def load(self, columns) -> None:
+        """Fetch the index bytes of ``columns`` now (a container built from a manifest's
+        layout fetches them lazily otherwise; a whole container holds them already)."""
+        self.container.load(columns)
 
     @property
     def columns(self) -> dict[str, list[str]]:

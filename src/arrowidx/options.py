@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import OptionError
@@ -59,8 +60,8 @@ def parse_index_options(options: Mapping[str, object]) -> list[ColumnIndexSpec]:
         type_name = next((t for t in sorted(INDEX_TYPES, key=len, reverse=True) if rest.startswith(t + ".")), None)
         if type_name is None:
             raise OptionError(
-                f"unknown option {key!r}: index types are {', '.join(sorted(INDEX_TYPES))}; "
-                f"other file-index keys are {', '.join(GLOBAL_KEYS)}"
+                f"unknown option {key!r}{_did_you_mean(key, known_keys())}: index types are"
+                f" {', '.join(sorted(INDEX_TYPES))}; other file-index keys are {', '.join(GLOBAL_KEYS)}"
             )
         tail = rest[len(type_name) + 1 :]
         if tail == "columns":
@@ -74,7 +75,8 @@ def parse_index_options(options: Mapping[str, object]) -> list[ColumnIndexSpec]:
         index_type = INDEX_TYPES[type_name]
         if opt not in index_type.options:
             accepted = ", ".join(sorted(index_type.options)) or "none"
-            raise OptionError(f"unknown option {key!r}: {type_name} accepts {accepted}")
+            hint = _did_you_mean(opt, sorted(index_type.options))
+            raise OptionError(f"unknown option {key!r}{hint}: {type_name} accepts {accepted} per column")
         spec = specs.get((column, type_name))
         if spec is None:
             raise OptionError(
@@ -89,3 +91,39 @@ def parse_index_options(options: Mapping[str, object]) -> list[ColumnIndexSpec]:
 def in_manifest_threshold(options: Mapping[str, object]) -> int:
     """``file-index.in-manifest-threshold`` in bytes (default 500 bytes)."""
     return parse_memory_size(str(options.get(IN_MANIFEST_THRESHOLD, "500 bytes")), IN_MANIFEST_THRESHOLD)
+
+
+#: Keys outside ``file-index.`` that arrowidx itself reads (a delete's vector kind).
+DELETION_KEYS = {"deletion-vectors.bitmap64": "false"}
+
+
+def known_keys() -> list[str]:
+    """Every option key arrowidx knows, per column keys shown for a column ``<col>``."""
+    from .index import INDEX_TYPES
+
+    keys = [f"{PREFIX}{t}.columns" for t in sorted(INDEX_TYPES)]
+    keys += [f"{PREFIX}{t}.<col>.{o}" for t in sorted(INDEX_TYPES) for o in sorted(INDEX_TYPES[t].options)]
+    return keys + list(GLOBAL_KEYS) + list(DELETION_KEYS)
+
+
+def _did_you_mean(key: str, candidates: Iterable[str]) -> str:
+    found = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {found[0]!r}?)" if found else ""
+
+
+def check_option_keys(options: Mapping[object, object], *, what: str, index_keys: bool = True,
+                      accepted: Iterable[str] = ()) -> None:  # fmt: skip
+    """Refuse a key that is neither a ``file-index.`` key (with ``index_keys``; those are
+    checked by :func:`parse_index_options`) nor one of ``accepted``: a typo
+    (``file_index.bitmap.columns``, ``deletion-vectors.bitmap-64``) would otherwise be stored
+    and silently do nothing. ``what`` names the call (``"arrowidx.build"``) in the message."""
+    accepted = set(accepted)
+    candidates = ([k for k in known_keys() if k.startswith(PREFIX) and "<col>" not in k] if index_keys else []) + sorted(accepted)
+    for key in options:
+        if not isinstance(key, str):
+            raise OptionError(f"{what}: option keys are strings, got {key!r}")
+        if (index_keys and key.startswith(PREFIX)) or key in accepted:
+            continue
+        hint = _did_you_mean(key, candidates) or _did_you_mean(re.sub(r"[^a-z0-9]+", "-", key.lower()), candidates)
+        takes = " and ".join(x for x in ("file-index.* keys" if index_keys else "", ", ".join(sorted(accepted))) if x)
+        raise OptionError(f"{what}: unknown option {key!r}{hint}; it takes {takes or 'no options'}")

@@ -256,6 +256,83 @@ def _parse(expr: pc.Expression):
     return tree
 
 
+_CHECKED: list[tuple[object, pa.Schema]] = []  # the shapes of the last filters found valid
+
+
+def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
+    """Raise what pyarrow raises when ``Table.filter(expr)`` runs on data of ``schema``
+    (an unknown column, a comparison without a kernel, a timestamp with a time zone against
+    one without, a filter that is not boolean), whether or not any row is ever read.
+
+    Indexes and statistics can decide every file without running pyarrow's kernels; the
+    same query must still fail the same way as when they do not (issue 38). The filter is
+    run on one row of NULLs of ``schema``: pyarrow checks types when it binds the
+    expression and when the kernel runs, which NULLs do not change. Errors that depend on
+    values (a cast of ``'abc'`` to int, an int beyond float32's exact range compared with a
+    float32) are raised only by the rows that hold them.
+
+    Whether a filter is valid depends on its shape (functions, columns, the types of its
+    literals), not on the literals' values: the shapes of the last filters found valid are
+    remembered (a new needle each query costs a walk of its tree, ~0.01 ms; a new shape one
+    filter of a row, ~0.4 ms).
+
+    ``rows=False``: the data has no row at all; pyarrow then runs no kernel (a filter on
+    zero rows raises only what binding raises), and so is the filter checked."""
+    if expr is None or not isinstance(expr, pc.Expression):
+        return
+    if not rows:
+        schema.empty_table().filter(expr)
+        return
+    for e, s in _VALID:
+        if (e is expr or e.equals(expr)) and (s is schema or s.equals(schema)):
+            return
+    try:
+        shape = _shape(parse(expr))
+    except Exception:  # noqa: BLE001 - an expression we cannot read: checked by pyarrow each time
+        shape = None
+    if shape is not None:
+        for known, s in _CHECKED:
+            if known == shape and (s is schema or s.equals(schema)):
+                _remember_valid(expr, schema)
+                return
+    try:
+        row = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
+    except (pa.ArrowException, TypeError, ValueError):
+        row = schema.empty_table()
+    row.filter(expr)
+    _remember_valid(expr, schema)
+    if shape is not None:
+        _CHECKED.insert(0, (shape, schema))
+        del _CHECKED[32:]
+
+
+_VALID: list[tuple[pc.Expression, pa.Schema]] = []  # the last filters found valid
+
+
+def _remember_valid(expr: pc.Expression, schema: pa.Schema) -> None:
+    _VALID.insert(0, (expr, schema))
+    del _VALID[8:]
+
+
+def _shape(t) -> object:
+    """What decides whether pyarrow accepts a parsed expression: calls with their options,
+    fields, and literal types (an IN list by its value type), not the literal values."""
+    if isinstance(t, _Field):
+        return ("f", t.name)
+    if isinstance(t, _Literal):
+        return ("l", str(t.value.type), t.value.is_valid)
+    if isinstance(t, _Call):
+        options = t.options
+        if options is not None and t.name == "is_in":
+            opts = {k: options[k] for k in options.type.names if k != "value_set"} if hasattr(options.type, "names") else {}
+            value_set = options["value_set"] if hasattr(options.type, "names") and "value_set" in options.type.names else None
+            key = (str(getattr(value_set, "type", None)), repr(sorted((k, repr(v)) for k, v in opts.items())))
+        else:
+            key = None if options is None else repr(options)
+        return ("c", t.name, key, tuple(_shape(a) for a in t.args))
+    return ("u", repr(t))
+
+
 # --------------------------------------------------------------------------------------
 # 2. bind: raw tree + schema -> Node
 # --------------------------------------------------------------------------------------

@@ -8,8 +8,11 @@ block's first key, so a point lookup reads the header and one block only. An off
 ``DataOutput`` writes them (strings as int32 length + UTF-8).
 
 Build: the column is dictionary-encoded with ``pyarrow.compute`` (integers spanning at
-most 4,096 values skip the hash: value - minimum is the code), rows are grouped by value
-with one stable Arrow sort, and each distinct value's rows become one bitmap.
+most 2**24 values skip the hash: value - minimum is the code), rows are grouped by value
+with Arrow's counting sort (one pass, or two over 12-bit digits), and every value's bitmap
+is written at once (:func:`arrowidx._roaring.portables_of_groups`: the containers of all
+values laid out by numpy, only values of over 4096 rows one by one through CRoaring), in
+Java's ``HashMap`` order; the entries and index blocks are numpy records too.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from pyroaring import BitMap
 from .._bytes import ByteReader
 from .._roaring import (
     bitmap_of,
-    portable_of_sorted,
+    portables_of_groups,
+    put_at,
     read_portable,
     read_portable_unsized,
     to_portable,
@@ -68,20 +72,36 @@ def _sort_key(value, ptype: PaimonType):
 # Arrow sorts integers whose values span at most this many by counting (measured: 4,097 is
 # counted, 8,192 is not, and a comparison sort of 10M rows is ~40x slower).
 _COUNTING_SORT_SPAN = 4096
+_DIGIT = 12  # bits of a code sorted per counting pass: 2**12 == _COUNTING_SORT_SPAN
+_GROUPED_SPAN = 1 << (2 * _DIGIT)  # codes below this are grouped in two counting passes
 
 
-def _small_range_groups(present: np.ndarray | pa.Array, ptype: PaimonType):
+def group_rows(codes: np.ndarray, span: int) -> np.ndarray:
+    """Row numbers ordered by ``codes`` (integers in ``[0, span)``), stably: Arrow's
+    counting sort, once for a span of at most 4096, else as a radix sort of two 12-bit
+    digits (low digit first; ~10x faster than one comparison sort of 100,000 codes spanning
+    10,000), or a comparison sort above 2**24."""
+    if span <= _COUNTING_SORT_SPAN or span > _GROUPED_SPAN:
+        return pc.array_sort_indices(pa.array(codes)).to_numpy()
+    mask = (1 << _DIGIT) - 1
+    low = pc.array_sort_indices(pa.array((codes & mask).astype(np.int16))).to_numpy()
+    high = (codes[low] >> _DIGIT).astype(np.int16)
+    return low[pc.array_sort_indices(pa.array(high)).to_numpy()]
+
+
+def _integer_groups(present: np.ndarray | pa.Array, ptype: PaimonType):
     """``(distinct values ascending, their counts, row numbers grouped by value)`` for an
-    integer column whose values span at most ``_COUNTING_SORT_SPAN``; otherwise None.
+    integer column whose values span at most 2**24 (and not far more than it has rows);
+    otherwise None.
 
     Such a column needs no hash dictionary: value - minimum is the group, counted with
-    numpy, and Arrow's stable sort of the raw values is a counting sort.
+    numpy, and grouped by :func:`group_rows`.
     """
     if ptype.is_string or ptype.is_float or ptype.root == "BOOLEAN" or not len(present):
         return None
     lo, hi = int(present.min()), int(present.max())
     span = hi - lo + 1
-    if span > _COUNTING_SORT_SPAN:
+    if span > _COUNTING_SORT_SPAN and (span > _GROUPED_SPAN or span > 8 * len(present) + 65536):
         return None
     counts = np.zeros(span, dtype=np.int64)
     step = 1 << 20  # cache-sized pieces: bincount widens each to int64
@@ -90,14 +110,120 @@ def _small_range_groups(present: np.ndarray | pa.Array, ptype: PaimonType):
         piece -= lo
         counts += np.bincount(piece, minlength=span)
     distinct = np.flatnonzero(counts)
-    grouping = pc.array_sort_indices(pa.array(present)).to_numpy()
+    if span <= _COUNTING_SORT_SPAN:
+        grouping = pc.array_sort_indices(pa.array(present)).to_numpy()
+    else:
+        grouping = group_rows((present.astype(np.int64) - lo).astype(np.int32), span)
     return (distinct + lo).astype(present.dtype), counts[distinct], grouping
 
 
-def _encode_key(value, fmt: str | None) -> bytes:
-    if fmt is None:
-        return len(value).to_bytes(4, "big") + value
-    return np.array([value]).astype(fmt).tobytes()
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _murmur_mix(h1: np.ndarray, k1: np.ndarray) -> np.ndarray:
+    k1 = (k1 * 0xCC9E2D51) & _M32
+    k1 = (_rotl(k1, 15) * 0x1B873593) & _M32
+    h1 = _rotl(h1 ^ k1, 13)
+    return (h1 * 5 + 0xE6546B64) & _M32
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> 16)
+    h = (h * 0x85EBCA6B) & _M32
+    h = h ^ (h >> 13)
+    h = (h * 0xC2B2AE35) & _M32
+    return h ^ (h >> 16)
+
+
+def binary_string_hashes(values: pa.Array) -> np.ndarray:
+    """``BinaryString.hashCode()`` of each value (Paimon's MurmurHash3 over the UTF-8 bytes:
+    little-endian 4-byte words, then the tail bytes one by one, sign-extended; seed 42),
+    as uint32, vectorised over the values."""
+    values = values.cast(pa.large_binary()) if values.type != pa.large_binary() else values
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset : values.offset + n + 1]
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    h = np.full(n, 42, dtype=np.uint64)
+    words = lengths // 4
+    for j in range(int(words.max()) if n else 0):
+        sel = np.flatnonzero(words > j)
+        at = starts[sel] + 4 * j
+        word = data[at].astype(np.uint64) | (data[at + 1].astype(np.uint64) << 8) | (data[at + 2].astype(np.uint64) << 16) | (data[at + 3].astype(np.uint64) << 24)
+        h[sel] = _murmur_mix(h[sel], word)
+    for t in range(3):
+        sel = np.flatnonzero(lengths % 4 > t)
+        byte = data[starts[sel] + 4 * words[sel] + t].astype(np.int8).astype(np.int64) & _M32
+        h[sel] = _murmur_mix(h[sel], byte.astype(np.uint64))
+    return _fmix32(h ^ lengths.astype(np.uint64)).astype(np.uint32)
+
+
+def java_hash_codes(keys, ptype: PaimonType) -> np.ndarray:
+    """``hashCode()`` of the Java objects Paimon's bitmap writer keys its ``HashMap`` by
+    (BinaryString, Integer, Long, Float, Double, Boolean, ...), as uint32. ``keys``: a
+    numpy array (or list) of values, or for STRING an Arrow binary array (or list of bytes)."""
+    root = ptype.root
+    if root == "STRING":
+        return binary_string_hashes(keys if isinstance(keys, pa.Array) else pa.array(keys, pa.large_binary()))
+    if root == "BOOLEAN":
+        return np.where(np.array(keys, dtype=bool), 1231, 1237).astype(np.uint32)
+    if root == "FLOAT":
+        return np.array(keys, dtype=np.float32).view(np.uint32)
+    if root == "DOUBLE":
+        bits = np.array(keys, dtype=np.float64).view(np.uint64)
+        return ((bits ^ (bits >> np.uint64(32))) & np.uint64(_M32)).astype(np.uint32)
+    if root in ("BIGINT", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        bits = np.array(keys, dtype=np.int64).view(np.uint64)
+        return ((bits ^ (bits >> np.uint64(32))) & np.uint64(_M32)).astype(np.uint32)
+    return np.array(keys, dtype=np.int64).astype(np.int32).view(np.uint32)
+
+
+def java_hashmap_positions(hashes: np.ndarray, first_rows: np.ndarray) -> np.ndarray:
+    """The iteration order of a ``java.util.HashMap`` whose keys (with ``hashes``) were added
+    by ``computeIfAbsent`` in the order of ``first_rows`` (each key's first row): by bucket at
+    the capacity its size needs, then the latest added first (``computeIfAbsent`` puts a new
+    key at the head of its bucket; resizes keep the order). (Bins Java turns into trees, 8+
+    keys in one bucket of a table of 64+, are not modelled.)"""
+    n = len(hashes)
+    capacity = 16
+    while n > capacity * 3 // 4:
+        capacity *= 2
+    h = hashes.astype(np.uint32)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
+    return np.lexsort((-first_rows.astype(np.int64), bucket))
+
+
+def _entries(keys: np.ndarray | pa.Array, fmt: str | None, ints: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes, sizes)``: one entry per key, back to back, each the key as Java's
+    ``DataOutput`` writes it (strings: int32 length + UTF-8) followed by ``ints`` as int32,
+    big-endian; built with numpy for all keys at once."""
+    if fmt is not None:
+        record = np.dtype([("k", fmt)] + [(f"i{j}", ">i4") for j in range(len(ints))])
+        out = np.empty(len(keys), dtype=record)
+        out["k"] = keys
+        for j, values in enumerate(ints):
+            out[f"i{j}"] = values
+        return out.view(np.uint8).reshape(-1), np.full(len(keys), record.itemsize, dtype=np.int64)
+    keys = keys.cast(pa.large_binary()) if keys.type != pa.large_binary() else keys
+    n = len(keys)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset : keys.offset + n + 1]
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    sizes = 4 + lengths + 4 * len(ints)
+    at = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), dtype=np.uint8)
+    put_at(out, at, lengths, ">i4")
+    before = np.cumsum(lengths) - lengths  # key bytes before each key, all keys together
+    step = np.repeat(np.arange(n), lengths)
+    inner = np.arange(int(lengths.sum())) - before[step]
+    out[at[step] + 4 + inner] = data[offsets[:-1][step] + inner]
+    for j, values in enumerate(ints):
+        put_at(out, at + 4 + lengths + 4 * j, values, ">i4")
+    return out, sizes
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,19 +264,17 @@ class BitmapWriter(IndexWriter):
         else:
             null_rows = np.flatnonzero(nulls).astype(np.uint32)
             present = values.filter(pa.array(~nulls)) if self.ptype.is_string else values[~nulls]
-        # Dictionary-encode the non-null values; dictionary entries in Java's sort order.
-        small = _small_range_groups(present, self.ptype)
+        # Group the rows by value; the values in Java's sort order.
+        small = _integer_groups(present, self.ptype)
         if small is not None:
-            dictionary, counts, grouping = small
-            order_of_dict = np.arange(len(dictionary))  # already ascending, Java's order
+            keys, counts, grouping = small  # already ascending, Java's order
             rows_by_value = grouping if nulls is None else np.flatnonzero(~nulls)[grouping]
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            return self._serialize(row_count, null_rows, dictionary.tolist(), order_of_dict, rows_by_value, counts, starts)
+            return self._serialize(row_count, null_rows, keys, rows_by_value, counts, np.cumsum(counts) - counts)
         if self.ptype.is_string:
             encoded = pc.dictionary_encode(present)
             dictionary = encoded.dictionary
             order_of_dict = pc.sort_indices(dictionary).to_numpy()
-            dict_keys = dictionary.take(pa.array(order_of_dict)).to_pylist()  # bytes, per distinct value
+            keys = dictionary.take(pa.array(order_of_dict))
         else:
             as_int = present.view(np.int32 if present.dtype == np.float32 else np.int64) if self.ptype.is_float else present
             encoded = pc.dictionary_encode(pa.array(as_int.astype(np.uint8) if as_int.dtype == np.bool_ else as_int))
@@ -160,82 +284,82 @@ class BitmapWriter(IndexWriter):
             elif self.ptype.root == "BOOLEAN":
                 dictionary = dictionary.astype(bool)
             order_of_dict = np.argsort(_sort_keys(dictionary, self.ptype), kind="stable")
-            dict_keys = dictionary[order_of_dict].tolist()  # per distinct
+            keys = dictionary[order_of_dict]
         indices = encoded.indices.to_numpy(zero_copy_only=False)
-        n_distinct = len(dictionary)
-        # Group rows by value: one stable sort of the dictionary codes (Arrow's is the fastest).
-        grouping = pc.array_sort_indices(encoded.indices).to_numpy()
+        # Group rows by value: a stable sort of the dictionary codes.
+        grouping = group_rows(indices, len(dictionary))
         if nulls is None:
             rows_by_value = grouping  # row number == position among the non-null rows
         else:
             rows_by_value = np.flatnonzero(~nulls)[grouping]
-        counts = np.bincount(indices, minlength=n_distinct)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_distinct else counts
-        return self._serialize(row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts)
+        counts = np.bincount(indices, minlength=len(dictionary))
+        starts = np.cumsum(counts) - counts
+        return self._serialize(row_count, null_rows, keys, rows_by_value, counts[order_of_dict], starts[order_of_dict])
 
-    def _serialize(self, row_count, null_rows, dict_keys, order_of_dict, rows_by_value, counts, starts) -> bytes:
+    def _serialize(self, row_count, null_rows, keys, rows_by_value, counts, starts) -> bytes:
+        """The index; ``keys`` in Java's sort order, ``counts`` and ``starts`` (into
+        ``rows_by_value``, each value's rows sorted) per key. All values' bitmaps and
+        entries are built together with numpy (:func:`portables_of_groups`)."""
         fmt = _KEY_FORMATS[self.ptype.root]
-        rows_by_value = rows_by_value.astype(np.uint32)  # sorted within each value
+        rows_by_value = rows_by_value.astype(np.uint32, copy=False)
+        counts = np.asarray(counts, dtype=np.int64)
+        starts = np.asarray(starts, dtype=np.int64)
+        n = len(counts)
         null_bytes = to_portable(bitmap_of(null_rows)) if len(null_rows) else b""
-        body = [null_bytes] if len(null_rows) > 1 else []
-        body_size = len(body[0]) if body else 0
-        entries = []  # (encoded key, offset, length) in Java's key order
-        for key, d in zip(dict_keys, order_of_dict.tolist()):  # per distinct value
-            count, start = int(counts[d]), int(starts[d])
-            if count == 1:
-                entries.append((_encode_key(key, fmt), -1 - int(rows_by_value[start]), -1))
-            else:
-                data = portable_of_sorted(rows_by_value[start : start + count])
-                entries.append((_encode_key(key, fmt), body_size, len(data)))
-                body.append(data)
-                body_size += len(data)
+        head = len(null_bytes) if len(null_rows) > 1 else 0  # the NULL bitmap opens the body
+        # Java's writer keeps value -> rows in a HashMap: the bitmaps (and V1's entries) come in
+        # its iteration order; V2's entries are sorted by key. A value in one row has no bitmap.
+        first_rows = rows_by_value[starts] if n else np.zeros(0, np.uint32)
+        java = java_hashmap_positions(java_hash_codes(keys, self.ptype), first_rows) if n else np.zeros(0, np.int64)
+        stored = java[counts[java] > 1]
+        body, sizes = portables_of_groups(rows_by_value, starts[stored], counts[stored])
+        offsets = -1 - first_rows.astype(np.int64)
+        lengths = np.full(n, -1, dtype=np.int64)
+        offsets[stored] = head + np.cumsum(sizes) - sizes
+        lengths[stored] = sizes
         has_null = len(null_rows) > 0
         null_offset = -1 - int(null_rows[0]) if len(null_rows) == 1 else 0
         out = bytearray([self.version])
-        out += row_count.to_bytes(4, "big") + len(entries).to_bytes(4, "big", signed=True)
+        out += row_count.to_bytes(4, "big") + n.to_bytes(4, "big", signed=True)
         out.append(1 if has_null else 0)
         if self.version == VERSION_1:
             if has_null:
                 out += null_offset.to_bytes(4, "big", signed=True)
-            for key, offset, _ in entries:
-                out += key + offset.to_bytes(4, "big", signed=True)
+            ordered = keys.take(pa.array(java)) if fmt is None else keys[java]
+            out += _entries(ordered, fmt, [offsets[java]])[0].tobytes()
         else:
             if has_null:
                 out += null_offset.to_bytes(4, "big", signed=True) + len(null_bytes).to_bytes(4, "big")
-            out += self._v2_blocks(entries)
-        return b"".join([out, *body])
+            out += self._v2_blocks(*_entries(keys, fmt, [offsets, lengths]))
+        return b"".join([out, null_bytes if head else b"", body.tobytes()])
 
-    def _v2_blocks(self, entries) -> bytes:
-        """Index blocks as Java packs them: greedily, each at most ``block_size`` bytes."""
-        blocks: list[list] = []
-        size = 0
-        for entry in entries:
-            entry_bytes = 8 + len(entry[0])
-            if not blocks or size + entry_bytes > self.block_size:
-                if 4 + entry_bytes > self.block_size:
-                    raise OptionError(
-                        f"bitmap index-block-size {self.block_size} bytes cannot hold a key of"
-                        f" {len(entry[0])} bytes; raise file-index.bitmap.<column>.index-block-size"
-                    )
-                blocks.append([])
-                size = 4
-            blocks[-1].append(entry)
-            size += entry_bytes
-        encoded_blocks = []
-        for block in blocks:
-            data = bytearray(len(block).to_bytes(4, "big"))
-            for key, offset, length in block:
-                data += key + offset.to_bytes(4, "big", signed=True) + length.to_bytes(4, "big", signed=True)
-            encoded_blocks.append(bytes(data))
-        out = bytearray(len(blocks).to_bytes(4, "big"))
+    def _v2_blocks(self, entries: np.ndarray, sizes: np.ndarray) -> bytes:
+        """Index blocks as Java packs them: greedily, each at most ``block_size`` bytes
+        (``entries``: the sorted ``(key, offset, length)`` entries back to back)."""
+        ends = np.cumsum(sizes)
+        room = self.block_size - 4  # after the block's entry count
+        blocks: list[tuple[int, int]] = []
+        i, n = 0, len(sizes)
+        while i < n:  # per index block
+            if sizes[i] > room:
+                raise OptionError(
+                    f"bitmap index-block-size {self.block_size} bytes cannot hold a key of"
+                    f" {int(sizes[i]) - 8} bytes; raise file-index.bitmap.<column>.index-block-size"
+                )
+            begin = int(ends[i] - sizes[i])
+            j = int(np.searchsorted(ends, begin + room, "right"))
+            blocks.append((i, j))
+            i = j
+        header = bytearray(len(blocks).to_bytes(4, "big"))
+        data = []
         block_offset = 0
-        for block, data in zip(blocks, encoded_blocks):
-            out += block[0][0] + block_offset.to_bytes(4, "big")
-            block_offset += len(data)
-        out += block_offset.to_bytes(4, "big")
-        for data in encoded_blocks:
-            out += data
-        return bytes(out)
+        for i, j in blocks:
+            begin = int(ends[i] - sizes[i])
+            header += entries[begin : begin + int(sizes[i]) - 8].tobytes() + block_offset.to_bytes(4, "big")  # first key
+            data.append((j - i).to_bytes(4, "big") + entries[begin : int(ends[j - 1])].tobytes())
+            block_offset += len(data[-1])
+        header += block_offset.to_bytes(4, "big")
+        return b"".join([header, *data])
 
 
 # ---------------------------------------------------------------------------------------

@@ -137,6 +137,94 @@ class Container:
         for by_type in self.entries.values():
             yield from by_type.values()
 
+    def load(self, columns: Iterable[str]) -> None:
+        """Make sure the bytes of ``columns``' indexes are at hand (all of them are here)."""
+
+    def layout(self) -> dict[str, dict[str, list]]:
+        """``{column: {index type: [start, length, xxh64 of those bytes]}}``: what a manifest
+        records so that a reader fetches one column's index alone (:class:`SparseContainer`)."""
+        import xxhash
+
+        return {
+            column: {
+                t: [e.start, e.length, "" if e.empty else xxhash.xxh64_hexdigest(self.data[e.start : e.start + e.length])]
+                for t, e in by_type.items()
+            }
+            for column, by_type in self.entries.items()
+        }
+
+
+#: Index windows of one container closer than this are fetched in one read.
+COALESCE_GAP = 64 * 1024
+
+
+class SparseContainer(Container):
+    """A container known from the layout its manifest recorded (:meth:`Container.layout`),
+    whose index bytes are fetched only for the columns asked about: ``fetch(ranges)``
+    returns the bytes of ``[(start, length), ...]`` of the container file. Each window is
+    checked against its XXH64 before any reader sees it (a damaged window is a
+    :class:`~arrowidx.errors.CorruptIndexError` naming the file), so no byte is trusted
+    that the whole-file checksum would have refused."""
+
+    def __init__(self, layout: dict[str, dict[str, list]], size: int, fetch, source: str = "<bytes>", listed: str = ""):
+        self.data = None
+        self.source = source
+        self.listed = listed  # " (listed in <manifest> as files[i])": what referenced it, for errors
+        self.size = size
+        self._fetch = fetch
+        self._windows: dict[tuple[str, str], memoryview] = {}
+        self._digests: dict[tuple[str, str], str] = {}
+        self.entries = {}
+        for column, by_type in layout.items():
+            for index_type, (start, length, digest) in by_type.items():
+                if start != EMPTY_INDEX_FLAG and (start < 0 or length < 0 or start + length > size):
+                    raise CorruptIndexError(f"index {column}/{index_type} at [{start}, {start + length}) lies outside"
+                                            f" the {size} bytes of the container", source=source)  # fmt: skip
+                self.entries.setdefault(column, {})[index_type] = Entry(column, index_type, start, length)
+                self._digests[(column, index_type)] = digest
+
+    def load(self, columns: Iterable[str]) -> None:
+        wanted = [
+            e for c in columns for e in self.entries.get(c, {}).values()
+            if not e.empty and (e.column, e.index_type) not in self._windows
+        ]  # fmt: skip
+        if not wanted:
+            return
+        wanted.sort(key=lambda e: e.start)
+        spans: list[list] = []  # [start, end, entries]
+        for e in wanted:
+            if spans and e.start - spans[-1][1] <= COALESCE_GAP:
+                spans[-1][1] = max(spans[-1][1], e.start + e.length)
+                spans[-1][2].append(e)
+            else:
+                spans.append([e.start, e.start + e.length, [e]])
+        blobs = self._fetch([(a, b - a) for a, b, _ in spans])
+        import xxhash
+
+        for (a, b, entries), blob in zip(spans, blobs):
+            if len(blob) != b - a:
+                raise CorruptIndexError(f"the container ends before byte {b} (read {len(blob)} of {b - a} bytes"
+                                        f" from {a}){self.listed}; rebuild with arrowidx build", source=self.source, offset=a)  # fmt: skip
+            view = memoryview(blob).cast("B")
+            for e in entries:
+                window = view[e.start - a : e.start - a + e.length]
+                if xxhash.xxh64_hexdigest(window) != self._digests[(e.column, e.index_type)]:
+                    raise CorruptIndexError(
+                        f"index {e.column}/{e.index_type} at [{e.start}, {e.start + e.length}) does not match its"
+                        f" checksum in the manifest{self.listed} (damaged); rebuild with arrowidx build",
+                        source=self.source, offset=e.start,
+                    )  # fmt: skip
+                self._windows[(e.column, e.index_type)] = window
+
+    def window(self, entry: Entry) -> ByteReader:
+        key = (entry.column, entry.index_type)
+        if key not in self._windows:
+            self.load([entry.column])
+        return ByteReader(self._windows[key], self.source, 0, entry.length)
+
+    def held_bytes(self) -> int:
+        return sum(len(w) for w in self._windows.values())
+
 
 def java_string_hash(text: str) -> int:
     """``String.hashCode()``: 31-multiplier over UTF-16 code units, as a signed int32."""

@@ -3,8 +3,9 @@
 Each file is read batch by batch, only its indexed columns, and streamed through
 :func:`arrowidx.write_file_index`. Containers up to ``file-index.in-manifest-threshold``
 bytes (default 500) are embedded in the manifest, larger ones go to
-``_arrowidx/index/<data file>.<xxh64>.index`` (named by content, so a committed index file is
-never overwritten). Files are indexed on a thread pool (pyarrow and numpy release the GIL),
+``_arrowidx/index/<data file>.<xxh64>-<writer>.index`` (named by content and by the build call
+that wrote it, so a committed index file is never overwritten and a build that fails for good
+removes only its own files; see :class:`Uploads`). Files are indexed on a thread pool (pyarrow and numpy release the GIL),
 and the manifest is committed once at the end with one exclusive create, so a crash leaves
 the previous version valid; when another writer commits first the build plans again against
 the new version. An incremental build re-indexes files whose content changed (fingerprint)
@@ -19,11 +20,14 @@ nothing commits nothing (the report says so and the version stays).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import difflib
 import os
 import posixpath
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,9 +37,17 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError, OptionError, StaleDeletionError
+from ..errors import (
+    ArrowIdxError,
+    CommitConflictError,
+    CorruptIndexError,
+    OptionError,
+    StaleDeletionError,
+)
 from ..file_index import write_file_index
-from ..options import in_manifest_threshold, parse_index_options
+from ..index.container import Container
+from ..options import check_option_keys, in_manifest_threshold, parse_index_options
+from ..storage import ObjectInfo, as_store, storage_error
 from .footer import read_footer
 from .layout import (
     INDEX_DIR,
@@ -45,13 +57,13 @@ from .layout import (
     check_stale_option,
     checksum,
     commit_manifest,
-    discover,
     entry_is_fresh,
     fault_point,
     file_infos,
     join,
     load_index_bytes,
     load_manifest,
+    require_commit,
     resolve,
     schema_to_b64,
     with_commit_retries,
@@ -92,15 +104,39 @@ def index_one_file(
     fs: pafs.FileSystem,
     root: str,
     rel: str,
-    info: pafs.FileInfo,
+    info: ObjectInfo | pafs.FileInfo,
     options: Mapping[str, str],
     threshold: int,
+    writer: str | None = None,
 ) -> FileEntry:
-    """Build one data file's container and return its manifest entry (writing any .index file)."""
+    """Build one data file's container and return its manifest entry (writing any .index file,
+    named by its content and ``writer``, the build that wrote it: see :class:`Uploads`)."""
     specs = parse_index_options(options)
     columns = sorted({s.column for s in specs})
     footer = read_footer(fs, join(root, rel), info.size)
-    with fs.open_input_file(join(root, rel)) as f:
+    try:
+        container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise storage_error(e, join(root, rel), "data file") from None
+    except pa.ArrowException as e:  # the footer parsed, the data does not
+        raise CorruptIndexError(f"unreadable Parquet data: {e}", source=join(root, rel)) from None
+    digest = checksum(container)
+    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container), xxh64=digest)
+    if len(container) <= threshold:
+        ref.embedded = base64.b64encode(container).decode()
+    else:
+        ref.file = f"{INDEX_DIR}/{rel}.{digest}{'-' + writer if writer else ''}.index"
+        ref.layout = Container(container, ref.file).layout()  # so a query reads only its columns' bytes
+        write_atomic(fs, join(root, ref.file), container, root=root)
+        fault_point("index-written")
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None))
+
+
+def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
+    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``."""
+    with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
         missing = [c for c in columns if schema.get_field_index(c) < 0]
@@ -112,16 +148,7 @@ def index_one_file(
         batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
         indexed_schema = pa.schema([schema.field(c) for c in present])
         container = write_file_index(_with_schema(batches, indexed_schema), file_options)
-        rows = parquet.metadata.num_rows
-    digest = checksum(container)
-    ref = IndexRef(options=dict(file_options), schema=schema_to_b64(indexed_schema), size=len(container), xxh64=digest)
-    if len(container) <= threshold:
-        ref.embedded = base64.b64encode(container).decode()
-    else:
-        ref.file = f"{INDEX_DIR}/{rel}.{digest}.index"
-        write_atomic(fs, join(root, ref.file), container, root=root)
-        fault_point("index-written")
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint)
+        return container, file_options, indexed_schema, parquet.metadata.num_rows
 
 
 def _with_schema(batches, schema: pa.Schema):
@@ -157,8 +184,7 @@ def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Map
     for rel in rels:
         if not wanted:
             return
-        with fs.open_input_file(join(root, rel)) as f:
-            names = set(pq.read_schema(f).names)
+        names = set(read_footer(fs, join(root, rel)).metadata.schema.to_arrow_schema().names)
         wanted -= names
         seen |= names
     if wanted and rels:
@@ -199,7 +225,7 @@ class BuildPlan:
     threshold: int
     manifest: Manifest
     base_version: int
-    infos: dict[str, pafs.FileInfo]
+    infos: dict[str, ObjectInfo]
     todo: list[str]
     unchanged: list[str]
     removed: list[str]
@@ -249,7 +275,7 @@ def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
                incremental: bool = True, replace: bool = False, drop: Iterable[str] = (),
-               on_stale_deletions: str = "raise") -> BuildPlan:  # fmt: skip
+               on_stale_deletions: str = "raise", storage_options: Mapping[str, Any] | None = None) -> BuildPlan:  # fmt: skip
     """Check the options and list the files to (re)index: new, changed (by content), with an
     index failing its checksum, or all if the options changed.
 
@@ -259,7 +285,8 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     """
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
-    fs, root, explicit = resolve(source, filesystem)
+    fs, root, explicit = resolve(source, filesystem, storage_options)
+    check_option_keys(options or {}, what="arrowidx.build")
     manifest = load_manifest(fs, root)
     options = merge_options(manifest.options, options, replace=replace, drop=drop)
     if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
@@ -269,9 +296,17 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
         )
     parse_index_options(options)  # fail on bad options before touching anything
     threshold = in_manifest_threshold(options)
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
-    infos = file_infos(fs, root, rels)
+    if explicit is None:  # one listing: every data file with its size and change stamp
+        listed = as_store(fs).list(root)
+        rels = [posixpath.relpath(i.path, root) for i in listed]
+        infos = dict(zip(rels, listed))
+    else:
+        rels = [posixpath.relpath(p, root) for p in explicit]
+        found = file_infos(fs, root, rels)
+        missing = [rel for rel, info in found.items() if info is None]
+        if missing:
+            raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
+        infos = {rel: info for rel, info in found.items() if info is not None}
     todo, unchanged, repaired = [], [], []
     for rel in rels:
         entry = manifest.files.get(rel)
@@ -281,15 +316,28 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
     _check_columns(fs, root, todo, options)
-    removed = sorted(set(manifest.files) - set(rels))
+    if explicit is None:  # every data file was listed: an entry whose file is gone leaves
+        removed = sorted(set(manifest.files) - set(rels))
+    else:  # some files named: the other entries (and their deletions) stay as they are
+        removed = []
+        named = set(rels)
+        others = [rel for rel in manifest.files if rel not in named]
+        if others and manifest.options != options:
+            raise OptionError(
+                f"{root}: these options differ from the ones its other {len(others)} indexed file(s) were"
+                f" built with ({_options_text(manifest.options)}); a build naming some files keeps the"
+                f" dataset's options. Build the whole dataset ({root}) to change them"
+            )
     return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
                      on_stale_deletions, repaired)  # fmt: skip
 
 
-def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: pafs.FileInfo, on_stale_deletions: str) -> bool:
-    footer = None
-    if entry.fingerprint is not None and info.type == pafs.FileType.File and info.size == entry.size:
-        footer = read_footer(fs, join(root, entry.path), info.size)
+def _options_text(options: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
+
+
+def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
+    footer = lambda: read_footer(fs, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
     return entry_is_fresh(entry, info, footer, on_stale_deletions=on_stale_deletions)
 
 
@@ -310,7 +358,8 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
-    files = {rel: manifest.files[rel] for rel in plan.unchanged}
+    gone = set(plan.removed)  # only entries whose data file is gone leave the manifest
+    files = {rel: entry for rel, entry in manifest.files.items() if rel not in gone}
     for entry in built:
         old = manifest.files.get(entry.path)
         if old is not None and old.deletion is not None:
@@ -343,9 +392,10 @@ def build(
     replace: bool = False,
     drop: Iterable[str] = (),
     on_stale_deletions: str = "raise",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> BuildReport:
     """Index every data file of ``source`` (a directory, a ``.parquet`` file, a list of files,
-    a URI or a ``pyarrow.dataset``).
+    a URI such as ``s3://bucket/lake``, or a ``pyarrow.dataset``).
 
     ``options`` are Paimon's keys (``file-index.<type>.columns``, per-column keys, and
     ``file-index.in-manifest-threshold``), added to the options the dataset was built with
@@ -356,25 +406,103 @@ def build(
     commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
     when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
     after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
-    When another writer commits first, the build plans again on top of it (bounded retries).
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (docs/object-stores.md). When another writer commits first, the build plans again on top
+    of it (bounded retries), reusing the index files it already wrote; a build that fails
+    for good removes the index files it wrote.
     """
     drop = tuple(drop)  # read again on every retry
-    return with_commit_retries(lambda: _build_once(source, options, filesystem, progress, incremental, threads,
-                                                   replace, drop, on_stale_deletions))  # fmt: skip
+    uploads = Uploads()
+    try:
+        return with_commit_retries(lambda: _build_once(source, options, filesystem, progress, incremental, threads,
+                                                       replace, drop, on_stale_deletions, storage_options, uploads))  # fmt: skip
+    except BaseException:
+        uploads.remove()
+        raise
 
 
-def _build_once(source, options, filesystem, progress, incremental, threads, replace, drop, on_stale_deletions) -> BuildReport:
+class Uploads:
+    """What one call of a writer (``build``, ``arrowidx.spark.build``) uploaded over its
+    commit attempts: the entries it built, by data-file identity and options, so that an
+    attempt after a conflict reuses them (no re-indexing, no upload), and the index files it
+    wrote, removed if the call fails for good. Index files are named by their content and
+    :attr:`writer`, unique to the call, so no other writer's manifest references them and
+    removing them is safe (but not after a commit whose outcome is unknown: it may have
+    landed)."""
+
+    def __init__(self) -> None:
+        self.writer = uuid.uuid4().hex[:8]
+        self.entries: dict[tuple, FileEntry] = {}
+        self.files: list[tuple[Any, str]] = []  # (filesystem, path) of the index files written
+        self.outcome_unknown = False
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(rel: str, info: ObjectInfo | None, options: Mapping[str, str]) -> tuple | None:
+        stamp = getattr(info, "stamp", None)
+        if info is None or stamp is None:
+            return None  # no change stamp: the file could have changed unseen; index it again
+        return (rel, info.size, info.mtime_ns, stamp, tuple(sorted(options.items())))
+
+    def built(self, plan: BuildPlan, rel: str) -> FileEntry | None:
+        """The entry an earlier attempt built for this file as it is now, if any (a copy)."""
+        key = self.key(rel, plan.infos.get(rel), plan.options)
+        entry = self.entries.get(key) if key is not None else None
+        return dataclasses.replace(entry) if entry is not None else None
+
+    def add(self, plan: BuildPlan, rel: str, entry: FileEntry) -> None:
+        with self._lock:
+            if entry.index is not None and entry.index.file is not None:
+                self.files.append((plan.fs, join(plan.root, entry.index.file)))
+            key = self.key(rel, plan.infos.get(rel), plan.options)
+            if key is not None:
+                self.entries[key] = dataclasses.replace(entry)
+
+    def commit(self, plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
+        """:func:`commit_build`, noting a commit that failed with an unknown outcome."""
+        try:
+            return commit_build(plan, built)
+        except (CommitConflictError, StaleDeletionError):
+            raise  # refused: nothing of ours was committed
+        except BaseException:
+            self.outcome_unknown = True
+            raise
+
+    def remove(self) -> None:
+        """Remove the index files written (the call failed for good)."""
+        if self.outcome_unknown:
+            return
+        for fs, path in self.files:
+            try:
+                as_store(fs).delete(path)
+            except (OSError, ArrowIdxError):
+                pass  # vacuum removes it later
+
+
+def _build_once(source, options, filesystem, progress, incremental, threads, replace, drop, on_stale_deletions,
+                storage_options=None, uploads: Uploads | None = None) -> BuildReport:  # fmt: skip
     """One plan, index, commit round (repeated by :func:`build` when another writer commits first)."""
+    uploads = uploads if uploads is not None else Uploads()
     plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
-                      on_stale_deletions=on_stale_deletions)  # fmt: skip
+                      on_stale_deletions=on_stale_deletions, storage_options=storage_options)  # fmt: skip
+    if will_commit(plan):
+        require_commit(plan.fs, plan.root)  # a store that cannot commit refuses before anything is uploaded
     tick = _progress(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 
     def work(rel: str) -> FileEntry:
-        entry = index_one_file(plan.fs, plan.root, rel, plan.infos[rel], plan.options, plan.threshold)
+        entry = uploads.built(plan, rel)
+        if entry is None:
+            entry = index_one_file(plan.fs, plan.root, rel, plan.infos[rel], plan.options, plan.threshold, uploads.writer)
+            uploads.add(plan, rel, entry)
         tick()
         return entry
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         built = list(pool.map(work, plan.todo))
-    return commit_build(plan, built)
+    return uploads.commit(plan, built)
+
+
+def will_commit(plan: BuildPlan) -> bool:
+    """Whether this plan commits a manifest version (else the build changes nothing)."""
+    return bool(plan.todo or plan.removed or plan.manifest.options != plan.options or plan.base_version == 0)

@@ -14,7 +14,6 @@ those deletions and deletes from the file as it is now).
 
 from __future__ import annotations
 
-import posixpath
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -26,25 +25,29 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
-from ..errors import CommitConflictError
+from ..errors import ArrowIdxError, CommitConflictError
+from ..filters import user_filter
+from ..options import DELETION_KEYS, check_option_keys
+from ..predicate import check_expression
 from .build import _progress
 from .layout import (
     DELETION_DIR,
     DeletionRef,
     FileEntry,
+    check_base,
     check_stale_option,
     checksum,
     commit_manifest,
-    discover,
     entry_is_fresh,
     fault_point,
     file_infos,
     join,
-    resolve,
+    require_commit,
     with_commit_retries,
     write_atomic,
 )
-from .scan import IndexedDataset, expression_mask
+from .scan import dataset as open_dataset
+from .scan import expression_mask
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 
@@ -83,8 +86,10 @@ def delete(
     dry_run: bool = False,
     confirm: Callable[[DeleteReport], bool] | None = None,
     on_stale_deletions: str = "raise",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> DeleteReport:
-    """Delete the rows matching the Expression ``where`` from every file of ``source``.
+    """Delete the rows matching ``where`` (a ``pc.Expression``, or SQL text with SQL's
+    meaning) from every file of ``source``.
 
     The report counts the newly deleted rows in total (``rows_deleted``) and per file
     (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
@@ -92,6 +97,12 @@ def delete(
 
     ``options["deletion-vectors.bitmap64"]`` (``"true"``/``"false"``) picks 64-bit vectors
     (Iceberg-compatible) or Paimon's default 32-bit ones for newly written vectors.
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (docs/object-stores.md).
+
+    The deletion-vectors file is uploaded only after a cheap check that no other writer
+    committed since the delete planned, and removed again if the commit is refused; the
+    delete then plans again on the new version (bounded retries).
     """
     check_stale_option(on_stale_deletions)
     if confirm is not None:  # asked once: a retry after another writer committed does not ask again
@@ -104,42 +115,56 @@ def delete(
             return answers[0]
 
     return with_commit_retries(
-        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions)
+        lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
+                             storage_options)
     )
 
 
-def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions) -> DeleteReport:
+def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
+                 storage_options=None) -> DeleteReport:  # fmt: skip
     """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
+    check_option_keys(options or {}, what="arrowidx.delete", index_keys=False, accepted=DELETION_KEYS)
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
-    fs, root, explicit = resolve(source, filesystem)
-    data = IndexedDataset(fs, root)
-    manifest = data.manifest
+    # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
+    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options)
+    fs, root = data.fs, data.root
+    manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
-    paths = explicit if explicit is not None else discover(fs, root)
-    rels = [posixpath.relpath(p, root) for p in paths]
+    rels = list(data.files)
+    match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
+    pushdown = match.pushdown
+    if rels and pushdown is not None:
+        check_expression(pushdown, data.schema, rows=data._may_hold_rows())  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
-        entry = manifest.files.get(rel)
-        footer = data.read_footer(rel)
-        if entry is None or not entry_is_fresh(entry, infos[rel], footer, on_stale_deletions=on_stale_deletions):
-            manifest.files[rel] = FileEntry(rel, infos[rel].size, infos[rel].mtime_ns, footer.num_rows, None, None,
-                                            footer.fingerprint)  # fmt: skip
+        entry, info = manifest.files.get(rel), infos[rel]
+        if info is None:
+            raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
+        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel), on_stale_deletions=on_stale_deletions):
+            footer = data.read_footer(rel)
+            manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
+                                            footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
+    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
-        plan = data.plan_file(rel, where)
+        plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
             return rel, None
-        read = data.read_rows(plan, sorted(data.bind_columns(where)) or None, apply_deletions=False, row_numbers=True)
+        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
         if read is None:
             return rel, np.zeros(0, dtype=np.uint64)
         table, row_numbers = read
-        return rel, row_numbers[expression_mask(table, where)]
+        selected = expression_mask(table, pushdown)
+        if match.residual is not None:
+            selected &= np.asarray(match.residual.mask(table).to_numpy(zero_copy_only=False), dtype=bool)
+        return rel, row_numbers[selected]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(positions, rels))
@@ -168,6 +193,8 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         report.seconds = time.perf_counter() - start
         return report
     if changed:
+        require_commit(data.store, root)  # a store that cannot commit refuses before anything is uploaded
+        check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector
@@ -187,9 +214,9 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         except CommitConflictError:
             for path in written:  # never referenced by any manifest: remove before planning again
                 try:
-                    fs.delete_file(path)
-                except OSError:
-                    pass
+                    data.store.delete(path)
+                except (OSError, ArrowIdxError):
+                    pass  # vacuum removes it later
             raise
     report.version = manifest.version
     report.seconds = time.perf_counter() - start

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from ..errors import CorruptIndexError
+from ..storage import Store, as_store
 
 MAGIC = b"PAR1"
 TAIL_BYTES = 64 * 1024  # what pyarrow itself reads first for a footer
@@ -49,28 +50,29 @@ def fingerprint(tail_bytes: bytes, size: int) -> str:
     return f"{size}:{xxhash.xxh64_hexdigest(tail_bytes)}"
 
 
-def read_footer(fs: pafs.FileSystem, path: str, size: int | None = None) -> Footer:
+def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None) -> Footer:
     """Read and parse the footer of the Parquet file at ``path``.
 
     Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
     Parquet file (too short, wrong magic, a footer length past the start of the file).
     """
-    with fs.open_input_file(path) as f:
-        if size is None:
-            size = f.size()
-        if size < 12:
-            raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
-        start = max(0, size - TAIL_BYTES)
-        f.seek(start)
-        tail = f.read(size - start)
-        if tail[-4:] != MAGIC:
-            raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
-        (length,) = struct.unpack("<I", tail[-8:-4])
-        if length + 12 > size:
-            raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
-        if length + 8 > len(tail):
-            f.seek(size - length - 8)
-            tail = f.read(length + 8)
+    store = as_store(fs)
+    if size is None:
+        info = store.stat([path])[0]
+        if info is None:
+            raise FileNotFoundError(path)
+        size = info.size
+    if size < 12:
+        raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
+    start = max(0, size - TAIL_BYTES)
+    tail = store.get_range(path, start, size - start, "data file")
+    if tail[-4:] != MAGIC:
+        raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
+    (length,) = struct.unpack("<I", tail[-8:-4])
+    if length + 12 > size:
+        raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
+    if length + 8 > len(tail):
+        tail = store.get_range(path, size - length - 8, length + 8, "data file")
     footer = tail[-(length + 8) :]
     try:
         metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))

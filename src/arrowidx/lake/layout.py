@@ -8,12 +8,13 @@ trip over it::
     <root>/part-0.parquet ...                       the user's data files, never rewritten
     <root>/_arrowidx/manifest-00000007.json         manifest versions, each created once
     <root>/_arrowidx/LATEST                         a hint: the version last committed
-    <root>/_arrowidx/index/<data file>.<xxh64>.index  containers above the in-manifest threshold
+    <root>/_arrowidx/index/<data file>.<xxh64>-<writer>.index  containers above the in-manifest threshold
     <root>/_arrowidx/deletion/<uuid>.dv             deletion-vectors index files
 
 Commit protocol (see docs/reliability.md): every file is written under a temporary name and
-moved into place; index files are named by their content and deletion files by a fresh
-uuid, so no committed file is ever overwritten. A version is committed by *one exclusive
+moved into place (one PUT on object stores); index files are named by their content and the
+writer (one build call) and deletion files by a fresh uuid, so no committed file is ever
+overwritten and a writer that fails for good removes only its own files. A version is committed by *one exclusive
 create*: ``manifest-<N+1>`` is created from a fully written temporary file only if it does
 not exist yet (a hard link on local disks). The newest manifest on disk is the current
 version; ``LATEST`` is rewritten after each commit for people and tools but readers only
@@ -30,16 +31,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import os
 import posixpath
 import random
 import re
 import signal
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -51,12 +51,12 @@ from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import (
     ArrowIdxError,
     CommitConflictError,
-    CommitUnsupportedError,
     CorruptIndexError,
     CorruptManifestError,
     OptionError,
     StaleDeletionError,
 )
+from ..storage import ObjectInfo, Store, as_store, local_path
 from .footer import Footer
 
 META_DIR = "_arrowidx"
@@ -67,8 +67,7 @@ FORMAT = "arrowidx-manifest"
 FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 STALE_DELETIONS = ("raise", "read-full")
-SINGLE_WRITER_ENV = "ARROWIDX_SINGLE_WRITER"  # "1": allow check-then-move commits (one writer only)
-FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
 
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -76,15 +75,49 @@ _FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
 T = TypeVar("T")
 
 
-def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:
-    """``(filesystem, root, explicit files or None)`` for a path, a ``.parquet`` file, a list
-    of paths or a Dataset (``filesystem``: pyarrow or fsspec).
+def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
+            storage_options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:  # fmt: skip
+    """``(filesystem, root, explicit files or None)`` for a path, a URI, a ``.parquet`` file,
+    a list of paths or a Dataset (``filesystem``: pyarrow or fsspec).
 
-    For a ``pyarrow.dataset.FileSystemDataset`` the root is the common directory of its
-    files; for a list, the common directory of the paths.
+    The one place a store is named: object-store URIs (``s3://bucket/lake``, ``gs://``,
+    ``az://``) open their :class:`~arrowidx.objectstore.ObjectStore` with
+    ``storage_options`` (or the ``AWS_*``/``GOOGLE_*``/``AZURE_*`` environment variables);
+    the filesystem returned is its pyarrow filesystem, which
+    :func:`~arrowidx.storage.as_store` maps back to the store. A URI and ``filesystem=``
+    together are refused (which one names the store?), as are ``storage_options`` without
+    an object-store URI. For a ``pyarrow.dataset.FileSystemDataset`` the root is the common
+    directory of its files; for a list, the common directory of the paths.
     """
     from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
+    from ..objectstore import is_object_store_uri, open_store
 
+    uris = [source] if isinstance(source, str) else [os.fspath(p) for p in source] if isinstance(source, (list, tuple)) else []
+    remote = [u for u in uris if is_object_store_uri(u)]
+    if remote and filesystem is not None:
+        raise ArrowIdxError(
+            f"{remote[0].split('?', 1)[0]}: give either a URI (with storage_options for its endpoint and"
+            " credentials) or filesystem= with a path in it, not both"
+        )
+    if storage_options is not None and not remote:
+        if not isinstance(storage_options, Mapping):
+            raise OptionError(f"storage_options: expected a dict of option names to values, got {type(storage_options).__name__}")
+        if storage_options:
+            raise OptionError(
+                "storage_options apply to object-store URIs (s3://, gs://, az://); the source"
+                f" {_show_source(source)} is not one (pass filesystem= for other filesystems)"
+            )
+    if remote:
+        if len(remote) != len(uris):
+            raise ArrowIdxError(f"a list mixing object-store URIs and other paths: {remote[0]} and others")
+        store, first = open_store(remote[0], storage_options)
+        paths = [first] + [_same_store(store, u, storage_options) for u in remote[1:]]
+        if isinstance(source, str):
+            if first.endswith(".parquet") and store.stat([first])[0] is not None:
+                return store.fs, posixpath.dirname(first), [first]
+            return store.fs, first.rstrip("/"), None
+        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        return store.fs, root, paths
     filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
@@ -102,12 +135,35 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None) -> tuple[paf
             paths = [p[len(prefix) :] if prefix and p.startswith(prefix) else _local(p) for p in paths]
         root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
         return filesystem, root, paths
+    if not isinstance(source, (str, os.PathLike)):
+        from ..arrow_input import UnsupportedInputError
+
+        data = hasattr(source, "__arrow_c_stream__") or type(source).__module__.split(".")[0] in ("pandas", "polars")
+        raise UnsupportedInputError(
+            f"source: expected a dataset: a directory path or URI, a .parquet file, a list of them or a"
+            f" pyarrow dataset; got a {type(source).__name__}"
+            + ("; to index data in memory, use arrowidx.write_file_index(data, options)" if data else "")
+        )
     path = os.fspath(source)
     if filesystem is None:
         filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
-    if path.endswith(".parquet") and filesystem.get_file_info(path).type == pafs.FileType.File:
+    if path.endswith(".parquet") and as_store(filesystem).stat([path])[0] is not None:
         return filesystem, posixpath.dirname(path), [path]  # one data file: its folder, that file only
     return filesystem, path.rstrip("/") or "/", None
+
+
+def _same_store(store, uri: str, storage_options) -> str:
+    from ..objectstore import open_store
+
+    other, path = open_store(uri, storage_options)
+    if other is not store:
+        raise ArrowIdxError(f"{uri}: a list of files in more than one bucket ({store.bucket} and {other.bucket})")
+    return path
+
+
+def _show_source(source: Any) -> str:
+    text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+    return repr(text if len(text) < 200 else text[:200] + "...")
 
 
 def _as_uri(path: str) -> str:
@@ -118,56 +174,10 @@ def _local(path: str) -> str:
     return os.path.abspath(path) if "://" not in path else path
 
 
-def discover(fs: pafs.FileSystem, root: str) -> list[str]:
-    """Data files under ``root`` as pyarrow.dataset finds them (skipping ``_``/``.`` names).
-
-    Folders are listed one level at a time so ``_arrowidx/`` (and any other ignored folder)
-    is never walked.
-    """
-    if isinstance(fs, pafs.LocalFileSystem):
-        return _discover_local(root)
-    out, pending = [], [root]
-    while pending:
-        folder = pending.pop()
-        for info in fs.get_file_info(pafs.FileSelector(folder)):
-            if posixpath.basename(info.path).startswith(("_", ".")):
-                continue
-            if info.type == pafs.FileType.Directory:
-                pending.append(info.path)
-            elif info.type == pafs.FileType.File:
-                out.append(info.path)
-    return sorted(out)
-
-
-def _discover_local(root: str) -> list[str]:
-    """:func:`discover` on a local disk with ``os.scandir`` (about 5x faster for 1,000 files
-    than listing through pyarrow, which builds a ``FileInfo`` per entry). Symlinked folders
-    are followed, as pyarrow does, except into a folder that contains them (a loop)."""
-    out: list[str] = []
-    try:
-        st = os.stat(root)
-        top: frozenset = frozenset({(st.st_dev, st.st_ino)})
-    except OSError:
-        top = frozenset()  # os.scandir below raises what pyarrow raises
-    pending = [(root, top)]  # (folder, the folders above it and itself)
-    while pending:
-        folder, above = pending.pop()
-        with os.scandir(folder) as entries:  # FileNotFoundError / NotADirectoryError as pyarrow raises
-            entries = list(entries)
-        prefix = folder if folder.endswith("/") else folder + "/"
-        for entry in entries:
-            name = entry.name
-            if name[0] in "_.":
-                continue
-            if entry.is_dir():
-                st = entry.stat()
-                key = (st.st_dev, st.st_ino)
-                if key not in above:
-                    pending.append((prefix + name, above | {key}))
-            elif entry.is_file():
-                out.append(prefix + name)
-    out.sort()
-    return out
+def discover(fs: pafs.FileSystem | Store, root: str) -> list[str]:
+    """Data files under ``root`` as pyarrow.dataset finds them (skipping ``_``/``.`` names,
+    and folders so named: ``_arrowidx/`` is never walked)."""
+    return [info.path for info in as_store(fs).list(root)]
 
 
 # --------------------------------------------------------------------------------------
@@ -179,7 +189,8 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, or ``sleep:SECONDS``) the process is killed with SIGKILL or paused there. Used by
+    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
+    with SIGKILL or paused there. Used by
     the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
@@ -192,6 +203,10 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
+            deadline = time.monotonic() + 120
+            while not os.path.exists(action[5:]) and time.monotonic() < deadline:
+                time.sleep(0.02)
         elif action.startswith("kill"):
             _, _, nth = action.partition("@")
             if hits == int(nth or 1):
@@ -221,29 +236,6 @@ def check_rel(rel: Any, source: str, where: str, under: str | None = None) -> st
     return rel
 
 
-def local_path(fs: pafs.FileSystem, path: str) -> str | None:
-    """The OS path of ``path`` when ``fs`` is a local disk (possibly wrapped), else None."""
-    if isinstance(fs, pafs.LocalFileSystem):
-        return path
-    if isinstance(fs, pafs.SubTreeFileSystem) and isinstance(fs.base_fs, pafs.LocalFileSystem):
-        return posixpath.join(fs.base_path, path.lstrip("/"))
-    inner = getattr(getattr(fs, "handler", None), "fs", None)  # fsspec wrapped by PyFileSystem
-    protocol = getattr(inner, "protocol", None)
-    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
-    if "file" in protocols or "local" in protocols:
-        return path
-    return None
-
-
-def _is_memory(fs: pafs.FileSystem) -> bool:
-    if type(fs).__name__ == "_MockFileSystem":
-        return True
-    inner = getattr(getattr(fs, "handler", None), "fs", None)
-    protocol = getattr(inner, "protocol", None)
-    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
-    return "memory" in protocols
-
-
 def ensure_inside(fs: pafs.FileSystem, root: str, path: str, what: str) -> None:
     """Refuse ``path`` (under ``root``) when symlinks take it outside the root."""
     local = local_path(fs, path)
@@ -263,14 +255,13 @@ def join(root: str, rel: str) -> str:
 
 
 def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
-    """The bytes of ``path``; a missing or unreadable file is a :class:`CorruptIndexError` naming it."""
+    """The bytes of ``path``; a missing file is a :class:`CorruptIndexError` naming it (the
+    dataset lost it), any other failure a :class:`~arrowidx.errors.StorageError` (access,
+    network) naming it."""
     try:
-        with fs.open_input_stream(path) as f:
-            return f.read()
+        return as_store(fs).get(path, what)
     except FileNotFoundError:
         raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
-    except (OSError, pa.ArrowException) as e:
-        raise CorruptIndexError(f"{what} cannot be read: {e}", source=path) from None
 
 
 def checksum(data: bytes) -> str:
@@ -278,36 +269,16 @@ def checksum(data: bytes) -> str:
     return xxhash.xxh64_hexdigest(data)
 
 
-def _write_new_file(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (a temporary name); on a local disk fsync'd before returning."""
-    local = local_path(fs, path)
-    if local is not None:
-        with open(local, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    else:
-        with fs.open_output_stream(path) as out:
-            out.write(data)
-
-
-def write_atomic(fs: pafs.FileSystem, path: str, data: bytes, root: str | None = None) -> None:
-    """Write under a temporary name in the same folder, then move into place (local disks:
+def write_atomic(fs: pafs.FileSystem | Store, path: str, data: bytes, root: str | None = None) -> None:
+    """Write the complete object ``path`` (a temporary file moved into place on local disks,
     fsync'd first). With ``root``, refuse a folder that symlinks lead outside it."""
-    folder = posixpath.dirname(path)
-    fs.create_dir(folder, recursive=True)
+    store = as_store(fs)
     if root is not None:
-        ensure_inside(fs, root, folder, "folder")
-    tmp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(path)}")
-    try:
-        _write_new_file(fs, tmp, data)
-        fs.move(tmp, path)
-    except BaseException:
-        try:
-            fs.delete_file(tmp)
-        except OSError:
-            pass
-        raise
+        folder = posixpath.dirname(path)
+        if isinstance(store.fs, pafs.LocalFileSystem) or local_path(store.fs, folder) is not None:
+            os.makedirs(local_path(store.fs, folder), exist_ok=True)
+        ensure_inside(store.fs, root, folder, "folder")
+    store.put(path, data)
 
 
 # --------------------------------------------------------------------------------------
@@ -325,6 +296,9 @@ class IndexRef:
     embedded: str | None = None  # base64 container, when size <= threshold
     file: str | None = None  # path relative to the root
     xxh64: str | None = None  # checksum of the container bytes
+    # {column: {index type: [start, length, xxh64]}} of a container in a file: a reader
+    # fetches one column's index alone, checked by its own checksum (index.container.SparseContainer)
+    layout: dict | None = None
 
     def arrow_schema(self) -> pa.Schema:
         cached = getattr(self, "_schema", None)
@@ -356,11 +330,12 @@ class FileEntry:
     index: IndexRef | None = None
     deletion: DeletionRef | None = None
     fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed
+    stamp: str | None = None  # the store's change stamp when it was indexed (storage.ObjectInfo.stamp)
 
-    def matches(self, info: pafs.FileInfo) -> bool:
+    def matches(self, info: ObjectInfo | None) -> bool:
         """Size and mtime unchanged (only for entries without a fingerprint, written before
         fingerprints existed)."""
-        if info.type != pafs.FileType.File or info.size != self.size:
+        if info is None or info.size != self.size:
             return False
         return self.mtime_ns is None or info.mtime_ns is None or info.mtime_ns == self.mtime_ns
 
@@ -369,7 +344,7 @@ class FileEntry:
         """The inverse of ``dataclasses.asdict`` (no validation: see :meth:`Manifest.from_json`)."""
         index = IndexRef(**d["index"]) if d.get("index") else None
         deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
-        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"))
+        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"))
 
 
 @dataclass
@@ -381,6 +356,16 @@ class Manifest:
     options: dict[str, str] = field(default_factory=dict)
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
+
+    def copy(self) -> Manifest:
+        """A copy whose files and entries a writer may change (index and deletion references
+        are shared: they are replaced, never changed)."""
+        files = {rel: dataclasses.replace(e) for rel, e in self.files.items()}
+        for rel, e in files.items():
+            listed = getattr(self.files[rel], "_listed", None)
+            if listed is not None:
+                e._listed = listed  # type: ignore[attr-defined]
+        return dataclasses.replace(self, files=files, options=dict(self.options))
 
     def _payload(self) -> dict:
         return {
@@ -469,6 +454,26 @@ def _hex(d: dict, key: str, source: str, where: str, required: bool) -> str | No
     return value
 
 
+def _layout(raw: dict, size: int, source: str, where: str) -> dict | None:
+    """An index's ``layout`` (optional), each window inside the container and checksummed."""
+    layout = _dict(raw, "layout", source, where, optional=True)
+    if layout is None:
+        return None
+    for column, by_type in layout.items():
+        if not isinstance(by_type, dict):
+            raise CorruptManifestError(f"expected an object, got {_show(by_type)}", source=source, field=f"{where}layout.{column}")
+        for index_type, window in by_type.items():
+            w = f"{where}layout.{column}.{index_type}"
+            ok = isinstance(window, list) and len(window) == 3 and all(type(x) is int for x in window[:2])
+            ok = ok and isinstance(window[2], str) and (
+                (window[0] == -1 and window[1] == 0) or (0 <= window[0] and 0 <= window[1] and window[0] + window[1] <= size
+                                                         and _HEX16.fullmatch(window[2]) is not None))  # fmt: skip
+            if not ok:
+                raise CorruptManifestError(f"expected [start, length, xxh64] inside {size} bytes, got {_show(window)}",
+                                           source=source, field=w)  # fmt: skip
+    return layout
+
+
 def _decode_schema(text: str, source: str, where: str, cache: dict[str, pa.Schema]) -> pa.Schema:
     schema = cache.get(text)
     if schema is None:
@@ -522,6 +527,7 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         mtime_ns = _int(f, "mtime_ns", source, where, low=-(2**62), optional=True)
         rows = _int(f, "rows", source, where)
         fingerprint = _str(f, "fingerprint", source, where, optional=True)
+        stamp = _str(f, "stamp", source, where, optional=True)
         if fingerprint is not None:
             m = _FINGERPRINT.fullmatch(fingerprint)
             if m is None or int(m.group(1)) != size:
@@ -543,7 +549,8 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
             if embedded is not None and len(embedded) != 4 * ((index_size + 2) // 3):
                 raise CorruptManifestError(f"{len(embedded)} base64 characters cannot hold {index_size} bytes",
                                            source=source, field=f"{w}embedded")  # fmt: skip
-            index = IndexRef(index_options, schema_text, index_size, embedded, index_file, _hex(raw, "xxh64", source, w, strict))
+            index = IndexRef(index_options, schema_text, index_size, embedded, index_file, _hex(raw, "xxh64", source, w, strict),
+                             _layout(raw, index_size, source, w))  # fmt: skip
             index._schema = _decode_schema(schema_text, source, f"{w}schema", schemas)  # type: ignore[attr-defined]
         deletion = None
         raw = _dict(f, "deletion", source, where, optional=True)
@@ -560,7 +567,7 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
                 raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
                                            field=f"{w}cardinality")  # fmt: skip
             deletion = DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
-        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint)
+        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp)
         entry._listed = (source, f"files[{i}]")  # type: ignore[attr-defined]  # for errors found when loading
     return Manifest(version, files, options, created_ms, source)
 
@@ -574,19 +581,21 @@ def manifest_path(version: int) -> str:
     return f"{META_DIR}/manifest-{version:08d}.json"
 
 
-def manifest_versions(fs: pafs.FileSystem, root: str) -> list[int]:
+def manifest_versions(fs: pafs.FileSystem | Store, root: str) -> list[int]:
     """Committed manifest versions on disk, ascending."""
+    return sorted(manifest_infos(fs, root))
+
+
+def manifest_infos(fs: pafs.FileSystem | Store, root: str) -> dict[int, ObjectInfo]:
+    """The committed manifests on disk by version, as one listing finds them (their size
+    and change stamp tell a manifest edited in place from the one parsed before)."""
     meta = join(root, META_DIR)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(meta, allow_not_found=True))
-    except (OSError, pa.ArrowException) as e:
-        raise ArrowIdxError(f"{meta}: cannot list the manifests: {e}") from None
-    out = []
-    for info in infos:
+    out = {}
+    for info in as_store(fs).list(meta, recursive=False, hidden=True, missing_ok=True):
         m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
-        if m and int(m.group(1)) > 0:  # whatever its type: a directory there is reported when read, never skipped
-            out.append(int(m.group(1)))
-    return sorted(out)
+        if m and int(m.group(1)) > 0:
+            out[int(m.group(1))] = info
+    return out
 
 
 def latest_hint(fs: pafs.FileSystem, root: str) -> int | None:
@@ -624,90 +633,63 @@ def read_manifest(fs: pafs.FileSystem, root: str, version: int) -> Manifest:
     return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
 
 
-def _exclusive_create(fs: pafs.FileSystem, tmp: str, final: str) -> bool:
-    """Move the complete file ``tmp`` to ``final`` only if ``final`` does not exist.
-    False when it exists (another writer won)."""
-    local_tmp, local_final = local_path(fs, tmp), local_path(fs, final)
-    if local_tmp is not None and local_final is not None:
-        try:
-            os.link(local_tmp, local_final)  # atomic put-if-absent of a complete file
-            return True
-        except FileExistsError:
-            return False
-        except OSError:  # no hard links on this disk (FAT, some network mounts)
-            pass
-        try:
-            fd = os.open(local_final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as out, open(local_tmp, "rb") as src:
-            out.write(src.read())
-            out.flush()
-            os.fsync(out.fileno())
-        return True
-    if _is_memory(fs) or os.environ.get(SINGLE_WRITER_ENV) == "1":
-        with _MEMORY_LOCK:  # in-process filesystems: a lock makes check-and-move atomic
-            if fs.get_file_info(final).type != pafs.FileType.NotFound:
-                return False
-            fs.move(tmp, final)
-            return True
-    raise CommitUnsupportedError(
-        f"{final}: {type(fs).__name__} cannot create a file only if it is absent, so two writers could"
-        f" both commit version and one would be lost. arrowidx commits only on local disks (and"
-        f" in-memory filesystems); with exactly one writer at a time set {SINGLE_WRITER_ENV}=1"
-    )
-
-
-_MEMORY_LOCK = threading.Lock()
-
-
-def commit_manifest(fs: pafs.FileSystem, root: str, manifest: Manifest, base_version: int) -> Manifest:
-    """Commit ``manifest`` as version ``base_version + 1`` with one exclusive create.
+def commit_manifest(fs: pafs.FileSystem | Store, root: str, manifest: Manifest, base_version: int) -> Manifest:
+    """Commit ``manifest`` as version ``base_version + 1`` with one exclusive create
+    (:meth:`Store.create <arrowidx.storage.Store.create>`: a hard link of a complete file on
+    local disks, put-if-absent on object stores).
 
     Raises :class:`CommitConflictError` if another writer committed after ``base_version``
-    was read (their work is kept; :func:`build` and :func:`delete` retry by themselves).
+    was read (their work is kept; :func:`build` and :func:`delete` retry by themselves), and
+    :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot create a file
+    only if it is absent.
     """
+    store = as_store(fs)
     conflict = CommitConflictError(
         f"{join(root, META_DIR)}: another build or delete committed version {base_version + 1} first;"
         " nothing was lost: run it again (build and delete retry by themselves)"
     )
     meta = join(root, META_DIR)
-    fs.create_dir(meta, recursive=True)
-    ensure_inside(fs, root, meta, "folder")
-    if latest_version(fs, root) != base_version:
+    if local_path(store.fs, meta) is not None:
+        os.makedirs(local_path(store.fs, meta), exist_ok=True)
+        ensure_inside(store.fs, root, meta, "folder")
+    if latest_version(store, root) != base_version:
         raise conflict
     manifest.version = base_version + 1
     manifest.created_ms = int(time.time() * 1000)
     final = join(root, manifest_path(manifest.version))
-    tmp = posixpath.join(meta, f".tmp-{uuid.uuid4().hex}-manifest.json")
     data = manifest.to_json().encode()
-    try:
-        _write_new_file(fs, tmp, data)
-        fault_point("before-commit")
-        won = _exclusive_create(fs, tmp, final)
-    finally:
-        try:
-            if fs.get_file_info(tmp).type == pafs.FileType.File:
-                fs.delete_file(tmp)
-        except OSError:
-            pass
-    if not won:
+    fault_point("before-commit")
+    if not store.create(final, data):
         raise conflict
     fault_point("committed")
-    newest = latest_version(fs, root)
+    newest = latest_version(store, root)
     if newest != manifest.version:  # a version above ours existed (ours was vacuumed below it)
-        try:
-            fs.delete_file(final)
-        except OSError:
-            pass
+        store.delete(final)
         raise conflict
     manifest.source = final
     try:
-        write_atomic(fs, join(root, LATEST), str(manifest.version).encode())
-    except OSError:
+        store.put(join(root, LATEST), str(manifest.version).encode())
+    except (OSError, ArrowIdxError):
         pass  # only a hint: readers never need it
     fault_point("latest-written")
     return manifest
+
+
+def require_commit(fs: pafs.FileSystem | Store, root: str) -> None:
+    """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
+    manifest version (put-if-absent): asked by writers before they upload anything."""
+    as_store(fs).require_create(join(root, manifest_path(1)))
+
+
+def check_base(fs: pafs.FileSystem | Store, root: str, base_version: int) -> None:
+    """The cheap conflict check a writer makes before uploading what only its own commit
+    would reference (one listing of ``_arrowidx/``): :class:`CommitConflictError` when
+    another writer committed after ``base_version``."""
+    if latest_version(fs, root) != base_version:
+        raise CommitConflictError(
+            f"{join(root, META_DIR)}: another build or delete committed after version {base_version};"
+            " nothing was lost: run it again (build and delete retry by themselves)"
+        )
 
 
 def with_commit_retries(attempt: Callable[[], T], tries: int = COMMIT_TRIES) -> T:
@@ -728,10 +710,10 @@ def check_stale_option(value: str) -> str:
     return value
 
 
-def file_infos(fs: pafs.FileSystem, root: str, rel_paths: Iterable[str]) -> dict[str, pafs.FileInfo]:
+def file_infos(fs: pafs.FileSystem | Store, root: str, rel_paths: Iterable[str]) -> dict[str, ObjectInfo | None]:
+    """Per relative path, its :class:`~arrowidx.storage.ObjectInfo` (None: no such file)."""
     rel_paths = list(rel_paths)
-    infos = fs.get_file_info([join(root, p) for p in rel_paths])
-    return dict(zip(rel_paths, infos))
+    return dict(zip(rel_paths, as_store(fs).stat([join(root, p) for p in rel_paths])))
 
 
 def schema_to_b64(schema: pa.Schema) -> str:
@@ -744,25 +726,49 @@ def schema_to_b64(schema: pa.Schema) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None = None, *,
+def same_by_stamp(entry: FileEntry, info: ObjectInfo | None) -> bool:
+    """The store says the file was not written or replaced since it was indexed: the same
+    size, modification time and change stamp (local disks: inode and change time, which
+    ``cp -p`` and ``rsync -t`` cannot set back; object stores: the ETag, a hash of the
+    content). No byte of the file needs reading."""
+    return (
+        info is not None and entry.stamp is not None and info.stamp == entry.stamp and info.size == entry.size
+        and (entry.mtime_ns is None or info.mtime_ns is None or info.mtime_ns == entry.mtime_ns)
+    )  # fmt: skip
+
+
+def needs_footer(entry: FileEntry, info: ObjectInfo | None) -> bool:
+    """Whether :func:`entry_is_fresh` needs the data file's footer (its fingerprint)."""
+    return info is not None and info.size == entry.size and entry.fingerprint is not None and not same_by_stamp(entry, info)
+
+
+def entry_is_fresh(entry: FileEntry, info: ObjectInfo | None, footer: Footer | Callable[[], Footer] | None = None, *,
                    on_stale_deletions: str = "raise") -> bool:  # fmt: skip
     """True when the data file is still the one ``entry`` describes (its index and deletion
     vector apply); False when it changed (read it in full, ignore its index).
 
-    Identity is the content fingerprint (size + XXH64 of the file's tail with its footer),
-    so copies keep their indexes and same-size same-mtime rewrites are caught; entries
-    without a fingerprint fall back to size + mtime. A changed file that has deletions
-    raises :class:`StaleDeletionError` unless ``on_stale_deletions="read-full"``.
+    Identity is the content: the store's change stamp when it is the one recorded
+    (:func:`same_by_stamp`: nothing read), else the content fingerprint (size + XXH64 of the
+    file's tail with its footer; ``footer`` is the footer or a function reading it, called
+    only then), so copies keep their indexes and same-size same-mtime rewrites are caught;
+    entries without a fingerprint fall back to size + mtime. A changed file that has
+    deletions raises :class:`StaleDeletionError` unless ``on_stale_deletions="read-full"``.
     """
-    if footer is not None and entry.fingerprint is not None:
+    where = info.path if info is not None else entry.path
+    if info is None or info.size != entry.size:
+        fresh = False  # gone, or another size: nothing to read to see it
+    elif same_by_stamp(entry, info):
+        fresh = True
+    elif entry.fingerprint is not None and footer is not None:
+        footer = footer() if callable(footer) else footer
         fresh = footer.fingerprint == entry.fingerprint
         if fresh and footer.num_rows != entry.rows:
             raise CorruptIndexError(
                 f"the manifest says {entry.rows} rows but the file has {footer.num_rows}; rebuild with arrowidx build",
-                source=info.path or entry.path,
+                source=where,
             )
-    elif entry.fingerprint is not None and info.size != entry.size:
-        fresh = False  # fast path: no footer needed to see a different size
+    elif entry.fingerprint is not None:
+        raise ValueError("entry_is_fresh: this entry's identity is its fingerprint: pass the footer")
     else:
         fresh = entry.matches(info)
     if not fresh and entry.deletion is not None and on_stale_deletions != "read-full":
@@ -771,7 +777,7 @@ def entry_is_fresh(entry: FileEntry, info: pafs.FileInfo, footer: Footer | None 
             " matches the manifest's fingerprint), so its deletion vector no longer applies. Restore the file,"
             " or pass on_stale_deletions='read-full' to read it in full (the deleted rows come back), or"
             " rebuild with build(..., on_stale_deletions='read-full') to forget those deletions",
-            path=info.path or entry.path,
+            path=where,
         )
     return fresh
 
@@ -810,39 +816,35 @@ def load_index_bytes(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bytes 
     return data
 
 
-def load_deletion_vector(fs: pafs.FileSystem, root: str, entry: FileEntry, blobs: dict[str, bytes]) -> DeletionVector | None:
-    """``entry``'s verified deletion vector (None if it has none). ``blobs`` caches whole
-    deletion files by path, since one file holds the vectors of many data files.
+def deletion_record_length(ref: DeletionRef) -> int:
+    """Bytes of the deletion file holding ``ref``'s vector: a 32-bit record is its length
+    field, that many bytes and a CRC (the range's length is the length field's value, as
+    Paimon's index manifest records it); a 64-bit record is the range."""
+    return ref.length if ref.bitmap64 else ref.length + 8
 
-    Raises :class:`CorruptIndexError` naming the deletion file when it is missing, outside
-    the root, too short for the range, or the range fails its checksum or does not parse.
-    """
+
+def deletion_vector_of(entry: FileEntry, path: str, record: bytes) -> DeletionVector:
+    """``entry``'s deletion vector from the bytes of its record (read alone from the
+    deletion file ``path``), verified: the range must lie in the file and match its
+    checksum in the manifest, and the record must parse. Errors name the deletion file (or
+    the manifest, when its range is what is wrong)."""
     ref = entry.deletion
-    if ref is None:
-        return None
-    path = join(root, ref.file)
-    data = blobs.get(path)
-    if data is None:
-        ensure_inside(fs, root, path, "deletion file")
-        data = blobs[path] = read_bytes(fs, path, "deletion-vectors file")
     end = ref.offset + ref.length
-    if end > len(data):
+    if len(record) != deletion_record_length(ref):
+        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {ref.offset + deletion_record_length(ref)}) is past the end of {path}"
         where = getattr(entry, "_listed", None)
-        message = f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) is past the end of {path} ({len(data)} bytes)"
-        if where:
+        if where:  # the manifest's range is what is wrong
             raise CorruptManifestError(message, source=where[0], field=f"{where[1]}.deletion.offset")
-        raise CorruptIndexError(message, source=path)
-    if ref.xxh64 is not None and checksum(data[ref.offset : end]) != ref.xxh64:
+        raise CorruptIndexError(message, source=path, offset=ref.offset)
+    if ref.xxh64 is not None and checksum(record[: ref.length]) != ref.xxh64:
         raise CorruptIndexError(
             f"deletion vector of {entry.path} at bytes [{ref.offset}, {end}) does not match its checksum in the"
             f" manifest{_listed(entry)} (the file is damaged, or the manifest points at another vector);"
             " restore them from a backup",
             source=path, offset=ref.offset,
         )  # fmt: skip
-    try:
-        vectors = read_deletion_vectors(
-            data, ranges={entry.path: (ref.offset, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64
-        )
+    try:  # the record alone, behind a deletion file's version byte
+        vectors = read_deletion_vectors(b"\x01" + record, ranges={entry.path: (1, ref.length, ref.cardinality)}, bitmap64=ref.bitmap64)
     except CorruptIndexError as e:
-        raise CorruptIndexError(e.detail, source=path, offset=e.offset) from None
+        raise CorruptIndexError(e.detail, source=path, offset=ref.offset + max(0, (e.offset or 1) - 1)) from None
     return vectors[entry.path]

@@ -41,13 +41,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from .._lazy import lazy_module
 from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..predicate import Compare
 from ..result import bitmap_to_mask
+from ..statistics import statistics_filter
+
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
 
 def expression_mask(table: pa.Table | pa.RecordBatch, expr, *, threads: bool = True) -> np.ndarray:
@@ -92,11 +95,17 @@ def bitmap_groups(bitmap, offsets: np.ndarray) -> list[int]:
 
 def statistics_groups(fragment: ds.ParquetFileFragment, expr: pc.Expression, schema: pa.Schema, groups: list[int]) -> list[int]:
     """``groups`` minus those pyarrow's row-group statistics and the fragment's partition
-    expression rule out for ``expr`` (evaluated under ``schema``)."""
+    expression rule out for ``expr`` (evaluated under ``schema``). Statistics judge only the
+    part of ``expr`` they can judge soundly (:func:`arrowidx.statistics.statistics_filter`):
+    pyarrow's own pruning drops NaN rows, ``0.0`` rows of ``IN (0.0)`` and rows of literals
+    of another type."""
+    sound = statistics_filter(expr, schema).expression
+    if sound is None:
+        return groups
     try:
         if len(groups) < fragment.num_row_groups:  # evaluate only the groups the index kept
             fragment = fragment.subset(row_group_ids=groups)
-        kept = fragment.subset(filter=expr, schema=schema).row_groups
+        kept = fragment.subset(filter=sound, schema=schema).row_groups
     except (pa.ArrowException, TypeError, ValueError):
         return groups  # pyarrow cannot prune with it (reading will say why, as pyarrow does)
     ids = {rg.id for rg in kept}
@@ -156,6 +165,20 @@ def polars_usable() -> bool:
     alone, as ``pyarrow.dataset`` would.
     """
     return not _FORKED_AFTER_POLARS
+
+
+#: The pyarrow read path uses Polars' Parquet reader (:func:`take_with_polars`,
+#: :func:`filter_with_polars`) when Polars is already loaded in the process, or when the
+#: column bytes it would spare pyarrow decoding reach this: importing Polars costs ~0.3 s
+#: (measured, issue 39), which pyarrow spends decoding ~256 MB. A script's one needle
+#: query thus never pays Polars' import; a service that reads much does, once.
+POLARS_IMPORT_PAYS_BYTES = 256 << 20
+
+
+def polars_pays(bytes_at_stake: int) -> bool:
+    """Whether the read path may use Polars for reads that would make pyarrow decode
+    ``bytes_at_stake`` bytes (see :data:`POLARS_IMPORT_PAYS_BYTES`)."""
+    return polars_usable() and ("polars" in sys.modules or bytes_at_stake >= POLARS_IMPORT_PAYS_BYTES)
 
 
 def _after_fork_in_child() -> None:
@@ -311,7 +334,12 @@ class FileReader:
         when Polars cannot read these files or the filter has no exact Polars form)."""
         if not self.polars_takes or not late or not filter_columns:
             return {}
-        if not any(r.bitmap is None and _rows_of(r.offsets, r.row_groups) >= FILTER_MIN_ROWS for r in late):
+        whole = [r for r in late if r.bitmap is None and _rows_of(r.offsets, r.row_groups) >= FILTER_MIN_ROWS]
+        if not whole:
+            return {}
+        if "polars" not in sys.modules and not polars_pays(
+            sum(column_bytes(r.fragment(False).metadata, r.row_groups, out) for r in whole if r.schema is None)
+        ):
             return {}
         predicate = polars_filter(expr, self.schema)
         if predicate is None:
@@ -445,6 +473,7 @@ def take_with_polars(
     fails). Tables are as :meth:`FileReader.scan` returns them: ``columns`` under
     ``schema``, or a file's own schema mapped by its ``adapt``."""
     jobs = []
+    stake = 0  # bytes pyarrow would decode for these reads
     for i, ((r, groups), mask) in enumerate(zip(reads, masks)):
         if mask is None or mask.size < TAKE_MIN_ROWS:
             continue
@@ -454,7 +483,8 @@ def take_with_polars(
         own = r.schema is not None
         source = r.source_columns(columns) if own and r.source_columns else list(columns)
         fragment = r.fragment(False)
-        if column_bytes(fragment.metadata, groups, source) < TAKE_MIN_BYTES:
+        decoded = column_bytes(fragment.metadata, groups, source)
+        if decoded < TAKE_MIN_BYTES:
             continue
         types = _fragment_types(fragment, r.schema if own else schema, source)[0]
         if types is None:
@@ -463,7 +493,8 @@ def take_with_polars(
         if rows[-1] >= 2**32 - 1:
             continue  # beyond Polars' 32-bit row index
         jobs.append((i, r, fragment.path, source, types, rows))
-    if not jobs:
+        stake += decoded
+    if not jobs or not polars_pays(stake):
         return {}
     import polars as pl
 

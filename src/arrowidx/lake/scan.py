@@ -32,8 +32,8 @@ unification behave exactly as in ``pyarrow.dataset``. The result equals
 from __future__ import annotations
 
 import operator
-import os
 import posixpath
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,36 +44,51 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .. import facts
+from .._lazy import lazy_module
 from ..deletion import DeletionVector
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
-from ..predicate import bind, expression_text, is_exact, needles
+from ..filters import Filter, user_filter
+from ..index.container import SparseContainer
+from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
+from ..statistics import statistics_filter
+from ..storage import ObjectInfo, Store, as_store
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
 from .footer import Footer, read_footer
 from .layout import (
     META_DIR,
     FileEntry,
     Manifest,
+    _listed,
     check_stale_option,
-    discover,
+    deletion_record_length,
+    deletion_vector_of,
+    ensure_inside,
     entry_is_fresh,
     file_infos,
     join,
     latest_version,
-    load_deletion_vector,
     load_index_bytes,
-    load_manifest,
+    manifest_infos,
+    read_manifest,
     resolve,
+)
+from .partitions import (
+    hive_partitioning,
+    partition_expressions,
+    partition_view,
+    with_partition_fields,
+    with_pruned,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
 
-#: Footers and index files of a cold dataset are read on this many threads.
-IO_THREADS = 8
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
+
 # From this many files a query's stats (one per file: is it still the file indexed?) are
 # split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
 _PARALLEL_STAT_FILES = 256
@@ -81,15 +96,35 @@ _PARALLEL_STAT_FILES = 256
 # thread stats the files they ruled out (IndexedDataset._plan_needle): the stats, ~4 ms for
 # 1,000 files, then cost no time of their own.
 NEEDLE_MAX_FILES = 16
-_STAT_POOL: list[ThreadPoolExecutor] = []  # one helper thread, started on first use
-os.register_at_fork(after_in_child=_STAT_POOL.clear)  # a forked child has no such thread: start its own
+_PARQUET: list = []  # the format of datasets opened by path: one object, so fragments are shared
+
+
+def _parquet_format():
+    if not _PARQUET:
+        _PARQUET.append(ds.ParquetFileFormat())
+    return _PARQUET[0]
 
 
 def _stat_pool() -> ThreadPoolExecutor:
-    """The helper thread of :meth:`IndexedDataset._stat_files`."""
-    if not _STAT_POOL:
-        _STAT_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="arrowidx-stat"))
-    return _STAT_POOL[0]
+    """The process's I/O pool (:func:`arrowidx.facts.executor`)."""
+    return facts.executor()
+
+
+def load_manifest_shared(store: Store, root: str) -> Manifest:
+    """The current manifest of ``root``: its version listed now, its content parsed once
+    per process (a manifest version is created once and never rewritten). Readers only:
+    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change."""
+    infos = manifest_infos(store, root)
+    if not infos:
+        return Manifest()
+    version = max(infos)
+    info = infos[version]
+    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
+    return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+
+
+def _sized(manifest: Manifest) -> tuple[Manifest, int]:
+    return manifest, 512 + 400 * len(manifest.files)
 
 
 @dataclass
@@ -259,40 +294,42 @@ class IndexedDataset:
 
     def __init__(
         self,
-        filesystem: pafs.FileSystem,
+        filesystem: pafs.FileSystem | Store,
         root: str,
         *,
         on_corrupt: str = "raise",
         threads: int = 2,
         source: ds.FileSystemDataset | None = None,
         on_stale_deletions: str = "raise",
+        partitioning: Any = "hive",
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
-        self.fs = filesystem
+        self.store = as_store(filesystem)
+        self.fs = self.store.fs
         self.root = root
         self.on_corrupt = on_corrupt
         self.threads = threads
         self.source = source
-        self.format = source.format if source is not None else ds.ParquetFileFormat()
+        self._format = source.format if source is not None else None
+        # facts about data files are shared with every reader of the process when the store
+        # stamps changes; else they stay this object's (see arrowidx.facts)
+        self._token: int | None = None if self.store.stamps else facts.identity_token()
         self._partitions: dict[str, pc.Expression] = {}
+        self.partitioning_spec = partitioning  # Hive folders (lake/partitions.py); a source keeps its own
+        self.partitioning: ds.Partitioning | None = None
         if source is not None:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
-        self.manifest: Manifest = load_manifest(filesystem, root)
-        self._files = self._discover()
+        self.manifest: Manifest = load_manifest_shared(self.store, root)
         self._lock = threading.Lock()
-        self._indexes: dict[tuple, FileIndex] = {}
-        self._footers: dict[tuple, Footer] = {}
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
-        self._fragments: dict[tuple, ds.ParquetFileFragment] = {}
-        self._deletions: dict[tuple, DeletionVector] = {}
-        self._deletion_files: dict[str, bytes] = {}
-        self._infos: dict[str, pafs.FileInfo] = {}
+        self._infos: dict[str, ObjectInfo | None] = {}
         self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
+        self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
+        self._files = self._discover()
         self._schema: pa.Schema | None = source.schema if source is not None else None
-        self._warm: set[tuple] = set()
         self._offsets: dict[tuple, np.ndarray] = {}
         self._counts: dict[tuple, list[int]] = {}
         self._nonempty: dict[tuple, list[int]] = {}
@@ -303,9 +340,17 @@ class IndexedDataset:
         self._index_schemas: dict[str, pa.Schema] = {}
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
         self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
-        self._warm_stamp: tuple = ()  # (manifest version, identities) when every file was last found warm
+        self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
+
+    @property
+    def format(self) -> ds.ParquetFileFormat:
+        """The Parquet format the files are read with (made on first use: pyarrow.dataset is
+        imported only by a read through pyarrow)."""
+        if self._format is None:
+            self._format = _parquet_format()
+        return self._format
 
     # -- files -------------------------------------------------------------------------------
     @property
@@ -324,55 +369,82 @@ class IndexedDataset:
         if self.source is not None:
             return list(self._partitions)
         if self._only is not None:
-            return list(self._only)
+            return self._partitioned(list(self._only))
+        listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
         prefix = self.root.rstrip("/") + "/"
-        return sorted(p[len(prefix) :] if p.startswith(prefix) else posixpath.relpath(p, self.root) for p in discover(self.fs, self.root))
+        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
+        self._infos = dict(zip(rels, listed))
+        self._keys, self._identities = {}, (None, [])
+        self._listed_now = True
+        return self._partitioned(rels)
+
+    def _partitioned(self, files: list[str]) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
+        partitioning = hive_partitioning(files, self.partitioning_spec)
+        if partitioning is not None or self.partitioning is not None:
+            self.partitioning = partitioning
+            self._partitions = partition_expressions(partitioning, files) if partitioning is not None else {}
+        return files
 
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
         files' sizes and times."""
-        if self.manifest.version == 0 or latest_version(self.fs, self.root) != self.manifest.version:
-            self.manifest = load_manifest(self.fs, self.root)
+        if self.manifest.version == 0 or latest_version(self.store, self.root) != self.manifest.version:
+            self.manifest = load_manifest_shared(self.store, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
-        self.forget_file_infos()
+        if not self._listed_now:
+            self.forget_file_infos()
 
     def forget_file_infos(self) -> None:
         """Stat the files again at their next use: once per query, so a file changed since
-        the last query is seen as changed (its index then no longer applies)."""
+        the last query is seen as changed (its index then no longer applies). The first
+        query after the files were listed uses the listing."""
+        if self._listed_now:
+            self._listed_now = False
+            return
         self._infos, self._keys, self._identities = {}, {}, (None, [])
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those)."""
-        self._infos.update(file_infos(self.fs, self.root, rels))
+        self._infos.update(file_infos(self.store, self.root, rels))
         self._identities = (None, [])
         for rel in rels:
             self._keys.pop(rel, None)
 
-    def _info(self, rel: str) -> pafs.FileInfo:
+    def _info(self, rel: str) -> ObjectInfo | None:
         if rel not in self._infos:
             self._stat_files()
             if rel not in self._infos:
-                self._infos.update(file_infos(self.fs, self.root, [rel]))
+                self._infos.update(file_infos(self.store, self.root, [rel]))
         return self._infos[rel]
 
     def _stat_files(self) -> None:
         """Stat every file in one call, noting each one's identity (:meth:`_key`)."""
         files = self.files
-        paths = self._absolute_paths()
-        if len(paths) < _PARALLEL_STAT_FILES:
-            infos = self.fs.get_file_info(paths)
-        else:  # half on a helper thread: stats release the GIL, so two run at once
-            half = len(paths) // 2
-            other = _stat_pool().submit(self.fs.get_file_info, paths[half:])
-            infos = self.fs.get_file_info(paths[:half]) + other.result()
-        identities = [(rel, info.size, info.mtime_ns) for rel, info in zip(files, infos)]
-        self._infos.update(zip(files, infos))
+        if not all(rel in self._infos for rel in files):
+            paths = self._absolute_paths()
+            if len(paths) < _PARALLEL_STAT_FILES:
+                infos = self.store.stat(paths)
+            else:  # half on the I/O pool: stats release the GIL, so two run at once
+                half = len(paths) // 2
+                other = _stat_pool().submit(self.store.stat, paths[half:])
+                infos = self.store.stat(paths[:half]) + other.result()
+            self._infos.update(zip(files, infos))
+        infos = self._infos
+        identities = [self._identity(rel, infos[rel]) for rel in files]
         self._keys.update(zip(files, identities))
         self._identities = (files, identities)
+
+    def _identity(self, rel: str, info: ObjectInfo | None) -> tuple:
+        """``(rel, size, mtime, stamp)``: what the facts of a data file are kept under (with
+        this object's token where the store stamps nothing)."""
+        if info is None:
+            return (rel, None, None, self._token)
+        return (rel, info.size, info.mtime_ns, info.stamp if self._token is None else self._token)
 
     def _absolute_paths(self) -> list[str]:
         """The full paths of :attr:`files` (built once per file list)."""
@@ -382,66 +454,90 @@ class IndexedDataset:
         return self._absolute[1]
 
     def _fresh(self, entry: FileEntry | None) -> bool:
-        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``),
-        remembered per file identity and manifest entry: a scan asks it of every file."""
+        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
+        by the store's change stamp, else by the footer's fingerprint), remembered per file
+        identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
         key = self._key(entry.path)
         known = self._freshness.get(key)
         if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
             return known[2]
-        footer = self.read_footer(entry.path) if entry.fingerprint is not None else None
-        fresh = entry_is_fresh(entry, self._info(entry.path), footer, on_stale_deletions=self.on_stale_deletions)
+        fresh = entry_is_fresh(entry, self._info(entry.path), lambda: self.read_footer(entry.path),
+                               on_stale_deletions=self.on_stale_deletions)  # fmt: skip
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
 
     def file_identity(self, rel: str) -> tuple:
-        """The data file's identity, ``(rel, size, mtime_ns)`` as this query's stat found it:
-        what is cached of a file is cached under it."""
+        """The data file's identity, ``(rel, size, mtime_ns, stamp)`` as this query's stat
+        found it: what is cached of a file is cached under it."""
         return self._key(rel)
 
     def _key(self, rel: str) -> tuple:
-        """The file's identity (path, size, mtime), under which its footer, index and
+        """The file's identity (path, size, mtime, stamp), under which its footer, index and
         deletion vector are cached."""
         key = self._keys.get(rel)
         if key is None:
-            info = self._info(rel)
-            key = self._keys[rel] = (rel, info.size, info.mtime_ns)
+            if not self._identities[1] and len(self.files) > 1:
+                self._stat_files()  # every file at once
+                key = self._keys.get(rel)
+            if key is None:
+                key = self._keys[rel] = self._identity(rel, self._info(rel))
         return key
 
+    def _fact_key(self, kind: str, rel: str, *more) -> tuple:
+        return (kind, self.store.key, join(self.root, rel), *self._key(rel)[1:], *more)
+
     def read_footer(self, rel: str) -> Footer:
-        """The data file's footer and fingerprint, read once per file identity."""
-        key = self._key(rel)
-        footer = self._footers.get(key)
-        if footer is None:
-            footer = read_footer(self.fs, join(self.root, rel), self._info(rel).size)
-            with self._lock:
-                self._footers[key] = footer
-        return footer
+        """The data file's footer and fingerprint (our own read), once per file identity
+        in the process."""
+        info = self._info(rel)
+        path = join(self.root, rel)
+
+        def make():
+            footer = read_footer(self.store, path, info.size if info is not None else None)
+            return footer, footer.metadata.serialized_size
+
+        return facts.FOOTERS.get(self._fact_key("footer", rel), make)
 
     def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
-        """pyarrow's fragment of one data file (its partition expression, footer loaded),
-        created once per file identity. ``dictionary``: one that reads the dataset's
-        dictionary-encoded string columns as dictionaries (:meth:`_dictionary_format`)."""
-        key = (*self._key(rel), dictionary)
-        fragment = self._fragments.get(key)
-        if fragment is None:
-            fmt = self._dictionary_format()[0] if dictionary else self.format
+        """pyarrow's fragment of one data file (its partition expression, footer loaded by
+        pyarrow), made once per file identity in the process. ``dictionary``: one that reads
+        the dataset's dictionary-encoded string columns as dictionaries
+        (:meth:`_dictionary_format`)."""
+        fmt = self._dictionary_format()[0] if dictionary else self.format
+        partition = self._partitions.get(rel)
+        key = self._fact_key("fragment", rel, id(fmt), None if partition is None else str(partition))
+        info = self._info(rel)
+
+        def make():
             fragment = fmt.make_fragment(
-                join(self.root, rel), self.fs, partition_expression=self._partitions.get(rel, pc.scalar(True))
-            )
+                join(self.root, rel), self.fs, partition_expression=partition if partition is not None else pc.scalar(True),
+                file_size=info.size if info is not None else None,
+            )  # (the size known: no request to ask it)
             try:
                 fragment.ensure_complete_metadata()
+            except FileNotFoundError:
+                raise
             except (OSError, pa.ArrowException) as e:
                 raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
-            with self._lock:
-                self._fragments[key] = fragment
-        return fragment
+            return fragment, fragment.metadata.serialized_size + 512
+
+        return facts.FRAGMENTS.get(key, make)
+
+    #: Footers are read by pyarrow through the files' fragments (the one footer read a file
+    #: read by pyarrow needs). A reader that reads with another engine (arrowidx.polars) sets
+    #: it False: footers are then read by arrowidx alone, and pyarrow.dataset never loaded.
+    footers_from_fragments = True
 
     def footer(self, rel: str) -> pq.FileMetaData:
-        """The data file's parsed footer (:meth:`read_footer`; pyarrow's own fragment, which
-        reads it again for its statistics, is created only for files that are read)."""
-        return self.read_footer(rel).metadata
+        """The data file's parsed footer: ours when it was read for its fingerprint (or
+        when :attr:`footers_from_fragments` is False), else pyarrow's, through the file's
+        fragment."""
+        held = facts.FOOTERS.peek(self._fact_key("footer", rel))
+        if held is not None:
+            return held.metadata
+        return self.fragment(rel).metadata if self.footers_from_fragments else self.read_footer(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -459,49 +555,88 @@ class IndexedDataset:
                         if pa.types.is_string(f.type) and group.column(i).has_dictionary_page
                         and self.schema.get_field_index(f.name) >= 0 and pa.types.is_string(self.schema.field(f.name).type)
                     }  # fmt: skip
-            options = ds.ParquetReadOptions(dictionary_columns=sorted(names)) if names else None
-            fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=self.format.default_fragment_scan_options) if names else self.format
-            self._dict_format = (fmt, names)
+            self._dict_format = (_dictionary_format(self.format, frozenset(names)) if names else self.format, names)
         return self._dict_format
 
     def row_count(self, rel: str) -> int:
         return self.footer(rel).num_rows
 
-    def _warm_up(self, files: list[str]) -> None:
-        """Load footers, fragments, indexes and deletion vectors of files not seen yet, in parallel."""
-        if files:
-            self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
+    def _prepare(self, files: list[str], expr=None, *, columns: frozenset[str] | None = None) -> None:
+        """Read, on the process's I/O pool, what planning ``files`` for ``expr`` needs that
+        the process does not hold yet: the footers of files whose freshness needs their
+        fingerprint (their change stamp is not the one indexed), and the bytes of the
+        indexes of ``expr``'s columns (one ranged read per file, when the manifest records
+        where they lie). Nothing else: footers and deletion vectors of the files the
+        indexes keep are read by :meth:`_prepare_kept`."""
+        if not files:
+            return
+        self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
+        if columns is None:
+            columns = frozenset(self.bind_columns(expr)) if expr is not None else frozenset()
         stamp = None
         if files is self.files and self._identities[0] is files:
-            stamp = (self.manifest.version, self._identities[1])
-            if stamp == self._warm_stamp:
-                return  # the same files, unchanged, as when all of them were last warm
-        known, warm = self._keys, self._warm
-        cold = [rel for rel in files if known.get(rel) not in warm]  # (an unknown file is cold)
-        if not cold:
-            if stamp is not None:
-                self._warm_stamp = stamp
-            return
+            stamp = (self.manifest.version, self._identities[1], columns)
+            if stamp == self._prepared:
+                return  # the same files, unchanged, with the same columns, as when last prepared
+        entries = self.manifest.files
+        todo = []
+        for rel in files:
+            entry = entries.get(rel)
+            if entry is None:
+                continue
+            known = self._freshness.get(self._key(rel))
+            if known is None or known[0] is not entry:
+                todo.append(rel)
+            elif known[2] and entry.index is not None and columns:
+                todo.append(rel)
 
         def load(rel: str) -> None:
-            entry = self.manifest.files.get(rel)
-            self.read_footer(rel)
-            if entry is not None and self._fresh(entry):
-                if entry.index is not None:
-                    try:
-                        self.file_index(entry)
-                    except ArrowIdxError:
-                        pass  # plan_file meets (and reports) it
-                if entry.deletion is not None:
-                    self.deletion_vector(rel)
-            with self._lock:
-                self._warm.add(self._key(rel))
+            entry = entries[rel]
+            if self._fresh(entry) and entry.index is not None and columns:
+                try:
+                    index = self.file_index(entry)
+                    if index is not None:
+                        index.load(columns)
+                except ArrowIdxError:
+                    pass  # plan_file meets (and reports) it
 
-        if len(cold) == 1:
-            load(cold[0])
+        facts.parallel(load, todo)
+        if stamp is not None:
+            self._prepared = stamp
+
+    def _prepare_kept(self, plans: list[FilePlan]) -> None:
+        """Read, on the I/O pool, the footers (pyarrow's fragments) and deletion vectors of
+        the files planned to be read that the process does not hold yet."""
+        todo = [p.path for p in plans if p.status != "skipped"]
+        if len(todo) < 2:
             return
-        with ThreadPoolExecutor(max_workers=min(IO_THREADS, len(cold))) as pool:
-            list(pool.map(load, cold))
+        by_file: dict[str, list[FileEntry]] = {}  # the vectors to read, per deletion file
+        for rel in todo:
+            entry = self.manifest.files.get(rel)
+            if entry is not None and entry.deletion is not None and self._fresh(entry):
+                key = self._vector_key(entry)
+                if not facts.DELETIONS.holds(key):
+                    by_file.setdefault(join(self.root, entry.deletion.file), []).append(entry)
+        jobs: list = [(self.fragment, rel) for rel in todo] + [(self._read_vectors, group) for group in by_file.values()]
+        facts.parallel(lambda job: job[0](job[1]), jobs)
+
+    def _vector_key(self, entry: FileEntry) -> tuple:
+        ref = entry.deletion
+        return ("dv", self.store.key, join(self.root, ref.file), ref.offset, ref.length, ref.xxh64, entry.path)
+
+    def _read_vectors(self, entries: list[FileEntry]) -> None:
+        """The vectors of ``entries`` (all in one deletion file) read in one call (nearby
+        ranges in one request on object stores) and kept in the process's store."""
+        path = join(self.root, entries[0].deletion.file)
+        ensure_inside(self.fs, self.root, path, "deletion file")
+        records = [(e.deletion.offset, deletion_record_length(e.deletion)) for e in entries]
+        try:
+            blobs = self.store.get_ranges(path, records, "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        for entry, blob in zip(entries, blobs):
+            dv = deletion_vector_of(entry, path, blob)
+            facts.DELETIONS.put(self._vector_key(entry), dv, _sized_vector(dv)[1])
 
     @property
     def schema(self) -> pa.Schema:
@@ -510,7 +645,7 @@ class IndexedDataset:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
-            self._schema = self.footer(self.files[0]).schema.to_arrow_schema()
+            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
     def bind_columns(self, expr) -> set[str]:
@@ -528,36 +663,54 @@ class IndexedDataset:
 
     # -- indexes and deletion vectors ------------------------------------------------------------
     def file_index(self, entry: FileEntry) -> FileIndex | None:
-        """The opened container of a fresh file (cached), or None if it has none."""
+        """The opened container of a fresh file, shared by every reader of the process (it
+        is named by its content). A container whose layout the manifest records fetches
+        only the columns asked about (:class:`~arrowidx.index.container.SparseContainer`)."""
         ref = entry.index
         if ref is None:
             return None
-        key = (*self._key(entry.path), ref.size, ref.file, ref.embedded is not None)
-        with self._lock:
-            cached = self._indexes.get(key)
-        if cached is not None:
-            return cached
-        source = f"{entry.path} (embedded index)" if ref.embedded is not None else join(self.root, ref.file)
-        data = load_index_bytes(self.fs, self.root, entry)
-        index = FileIndex(data, ref.arrow_schema(), name=source) if data else None
-        with self._lock:
-            self._indexes[key] = index
-        return index
+        if ref.embedded is not None:
+            key = ("index", "embedded", ref.embedded, ref.schema)  # (small: the threshold bounds it)
+            source = f"{join(self.root, entry.path)} (embedded index)"
+        else:
+            source = join(self.root, ref.file)
+            key = ("index", self.store.key, source, ref.size, ref.xxh64, ref.schema)
+
+        def make():
+            if ref.layout is not None and ref.embedded is None:
+                ensure_inside(self.fs, self.root, source, "index file")
+                container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source,
+                                            listed=_listed(entry))  # fmt: skip
+                return FileIndex(container, ref.arrow_schema(), name=source), 1024
+            data = load_index_bytes(self.store, self.root, entry)
+            if not data:
+                return None, 64
+            return FileIndex(data, ref.arrow_schema(), name=source), len(data) + 1024
+
+        return facts.INDEXES.get(key, make)
+
+    def _index_ranges(self, path: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        try:
+            return self.store.get_ranges(path, ranges, "index file")
+        except FileNotFoundError:
+            raise CorruptIndexError("index file is missing (deleted or never written)", source=path) from None
 
     def deletion_vector(self, rel: str) -> DeletionVector | None:
-        """The deletion vector of a fresh file (None if it has none or is stale)."""
+        """The deletion vector of a fresh file (None if it has none or is stale): its range
+        of the deletion file read alone, checked by its checksum, once per process."""
         entry = self.manifest.files.get(rel)
         if entry is None or entry.deletion is None or not self._fresh(entry):
             return None
-        ref = entry.deletion
-        key = (*self._key(rel), ref.file, ref.offset)
-        with self._lock:
-            cached = self._deletions.get(key)
-        if cached is None:
-            cached = load_deletion_vector(self.fs, self.root, entry, self._deletion_files)
-            with self._lock:
-                self._deletions[key] = cached
-        return cached
+        path = join(self.root, entry.deletion.file)
+        return facts.DELETIONS.get(self._vector_key(entry), lambda: _sized_vector(self._read_vector(entry, path)))
+
+    def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
+        ensure_inside(self.fs, self.root, path, "deletion file")
+        try:
+            record = self.store.get_range(path, entry.deletion.offset, deletion_record_length(entry.deletion), "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        return deletion_vector_of(entry, path, record)
 
     # -- planning --------------------------------------------------------------------------------
     def plan_file(self, rel: str, expr, bound: dict | None = None, *, statistics: bool | pc.Expression = True) -> FilePlan:
@@ -573,14 +726,16 @@ class IndexedDataset:
         the Expression is parsed once per query rather than once per file. ``expr`` may
         also be an already bound predicate node (then only the indexes prune).
         """
+        return self._finish(self._decide(rel, expr, bound), expr, statistics)
+
+    def _decide(self, rel: str, expr, bound: dict | None = None) -> FilePlan:
+        """What the index says of one file (no footer, deletion vector or statistics yet)."""
         entry = self.manifest.files.get(rel)
         plan = FilePlan(rel, entry.rows if entry else 0, "remain")
         if entry is None:
             plan.status, plan.note = "no index", "not in the manifest"
-            plan.rows = self.row_count(rel)
         elif not self._fresh(entry):
             plan.status, plan.note = "stale", "changed since indexed"
-            plan.rows = self.row_count(rel)
         elif entry.index is None:
             plan.status, plan.note = "no index", ""
         elif expr is not None:
@@ -603,12 +758,22 @@ class IndexedDataset:
         if plan.status == "remain" and not plan.result.remain:
             plan.status = "skipped"
             plan.rows_selected = 0
-            return plan
-        if plan.result.kind == "bitmap":
+        elif plan.result.kind == "bitmap":
             plan.status = "bitmap"
             plan.rows_selected = len(plan.result.bitmap)
+        return plan
+
+    def _finish(self, plan: FilePlan, expr, statistics: bool | pc.Expression = True) -> FilePlan:
+        """The rest of :meth:`plan_file` for a file the index kept: deleted rows, row groups
+        (those the bitmap holds rows in, then those statistics keep)."""
+        if plan.status == "skipped":
+            return plan
+        rel = plan.path
+        entry = self.manifest.files.get(rel)
         dv = self.deletion_vector(rel) if entry is not None and entry.deletion is not None else None
         plan.deleted = dv.cardinality if dv is not None else 0
+        if entry is None or plan.status == "stale":
+            plan.rows = self.row_count(rel)
         offsets = self.row_group_offsets(rel)
         key = self._key(rel)
         plan.row_group_offsets = offsets
@@ -664,15 +829,25 @@ class IndexedDataset:
     def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
 
-        Footers, indexes and deletion vectors not seen yet are loaded on a thread pool
-        first (once per file identity); planning itself then runs inline. Files a key
-        directory rules out (:meth:`ruled_out`) are skipped without asking their indexes.
+        What the indexes need (the bytes of the filter's columns) is read on the I/O pool
+        first, then every file's index answers; then the footers and deletion vectors of the
+        files they keep are read, in parallel too (:meth:`_prepare`, :meth:`_prepare_kept`).
+        Files a key directory rules out (:meth:`ruled_out`) are skipped without asking their
+        indexes.
         """
+        expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
+        if self.files and isinstance(expr, pc.Expression):
+            check_expression(expr, self.schema, rows=self._may_hold_rows())
+        view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return with_pruned(self, view, view.plan(expr, statistics=statistics))
         self.forget_file_infos()
-        self._warm_up(self.files)
+        self._prepare(self.files, expr)
         bound: dict = {}
         ruled = self.ruled_out(expr, bound)
-        return [ruled.get(rel) or self.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
+        decided = [ruled.get(rel) or self._decide(rel, expr, bound) for rel in self.files]
+        self._prepare_kept(decided)
+        return [self._finish(p, expr, statistics) for p in decided]
 
     def _listed(self, expr, bound: dict) -> dict[str, tuple]:
         """The files the key directories rule out for ``expr`` by their keys alone, each with
@@ -686,11 +861,12 @@ class IndexedDataset:
         """:meth:`plan` (without statistics) for the files the key directories do not rule
         out (``listed``, checked against this query's stats), and how many they ruled out:
         what a read needs, without a plan object per skipped file."""
-        self._warm_up(self.files)
+        self._prepare(self.files, expr)
         keys = self._keys
         ruled = {rel for rel, identity in listed.items() if keys.get(rel) == identity}
-        plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in self.files if rel not in ruled]
-        return plans, len(ruled)
+        decided = [self._decide(rel, expr, bound) for rel in self.files if rel not in ruled]
+        self._prepare_kept(decided)
+        return [self._finish(p, expr, statistics=False) for p in decided], len(ruled)
 
     def _plan_needle(self, expr, bound: dict, listed: dict[str, tuple], kept: list[str]) -> _Route:
         """The route of a needle the key directories narrow to a few files (``listed``: the
@@ -701,22 +877,24 @@ class IndexedDataset:
         read too."""
         files = self.files
         paths = self._absolute_paths()
-        stats = _stat_pool().submit(self.fs.get_file_info, paths)
+        stats = _stat_pool().submit(self.store.stat, paths)
         self.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
-        self._warm_up(kept)
-        plans = [self.plan_file(rel, expr, bound, statistics=False) for rel in kept]
+        self._prepare(kept, expr)
+        decided = [self._decide(rel, expr, bound) for rel in kept]
+        self._prepare_kept(decided)
+        plans = [self._finish(p, expr, statistics=False) for p in decided]
         for p in plans:
             self.prune_with_statistics(p, expr)
 
         def settle() -> list[FilePlan]:
             changed = [
                 rel for rel, info in zip(files, stats.result())
-                if rel in listed and (rel, info.size, info.mtime_ns) != listed[rel]
+                if rel in listed and self._identity(rel, info) != listed[rel]
             ]  # fmt: skip
             if not changed:
                 return []
             self.restat(changed)
-            self._warm_up(changed)
+            self._prepare(changed, expr)
             extra = [self.plan_file(rel, expr, bound, statistics=False) for rel in changed]
             for p in extra:
                 self.prune_with_statistics(p, expr)
@@ -729,7 +907,7 @@ class IndexedDataset:
         """The plans of the files a key directory (:mod:`~arrowidx.lake.directory`) rules
         out for ``expr``: files whose range bitmap holds none of the keys of an equality /
         IN conjunct, skipped as :meth:`plan_file` skips a file whose index answers SKIP,
-        without asking their indexes. Call after :meth:`_warm_up` (it compares the files'
+        without asking their indexes. Call after :meth:`_prepare` (it compares the files'
         identities of this query); ``bound`` is the plan's cache that :meth:`plan_file`
         shares. Empty when no directory applies: every file is then planned one by one."""
         found, columns = self._ruled_out_by_directories(expr, bound)
@@ -791,6 +969,7 @@ class IndexedDataset:
         cached = self._directories.get((column, schema_key))
         if cached is not None and cached[0] == self.manifest.version:
             return cached[1]
+        self._prepare(self.files, columns=frozenset([column]))  # every file's index of the column, in parallel
         candidates = []
         for rel in self.files:
             entry = self.manifest.files.get(rel)
@@ -809,6 +988,8 @@ class IndexedDataset:
 
     def explain(self, filter=None) -> Explain:
         """What the indexes do for ``filter``: per file, skipped by which index, rows and row groups kept."""
+        where = user_filter(filter, lambda: self.schema)
+        filter = where.pushdown
         plans = self.plan(filter)
         for plan in plans:  # name the index types that, alone, rule a skipped file out
             entry = self.manifest.files.get(plan.path)
@@ -819,7 +1000,7 @@ class IndexedDataset:
                 dv = self.deletion_vector(plan.path)
                 plan.deleted = dv.cardinality if dv is not None else 0
             plan.why = _why(plan, index, filter, self.schema)
-        return Explain(expression_text(filter), plans)
+        return Explain(where.describe(expression_text(filter)), plans)
 
     def __repr__(self) -> str:
         indexed = sum(1 for rel in self.files if rel in self.manifest.files)
@@ -915,6 +1096,12 @@ class IndexedDataset:
             return False
         return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
 
+    def _may_hold_rows(self) -> bool:
+        """False only when the manifest lists every file, each with no row (an empty lake:
+        pyarrow's filter then runs no kernel, see ``check_expression``)."""
+        files = self.manifest.files
+        return any(rel not in files or files[rel].rows for rel in self.files)
+
     def _deletes(self) -> bool:
         """True when the manifest lists deleted rows for some file (asked once per manifest)."""
         manifest, deletes = self._manifest_deletes
@@ -931,6 +1118,10 @@ class IndexedDataset:
         key directory ruled out left out)."""
         if not self.files:
             return _Route([], one_pass=True)
+        check_expression(filter, self.schema, rows=self._may_hold_rows())
+        view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
+        if view is not self:
+            return view._route(filter)
         if self.indexes_cannot_help(filter):
             self.forget_file_infos()
             return self._pyarrow_dataset()
@@ -953,13 +1144,38 @@ class IndexedDataset:
 
         When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
         files itself (its own statistics pruning, same cost); otherwise the surviving row
-        groups are read with late materialisation (:meth:`read_plans`).
+        groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
+        ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         """
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            return
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
-            yield from route.scanner(filter=filter, columns=columns).to_batches()
+            yield from self._scan_handed_over(route, filter, columns)
         else:
             yield from _batches_of(self._read_route(route, filter, columns))
+
+    def _scan_handed_over(self, data: ds.Dataset, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        """The rows of ``data`` (the whole dataset, handed over to pyarrow) matching ``filter``.
+
+        pyarrow's scanner filters with the part of ``filter`` its statistics may judge
+        (:func:`~arrowidx.statistics.statistics_filter`); when that part means less than the
+        whole filter, the whole filter is applied to every batch by the kernel, so the
+        answer is ``Table.filter``'s even where pyarrow.dataset's is not."""
+        sound = statistics_filter(filter, self.schema)
+        if sound.exact:
+            yield from data.scanner(filter=sound.expression, columns=columns).to_batches()
+            return
+        out = list(self.schema.names) if columns is None else list(columns)
+        names = out + [c for c in sorted(self.bind_columns(filter)) if c not in out]
+        for batch in data.scanner(filter=sound.expression, columns=names).to_batches():
+            mask = expression_mask(batch, filter, threads=False)
+            if mask.any():
+                batch = batch if mask.all() else batch.filter(pa.array(mask))
+                yield batch if len(names) == len(out) else batch.select(out)
 
     def _read_route(self, route: _Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
         """The tables of a planned route, in file order. A needle's route (:meth:`_plan_needle`)
@@ -978,11 +1194,11 @@ class IndexedDataset:
         yield from tables
 
     def _pyarrow_dataset(self) -> ds.FileSystemDataset:
-        """The files as one pyarrow dataset (fragments cached with their footers)."""
-        self._warm_up(self.files)
+        """The files as one pyarrow dataset (fragments shared with their footers: those the
+        process has not read yet are read on the I/O pool)."""
         keys = tuple(self._key(rel) for rel in self.files)
         if self._handover_dataset[0] != keys:
-            fragments = [self.fragment(rel) for rel in self.files]
+            fragments = facts.parallel(self.fragment, self.files)
             self._handover_dataset = (keys, ds.FileSystemDataset(fragments, self.schema, self.format, self.fs))
         return self._handover_dataset[1]
 
@@ -993,6 +1209,7 @@ class IndexedDataset:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
         schema = self._output_schema(columns)
+        filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for b in self.to_batches(filter, columns):
@@ -1009,7 +1226,7 @@ class IndexedDataset:
         cannot carry deletion vectors, so files with deleted rows raise ``ArrowIdxError``
         naming them; read those through :meth:`scanner`/:meth:`to_table` instead.
         """
-        plans = self.plan(filter)
+        plans = self.plan(user_filter(filter, lambda: self.schema).pushdown)
         deleted = [p.path for p in plans if p.row_groups and p.deleted]
         if deleted:
             raise ArrowIdxError(
@@ -1019,12 +1236,21 @@ class IndexedDataset:
         return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
-        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows."""
+        """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
+        (``filter``: a ``pc.Expression``, or SQL text)."""
         schema = self._output_schema(columns)
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
+        filter = where.pushdown
         route = self._route(filter)
         if isinstance(route, ds.Dataset):
-            return route.to_table(filter=filter, columns=columns)
-        batches = [b for b in _batches_of(self._read_route(route, filter, columns)) if b.num_rows]
+            sound = statistics_filter(filter, self.schema)
+            if sound.exact:
+                return route.to_table(filter=sound.expression, columns=columns)
+            batches = list(self._scan_handed_over(route, filter, columns))
+        else:
+            batches = [b for b in _batches_of(self._read_route(route, filter, columns)) if b.num_rows]
         if not batches:
             return schema.empty_table()
         if all(b.schema.equals(schema) for b in batches):
@@ -1033,6 +1259,10 @@ class IndexedDataset:
 
     def count_rows(self, filter=None) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        where = user_filter(filter, lambda: self.schema)
+        if where.residual is not None:
+            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+        filter = where.pushdown
         if filter is None:
             self.forget_file_infos()
             total = 0
@@ -1054,6 +1284,26 @@ class _Route:
     plans: list[FilePlan]
     one_pass: bool
     settle: Callable[[], list[FilePlan]] | None = None
+
+
+def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
+    return dv, 64 + dv.cardinality // 2
+
+
+_DICTIONARY_FORMATS: dict[tuple, ds.ParquetFileFormat] = {}
+
+
+def _dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.ParquetFileFormat:
+    """``base`` reading ``names`` as dictionaries: one object per (format, names) in the
+    process, so the fragments made with it are shared too."""
+    key = (id(base), names)
+    fmt = _DICTIONARY_FORMATS.get(key)
+    if fmt is None:
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        fmt = ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
+        _DICTIONARY_FORMATS[key] = fmt
+        _DICTIONARY_FORMATS.setdefault(("base", id(base)), base)  # (holds the base: its id stays its own)
+    return fmt
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:
@@ -1100,17 +1350,23 @@ def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
-            on_stale_deletions: str = "raise") -> IndexedDataset:  # fmt: skip
-    """Open an indexed Parquet dataset: a directory, a ``.parquet`` file or list of files, or
+            on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
+            partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+    """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
+    ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
     ``ds.dataset(root, partitioning="hive")`` exposes and prunes by its partition columns, as
-    pyarrow does)."""
-    fs, root, explicit = resolve(source, filesystem)
-    if isinstance(source, ds.FileSystemDataset):
+    pyarrow does).
+
+    ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
+    default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
+    their types (:mod:`arrowidx.lake.partitions`)."""
+    fs, root, explicit = resolve(source, filesystem, storage_options)
+    if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
             root = _manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
-    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions)
+    data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)
         data._only = sorted(posixpath.relpath(p, root) for p in explicit)
         data.refresh()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError
+from ..storage import as_store
 from .layout import (
     DELETION_DIR,
     INDEX_DIR,
@@ -69,12 +71,18 @@ def vacuum(
     *,
     filesystem: pafs.FileSystem | None = None,
     dry_run: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> VacuumReport:
     """Remove what no retained manifest version references (``older_than``: seconds or a
-    ``timedelta``; default 7 days). Never removes the current version's files."""
+    ``timedelta``; default 7 days). Never removes the current version's files.
+    ``storage_options``: endpoint, region and credentials of an object-store URI."""
     cutoff_ms = (time.time() - _seconds(older_than)) * 1000
-    fs, root, _ = resolve(source, filesystem)
-    versions = manifest_versions(fs, root)
+    fs, root, _ = resolve(source, filesystem, storage_options)
+    store = as_store(fs)
+    listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours
+    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(fs, root):
+        raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
+    versions = manifest_versions(store, root)
     report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
     if not versions:
         return report
@@ -99,31 +107,35 @@ def vacuum(
     doomed: list[tuple[str, int]] = [
         (manifest_path(v), -1) for v in versions if v < min(kept)
     ]
-    for folder in (META_DIR, INDEX_DIR, DELETION_DIR):
-        selector = pafs.FileSelector(join(root, folder), allow_not_found=True, recursive=folder != META_DIR)
-        for info in fs.get_file_info(selector):
-            if info.type != pafs.FileType.File:
-                continue
-            rel = posixpath.relpath(info.path, root)
-            name = posixpath.basename(rel)
-            old = info.mtime is None or info.mtime.timestamp() * 1000 < cutoff_ms
-            if name.startswith(".tmp-"):
-                if old:  # a writer's temporary file, abandoned by a crash
-                    doomed.append((rel, info.size or 0))
-            elif folder != META_DIR and rel not in referenced and old:
-                doomed.append((rel, info.size or 0))
-    for rel, size in sorted(set(doomed)):
-        info = fs.get_file_info(join(root, rel))
-        if info.type != pafs.FileType.File:
+    for info in listed:
+        rel = posixpath.relpath(info.path, root)
+        folder = posixpath.dirname(rel)
+        if not (folder == META_DIR or folder.startswith((INDEX_DIR + "/", DELETION_DIR + "/")) or folder in (INDEX_DIR, DELETION_DIR)):
             continue
-        if size >= 0 and info.mtime is not None and info.mtime.timestamp() * 1000 >= cutoff_ms:
-            continue  # rewritten since it was listed (a build reusing a content-addressed name)
-        size = info.size or 0
-        if not dry_run:
-            try:
-                fs.delete_file(join(root, rel))
-            except FileNotFoundError:
-                continue
+        name = posixpath.basename(rel)
+        old = info.mtime_ns is None or info.mtime_ns / 1e6 < cutoff_ms
+        if name.startswith(".tmp-"):
+            if old:  # a writer's temporary file, abandoned by a crash
+                doomed.append((rel, info.size))
+        elif folder != META_DIR and rel not in referenced and old:
+            doomed.append((rel, info.size))
+    doomed = sorted(set(doomed))
+    now = dict(zip((rel for rel, _ in doomed), store.stat([join(root, rel) for rel, _ in doomed])))
+    for rel, size in doomed:
+        info = now[rel]
+        if info is None:
+            continue
+        if size >= 0 and info.mtime_ns is not None and info.mtime_ns / 1e6 >= cutoff_ms:
+            continue  # rewritten since it was listed
+        if not dry_run and not store.delete(join(root, rel)):
+            continue
         report.removed.append(rel)
-        report.bytes_freed += size
+        report.bytes_freed += info.size
     return report
+
+
+def _is_folder(fs: pafs.FileSystem, root: str) -> bool:
+    try:
+        return fs.get_file_info(root).type == pafs.FileType.Directory
+    except OSError:
+        return False

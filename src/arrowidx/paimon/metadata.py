@@ -421,40 +421,40 @@ def _read_manifest_list(fs: pafs.FileSystem, path: str) -> list[tuple[str, int |
 def read_manifest(fs: pafs.FileSystem, table: str, name: str) -> list[tuple[int, DataFile]]:
     """``[(kind, file)]`` of one manifest, in file order."""
     path = posixpath.join(table, "manifest", plain_name(name, table, "manifest"))
-    out = []
-    for rec in read_avro(fs, path):
-        _check_version(rec, MANIFEST_ENTRY_VERSIONS, path, "manifest entry")
-        try:
-            f = rec["_FILE"]
-            stats = f.get("_VALUE_STATS")
-            out.append(
-                (
-                    int(rec["_KIND"]),
-                    DataFile(
-                        partition=bytes(rec["_PARTITION"]),
-                        bucket=int(rec["_BUCKET"]),
-                        total_buckets=int(rec.get("_TOTAL_BUCKETS") or 0),
-                        name=plain_name(f["_FILE_NAME"], path, "data file"),
-                        size=int(f["_FILE_SIZE"]),
-                        rows=int(f["_ROW_COUNT"]),
-                        level=int(f["_LEVEL"]),
-                        schema_id=int(f["_SCHEMA_ID"]),
-                        min_seq=int(f.get("_MIN_SEQUENCE_NUMBER") or 0),
-                        max_seq=int(f.get("_MAX_SEQUENCE_NUMBER") or 0),
-                        value_stats=None if stats is None else (stats["_MIN_VALUES"], stats["_MAX_VALUES"], stats.get("_NULL_COUNTS")),
-                        value_stats_cols=f.get("_VALUE_STATS_COLS"),
-                        extra_files=[plain_name(x, path, "extra file") for x in f.get("_EXTRA_FILES") or []],
-                        embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
-                        external_path=f.get("_EXTERNAL_PATH"),
-                        delete_row_count=f.get("_DELETE_ROW_COUNT"),
-                        manifest=name,
-                        write_cols=f.get("_WRITE_COLS"),
-                    ),
-                )
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise PaimonTableError(f"{path}: malformed manifest entry ({type(e).__name__}: {e})") from None
-    return out
+    return [manifest_entry(rec, path, name) for rec in read_avro(fs, path)]
+
+
+def manifest_entry(rec: dict, path: str, name: str) -> tuple[int, DataFile]:
+    """``(kind, file)`` of one manifest record (read from ``path``, the manifest ``name``)."""
+    _check_version(rec, MANIFEST_ENTRY_VERSIONS, path, "manifest entry")
+    try:
+        f = rec["_FILE"]
+        stats = f.get("_VALUE_STATS")
+        return (
+            int(rec["_KIND"]),
+            DataFile(
+                partition=bytes(rec["_PARTITION"]),
+                bucket=int(rec["_BUCKET"]),
+                total_buckets=int(rec.get("_TOTAL_BUCKETS") or 0),
+                name=plain_name(f["_FILE_NAME"], path, "data file"),
+                size=int(f["_FILE_SIZE"]),
+                rows=int(f["_ROW_COUNT"]),
+                level=int(f["_LEVEL"]),
+                schema_id=int(f["_SCHEMA_ID"]),
+                min_seq=int(f.get("_MIN_SEQUENCE_NUMBER") or 0),
+                max_seq=int(f.get("_MAX_SEQUENCE_NUMBER") or 0),
+                value_stats=None if stats is None else (stats["_MIN_VALUES"], stats["_MAX_VALUES"], stats.get("_NULL_COUNTS")),
+                value_stats_cols=f.get("_VALUE_STATS_COLS"),
+                extra_files=[plain_name(x, path, "extra file") for x in f.get("_EXTRA_FILES") or []],
+                embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
+                external_path=f.get("_EXTERNAL_PATH"),
+                delete_row_count=f.get("_DELETE_ROW_COUNT"),
+                manifest=name,
+                write_cols=f.get("_WRITE_COLS"),
+            ),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise PaimonTableError(f"{path}: malformed manifest entry ({type(e).__name__}: {e})") from None
 
 
 def live_files(fs: pafs.FileSystem, table: str, snapshot: dict) -> list[DataFile]:
@@ -517,3 +517,133 @@ def deletion_ranges(fs: pafs.FileSystem, table: str, snapshot: dict) -> dict[str
                 continue
             out[r["f0"]] = DeletionRange(index_path, int(r["f1"]), int(r["f2"]), r.get("_CARDINALITY"))
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# Writing metadata (arrowidx.paimon.rewrite): Avro files as the table's own files are
+# written, and the partition statistics of a new manifest
+# ----------------------------------------------------------------------------------------
+@dataclass
+class AvroFile:
+    """An Avro file's records exactly as stored (timestamps as the longs they are, no
+    logical-type conversion), with the schema and codec it was written with, so records can
+    be written again unchanged into a file any reader of the table reads."""
+
+    schema: dict
+    codec: str
+    records: list[dict]
+
+
+def _strip_logical(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_logical(v) for k, v in schema.items() if k != "logicalType"}
+    if isinstance(schema, list):
+        return [_strip_logical(s) for s in schema]
+    return schema
+
+
+def read_avro_file(fs: pafs.FileSystem, path: str) -> AvroFile:
+    """:class:`AvroFile` of ``path``; a truncated or corrupt file raises PaimonTableError."""
+    import io
+
+    import fastavro
+
+    data = read_bytes(fs, path)
+    try:
+        head = fastavro.reader(io.BytesIO(data))
+        schema = head.writer_schema
+        raw = fastavro.reader(io.BytesIO(data), reader_schema=_strip_logical(schema))
+        return AvroFile(schema, head.codec, list(raw))
+    except Exception as e:  # noqa: BLE001 - fastavro raises many kinds on bad bytes
+        raise PaimonTableError(f"{path}: not a readable Avro file ({type(e).__name__}: {e})") from None
+
+
+def write_avro(schema: dict, records: list[dict], codec: str) -> bytes:
+    """An Avro container of ``records`` with the writer ``schema`` and ``codec`` (as
+    :func:`read_avro_file` returns them), one block, as Paimon writes its metadata files."""
+    import io
+
+    import fastavro
+
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(schema), records, codec=codec, validator=True)
+    return out.getvalue()
+
+
+# Paimon types whose BinaryRow slot points into the variable part (others: the value itself)
+_VAR_TYPES = ("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES")
+
+
+def _field_raw(row: memoryview, null_bytes: int, i: int, ptype: Any) -> tuple[bytes, bytes | None] | None:
+    """Field ``i`` of a BinaryRow as ``(slot, variable bytes or None)``; None if NULL."""
+    bit = i + 8
+    if row[bit >> 3] & (1 << (bit & 7)):
+        return None
+    slot = bytes(row[null_bytes + 8 * i : null_bytes + 8 * i + 8])
+    base, args, _ = _base(str(ptype)) if not isinstance(ptype, dict) else ("", [], False)
+    if base in _VAR_TYPES:
+        v = int.from_bytes(slot, "little")
+        if v & (1 << 63):
+            return slot, None  # inline
+        return slot, _var_bytes(slot, row)
+    fixed = base in ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME")
+    if fixed or (base == "DECIMAL" and (args[0] if args else 10) <= 18) or (base == "TIMESTAMP" and (args[0] if args else 6) <= 3):
+        return slot, None
+    raise UnsupportedTableError(f"partition type {ptype!r} cannot be copied into manifest statistics")
+
+
+def binary_row(arity: int, fields: list[tuple[bytes, bytes | None] | None]) -> bytes:
+    """A serialized BinaryRow (4-byte arity, then the row) of raw fields as
+    :func:`_field_raw` returns them."""
+    null_bytes = ((arity + 63 + 8) // 64) * 8
+    head = bytearray(null_bytes)
+    slots = bytearray(8 * arity)
+    var = bytearray()
+    fixed_end = null_bytes + 8 * arity
+    for i, raw in enumerate(fields):
+        if raw is None:
+            bit = i + 8
+            head[bit >> 3] |= 1 << (bit & 7)
+            continue
+        slot, data = raw
+        if data is not None:
+            offset = fixed_end + len(var)
+            slot = ((offset << 32) | len(data)).to_bytes(8, "little")
+            var += data + bytes(-len(data) % 8)
+        slots[8 * i : 8 * i + 8] = slot
+    return arity.to_bytes(4, "big") + bytes(head) + bytes(slots) + bytes(var)
+
+
+def partition_stats(partitions: list[bytes], ptypes: list[Any]) -> tuple[bytes, bytes, list[int]]:
+    """``(min row, max row, null counts)`` of the partition values of a manifest's entries,
+    as Paimon's ``SimpleStatsCollector`` collects them for the manifest list. Values are
+    compared decoded; a field whose values cannot be decoded must hold the same bytes in
+    every entry (else UnsupportedTableError)."""
+    arity = len(ptypes)
+    null_bytes = ((arity + 63 + 8) // 64) * 8
+    mins: list = [None] * arity
+    maxs: list = [None] * arity
+    nulls = [0] * arity
+    for data in partitions:
+        values = decode_binary_row(data, ptypes)
+        if values is None:
+            raise PaimonTableError(f"a partition row does not decode with {arity} fields")
+        row = memoryview(data)[4:]
+        for i, ptype in enumerate(ptypes):
+            raw = _field_raw(row, null_bytes, i, ptype)
+            if raw is None:
+                nulls[i] += 1
+                continue
+            value = values[i]
+            if value is UNKNOWN:
+                if mins[i] is not None and mins[i][1] != raw:
+                    raise UnsupportedTableError(f"partition field {i} of type {ptype!r}: statistics over several values are not supported")
+                mins[i] = maxs[i] = (value, raw)
+                continue
+            if mins[i] is None or value < mins[i][0]:
+                mins[i] = (value, raw)
+            if maxs[i] is None or value > maxs[i][0]:
+                maxs[i] = (value, raw)
+    low = binary_row(arity, [None if m is None else m[1] for m in mins])
+    high = binary_row(arity, [None if m is None else m[1] for m in maxs])
+    return low, high, nulls

@@ -41,6 +41,7 @@ import pyarrow.fs as pafs
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
+from ..filters import user_filter
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
 from ..result import REMAIN, IndexResult
@@ -248,6 +249,17 @@ _DECODED_STATS: dict[int, tuple[DataFile, dict[tuple, dict[str, ColumnStats]]]] 
 _DECODED_STATS_MAX = 1 << 17  # entries (then forgotten all at once)
 
 
+def _snapshot_id(snapshot: Any) -> int | None:
+    """``snapshot`` as given to :func:`open_table`: None or ``"latest"`` (the latest), or an id."""
+    if snapshot is None or (isinstance(snapshot, str) and snapshot.strip().lower() == "latest"):
+        return None
+    if isinstance(snapshot, str) and snapshot.strip().isdigit():
+        return int(snapshot)
+    if isinstance(snapshot, int) and not isinstance(snapshot, bool) and snapshot > 0:
+        return snapshot
+    raise PaimonTableError(f"snapshot must be a snapshot id (an int >= 1) or 'latest', got {snapshot!r}")
+
+
 class PaimonTable:
     """One snapshot of a Paimon table (see :func:`open_table`)."""
 
@@ -255,7 +267,8 @@ class PaimonTable:
         self.fs = fs
         self.path = path.rstrip("/")
         self.threads = threads or min(8, os.cpu_count() or 1)
-        sid = latest_snapshot_id(fs, self.path) if snapshot is None else int(snapshot)
+        snapshot = _snapshot_id(snapshot)
+        sid = latest_snapshot_id(fs, self.path) if snapshot is None else snapshot
         self._snapshot = None if sid is None else read_snapshot(fs, self.path, sid)
         self._schemas: dict[int, TableSchema] = {}
         if self._snapshot is None:  # a table without any commit: its latest schema
@@ -518,8 +531,11 @@ class PaimonTable:
         return INDEXES.get(key, parse), where
 
     def plan(self, filter=None) -> Explain:
-        """Which files are read for ``filter`` and why (see :class:`Explain`)."""
-        return self._plan(filter, self._bound(filter))
+        """Which files are read for ``filter`` (a ``pc.Expression`` or SQL text) and why (see :class:`Explain`)."""
+        where = user_filter(filter, self.schema)
+        explain = self._plan(where.pushdown, self._bound(where.pushdown))
+        explain.filter = where.describe(explain.filter)
+        return explain
 
     def _plan(self, filter, bound: _BoundFilter | None) -> Explain:
         todo: list[DataFile] = []
@@ -745,21 +761,34 @@ class PaimonTable:
         return merge_rows(table, keys, self.merge_engine).filter(filter if filter is not None else pc.scalar(True)).select(out_schema.names).cast(out_schema)
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Record batches of the rows matching ``filter`` (deleted and merged-away rows dropped)."""
+        """Record batches of the rows matching ``filter`` (a ``pc.Expression`` or SQL text;
+        deleted and merged-away rows dropped)."""
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            return
+        filter = where.pushdown
         for t in self._tables(filter, columns):
             yield from t.to_batches()
 
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        return pa.RecordBatchReader.from_batches(schema, self.to_batches(filter, columns))
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches(user_filter(filter, self.schema), columns))
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)`` over the table as Java reads it."""
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        tables = list(self._tables(filter, columns))
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
+        tables = list(self._tables(where.pushdown, columns))
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
     def count_rows(self, filter=None) -> int:
+        where = user_filter(filter, self.schema)
+        if where.residual is not None:
+            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+        filter = where.pushdown
         if filter is None and not self.merge_on_read:
             total = 0
             for p in self.plan(None).files:
@@ -847,10 +876,19 @@ def _filter_columns(filter, schema: pa.Schema) -> set[str]:
     return _expression_fields(filter, schema)
 
 
-def open_table(path: Any, *, snapshot: int | None = None, filesystem: pafs.FileSystem | None = None) -> PaimonTable:
+def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None,
+               storage_options: dict[str, Any] | None = None) -> PaimonTable:  # fmt: skip
     """Open a Paimon table directory (``<warehouse>/<db>.db/<table>``) at its latest
-    snapshot, or at ``snapshot`` (an id)."""
+    snapshot (``snapshot=None`` or ``"latest"``), or at ``snapshot`` (an id). An object-store
+    URI (``s3://bucket/warehouse/db.db/t``) takes ``storage_options`` (docs/object-stores.md)."""
     path = os.fspath(path)
+    from ..objectstore import is_object_store_uri
+
+    if is_object_store_uri(path) or storage_options:
+        from ..lake.layout import resolve
+
+        filesystem, path, _ = resolve(path, filesystem, storage_options)
+        return PaimonTable(filesystem, path, snapshot)
     if filesystem is None:
         if "://" in path:
             filesystem, path = pafs.FileSystem.from_uri(path)

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .._roaring import bitmap_of
@@ -25,14 +26,19 @@ _DATASETS_LOCK = threading.Lock()
 _DATASETS_MAX = 16
 
 
-def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -> IndexedDataset:
+def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
+             storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
-        return _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt)
+        data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
+                             partitioning=partitioning)  # fmt: skip
+        data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+        return data
     path = os.fspath(source)
-    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt)
+    options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
+    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
     with _DATASETS_LOCK:
         data = _DATASETS.get(key)
         if data is not None:
@@ -41,7 +47,8 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str) -
         with _lock(data):
             data.refresh()  # files added or removed since it was cached
         return data
-    data = _open_dataset(source, on_corrupt=on_corrupt)
+    data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
+    data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)
         while len(_DATASETS) > _DATASETS_MAX:
@@ -64,6 +71,9 @@ def _polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]
     if cached is not None and cached[0] == key:
         return cached[1]
     schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
+    if data.partitioning is not None:  # Hive partition columns (their values come from the folders)
+        fields = [f for f in data.partitioning.schema if f.name not in schema]
+        schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
     _SCHEMAS[data] = (key, schema)
     return schema
 
@@ -109,8 +119,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
         if unprunable and not always:
             return Planned(translation, None, {})
         data.forget_file_infos()  # one stat of every file per execution
-        data._warm_up(data.files)
         expr = None if unprunable else translation.expression
+        data._prepare(data.files, expr)
         # plan_file per file, in this thread: once the indexes are cached this takes well
         # under a millisecond for 20 files, less than starting plan()'s thread pool.
         # ``bound``: the Expression bound once per index schema it is evaluated against.

@@ -16,12 +16,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .._roaring import bitmap_of, positions_of
 from ..lake.layout import join
+from ..lake.partitions import partition_values
 from ..lake.scan import FilePlan, IndexedDataset
+from ..statistics import opaque_polars, polars_parts
 from .explain import ScanReport
 from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
 
@@ -36,6 +39,8 @@ def scan(
     on_corrupt: str = "raise",
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    partitioning: Any = "hive",
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
 
@@ -43,9 +48,16 @@ def scan(
     files only), ``"pyarrow"`` with pyarrow (any ``pyarrow.fs`` filesystem), ``"auto"``
     picks Polars for local files. ``on_scan`` is called with a :class:`ScanReport` after each
     execution; every execution also logs its summary at INFO on ``arrowidx.polars``.
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
+    (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
+    None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
+    :func:`arrowidx.dataset`).
     """
     data = (
-        source if isinstance(source, IndexedDataset) else _dataset(source, filesystem, on_corrupt)
+        source
+        if isinstance(source, IndexedDataset)
+        else _dataset(source, filesystem, on_corrupt, storage_options, partitioning)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
@@ -168,11 +180,13 @@ class _Source:
         # A report lists every file's plan; without one, a scan the indexes cannot prune
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
+        _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
         planned = _plan(self.data, predicate, always=always)
+        scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
         if plans is None:
-            frames = self._whole_files(predicate, columns or needed)  # the predicate is applied inside
+            frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
         else:
             selective = bool(planned.ruled_files) or IndexedDataset._index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
@@ -185,7 +199,7 @@ class _Source:
                 )  # fmt: skip
             exact = planned.translation is not None and planned.translation.exact
             frames = (
-                self._native(reads, predicate, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows, exact)
+                self._native(reads, scan_filter, needed, selective, sum(p.rows for p in plans) + planned.ruled_rows, exact)
                 if self.native
                 else self._pyarrow(reads, predicate, needed)
             )
@@ -294,14 +308,14 @@ class _Source:
         scan of its predicate columns more, never more than the engine's scan of the whole
         lake. If the scan fails (a file lacking a column, say), the files are read as they were.
         """
-        names = [c for c in _root_names(predicate) if c in self.schema]
+        names = [c for c in _root_names(predicate.predicate if predicate is not None else None) if c in self.schema]
         if not names or not set(needed) - set(names):
             return wave  # nothing but the predicate's columns to read anyway
         todo = [r for r in wave if _narrowable(r)]
         if not todo:
             return wave
         frames = [
-            _file_scan(self.data, r.plan.path, row_index=True).select(_ROW_INDEX, *names).filter(predicate).select(_ROW_INDEX)
+            _finish(_file_scan(self.data, r.plan.path, row_index=True).select(_ROW_INDEX, *names), predicate, [_ROW_INDEX])
             for r in todo
         ]
         try:
@@ -341,7 +355,7 @@ class _Source:
         alive = ~pl.col(_ROW_INDEX).cast(pl.Int64).is_in(_collection(deleted))
         if not selective:
             lf = _files_scan(self.data, rels, row_index=True)
-            return _finish(lf, alive if predicate is None else alive & predicate, needed), None
+            return _finish(lf, predicate, needed, extra=alive), None
 
         def with_row_index() -> pl.LazyFrame:
             return _finish(_files_scan(self.data, rels, row_index=True), predicate, [*needed, _ROW_INDEX])
@@ -379,11 +393,12 @@ class _Source:
         else:
             alive = np.setdiff1d(np.arange(a, b, dtype=np.int64), deleted, assume_unique=True)
             keep = row.is_in(_collection(alive))
-        return _finish(lf, keep if predicate is None else keep & predicate, needed)
+        return _finish(lf, predicate, needed, extra=keep)
 
     def _pyarrow(self, reads: list[_Read], predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
         """Kept row groups read by pyarrow (any filesystem), deleted rows dropped, predicate applied."""
-        fields = [c for c in needed if self.arrow_schema.get_field_index(c) >= 0]
+        partition = set(self.data.partitioning.schema.names) if self.data.partitioning is not None else set()
+        fields = [c for c in needed if self.arrow_schema.get_field_index(c) >= 0 and c not in partition]
 
         def read(r: _Read) -> pl.DataFrame:
             plan = r.plan
@@ -405,6 +420,10 @@ class _Source:
                 keep &= ~np.isin(positions, r.deleted, assume_unique=True)
             if not keep.all():
                 table = table.filter(pa.array(keep))
+            for c, value in partition_values(self.data._partitions.get(plan.path, pc.scalar(True))).items():
+                if c in needed and c not in table.column_names:
+                    t = self.arrow_schema.field(c).type
+                    table = table.append_column(c, pa.repeat(pa.scalar(value, t), table.num_rows))
             df = pl.from_arrow(table)
             df = df.cast({c: self.schema[c] for c in df.columns if df.schema[c] != self.schema[c]})
             return df if predicate is None else df.filter(predicate)
@@ -443,11 +462,28 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
     if scan is None:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
         paths = [join(data.root, rel) for rel in rels]
-        scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
+        if data.partitioning is not None:  # Hive partition columns: each file's values as literals
+            scan = _partitioned_scan(data, rels, paths, row_index)
+        else:
+            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
         if len(scans) >= _SCANS_MAX:
             scans.clear()
         scans[key] = scan
     return scan
+
+
+def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], row_index: bool) -> pl.LazyFrame:
+    """Files of a Hive layout, each with its partition values as columns (in the dataset's
+    types), one after the other, with the row index over them all."""
+    fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    frames = []
+    for rel, path in zip(rels, paths):
+        values = partition_values(data._partitions.get(rel, pc.scalar(True)))
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
+        frames.append(lf.with_columns(constants) if constants else lf)
+    scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    return scan.with_row_index(_ROW_INDEX) if row_index else scan
 
 
 def _narrowable(r: _Read) -> bool:
@@ -542,9 +578,54 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         yield from df.slice(start, length).iter_slices(size)
 
 
-def _finish(lf: pl.LazyFrame, predicate, needed: list[str]) -> pl.LazyFrame:
+_CHECKED: list[tuple[Any, dict]] = []  # the last predicates found valid, with their schema
+
+
+def _check_predicate(predicate, schema: dict) -> None:
+    """Raise what Polars raises filtering a frame of ``schema`` with ``predicate`` (types
+    that do not compare, a time zone against none), even when the indexes decide every file
+    and Polars evaluates nothing: checked on an empty frame of the schema (remembered for
+    the last predicates, by ``meta.eq``)."""
+    if predicate is None:
+        return
+    for known, known_schema in _CHECKED:
+        if known_schema is schema and known.meta.eq(predicate):
+            return
+    pl.DataFrame(schema=schema).filter(predicate)
+    _CHECKED.insert(0, (predicate, schema))
+    del _CHECKED[16:]
+
+
+@dataclass(frozen=True)
+class _ScanFilter:
+    """A query's predicate as Polars' Parquet reader gets it: the conjuncts its statistics
+    may judge (:func:`arrowidx.statistics.polars_parts`), pushed into the reader, and the
+    rest applied to the rows read, in memory (an answer Polars' scan statistics would get
+    wrong is then never asked of them)."""
+
+    predicate: Any  # the whole predicate, as Polars gave it
+    pushed: Any  # None: nothing to push
+    rest: Any  # None: nothing left
+
+    @classmethod
+    def of(cls, predicate, schema) -> _ScanFilter | None:
+        if predicate is None:
+            return None
+        pushed, rest = polars_parts(predicate, schema)
+        return cls(predicate, pushed, None if rest is None else opaque_polars(rest))
+
+    def apply(self, lf: pl.LazyFrame) -> pl.LazyFrame:
+        if self.pushed is not None:
+            lf = lf.filter(self.pushed)
+        return lf if self.rest is None else lf.filter(self.rest)
+
+
+def _finish(lf: pl.LazyFrame, predicate: _ScanFilter | None, needed: list[str], extra=None) -> pl.LazyFrame:
+    """``lf`` filtered by ``extra`` (rows to keep by row index) and the predicate, projected."""
+    if extra is not None:
+        lf = lf.filter(extra)
     if predicate is not None:
-        lf = lf.filter(predicate)
+        lf = predicate.apply(lf)
     return lf.select(needed)
 
 

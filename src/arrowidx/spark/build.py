@@ -16,7 +16,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..errors import ArrowIdxError
-from ..lake.build import BuildReport, commit_build, index_one_file, plan_build
+from ..lake.build import BuildReport, Uploads, index_one_file, plan_build, will_commit
 from ..lake.layout import (
     META_DIR,
     CommitConflictError,
@@ -26,9 +26,12 @@ from ..lake.layout import (
     discover,
     join,
     load_manifest,
+    require_commit,
     resolve,
+    with_commit_retries,
 )
 from ..options import in_manifest_threshold, parse_index_options
+from ..storage import as_store
 from .session import ensure_worker_python
 
 FORMAT_NAME = "arrowidx"
@@ -82,19 +85,24 @@ def _normalise_options(options: Mapping[str, object] | None) -> dict[str, str]:
 
 
 class _IndexTask:
-    """``mapInArrow`` body of :func:`build`: index the files named in the ``path`` column."""
+    """``mapInArrow`` body of :func:`build`: index the files named in the ``path`` column.
+    Carries the Store (an object store re-opens itself on the executor with its options)."""
 
-    def __init__(self, fs: pafs.FileSystem, root: str, options: dict[str, str], threshold: int):
-        self.fs, self.root, self.options, self.threshold = fs, root, options, threshold
+    def __init__(self, fs: pafs.FileSystem, root: str, options: dict[str, str], threshold: int, writer: str | None = None):
+        self.store = as_store(fs)
+        self.root, self.options, self.threshold, self.writer = root, options, threshold, writer
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = self.store
         for batch in batches:
             entries = []
             for rel in batch.column("path").to_pylist():  # one iteration per data file
                 # Stat just before reading, as the local build does: the entry describes
-                # the file the index was built from.
-                info = self.fs.get_file_info(join(self.root, rel))
-                entries.append(index_one_file(self.fs, self.root, rel, info, self.options, self.threshold))
+                # the file the index was built from (with the store's change stamp).
+                info = store.stat([join(self.root, rel)])[0]
+                if info is None:
+                    raise ArrowIdxError(f"{join(self.root, rel)}: the data file disappeared while indexing")
+                entries.append(index_one_file(store.fs, self.root, rel, info, self.options, self.threshold, self.writer))
             if entries:
                 yield _manifest_rows(entries)
 
@@ -107,6 +115,7 @@ def build(
     filesystem: pafs.FileSystem | None = None,
     incremental: bool = True,
     partitions: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> BuildReport:
     """Index every data file of ``source`` on the Spark cluster; commit the manifest on the driver.
 
@@ -114,17 +123,40 @@ def build(
     incremental by default, removed files leave the manifest, deletion vectors of unchanged
     data are kept), but the files are indexed by Spark tasks. ``source`` must be reachable
     under the same path (or URI) from every executor. ``partitions`` is the number of tasks
-    (default: two per core, never more than one per file).
+    (default: two per core, never more than one per file). ``storage_options``: endpoint,
+    region and credentials of an object-store URI (docs/object-stores.md).
+
+    When another writer commits first, the build plans again and commits on top of it,
+    reusing the files already indexed (no second Spark job for them); a build that fails for
+    good removes the index files it wrote.
     """
     ensure_worker_python(spark)
-    plan = plan_build(source, _normalise_options(options), filesystem=filesystem, incremental=incremental)
-    built: list[FileEntry] = []
-    if plan.todo:
-        n = min(len(plan.todo), partitions or 2 * _parallelism(spark))
-        paths_df = spark.createDataFrame(pa.table({"path": pa.array(plan.todo, pa.string())})).repartition(n)
-        task = _IndexTask(plan.fs, plan.root, plan.options, plan.threshold)
-        built = _gather(paths_df.mapInArrow(task, _MANIFEST_ROWS))
-    return commit_build(plan, built)
+    options = _normalise_options(options)
+    uploads = Uploads()
+
+    def attempt() -> BuildReport:
+        plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, storage_options=storage_options)
+        if will_commit(plan):
+            require_commit(plan.fs, plan.root)  # a store that cannot commit refuses before any upload
+        built: list[FileEntry] = []
+        todo = []
+        for rel in plan.todo:
+            entry = uploads.built(plan, rel)
+            (built.append(entry) if entry is not None else todo.append(rel))
+        if todo:
+            n = min(len(todo), partitions or 2 * _parallelism(spark))
+            paths_df = spark.createDataFrame(pa.table({"path": pa.array(todo, pa.string())})).repartition(n)
+            task = _IndexTask(plan.fs, plan.root, plan.options, plan.threshold, uploads.writer)
+            for entry in _gather(paths_df.mapInArrow(task, _MANIFEST_ROWS)):
+                uploads.add(plan, entry.path, entry)
+                built.append(entry)
+        return uploads.commit(plan, built)
+
+    try:
+        return with_commit_retries(attempt)
+    except BaseException:
+        uploads.remove()
+        raise
 
 
 # --------------------------------------------------------------------------------------
@@ -231,6 +263,7 @@ def write(
     row_group_size: int = 100_000,
     max_rows_per_file: int | None = None,
     parquet_options: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     _task_hook: Callable[[int, int], None] | None = None,
 ) -> WriteReport:
     """Write ``df`` as Parquet files with their indexes, and commit them in one manifest version.
@@ -258,9 +291,10 @@ def write(
         raise ValueError("row_group_size and max_rows_per_file must be positive")
     ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
-    fs, root, explicit = resolve(path, filesystem)
+    fs, root, explicit = resolve(path, filesystem, storage_options)
     if explicit is not None:
         raise ArrowIdxError("write needs one dataset directory, not a list of files")
+    require_commit(fs, root)  # a store that cannot commit refuses before the job writes anything
     fs.create_dir(root, recursive=True)
     current = load_manifest(fs, root)
     if options is None:
@@ -293,10 +327,11 @@ def write(
                 fs.create_dir(posixpath.dirname(dst), recursive=True)
                 fs.move(join(staging, rel), dst)
                 moved.append(dst)
-            info = fs.get_file_info(join(root, entry.path))
-            if info.size != entry.size:
+            info = as_store(fs).stat([join(root, entry.path)])[0]
+            if info is None or info.size != entry.size:
                 raise ArrowIdxError(f"{entry.path} changed while it was being committed")
             entry.mtime_ns = info.mtime_ns  # a move may be a copy (object stores): new mtime
+            entry.stamp = info.stamp  # and a new change stamp (readers then need no footer to trust it)
         new = {e.path: e for e in entries}
         manifest, previous = _commit_files(fs, root, new, options, mode)
     except BaseException:

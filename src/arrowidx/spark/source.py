@@ -27,13 +27,14 @@ from pyspark.sql.datasource import (
 
 from ..errors import ArrowIdxError, OptionError
 from ..file_index import UnknownColumnError
+from ..filters import Filter, user_filter
 from ..lake.layout import (
     resolve,
 )
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset, _expression_fields
 from ..options import parse_memory_size
-from ..sql import parse_where
+from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import _dataset_at
 from .native import native_frame, plan_route, spark_uri
@@ -94,13 +95,14 @@ def encode_filter(expr: pc.Expression) -> str:
     return base64.b64encode(expr.__reduce__()[1][0].to_pybytes()).decode("ascii")
 
 
-def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression | None:
-    """The filter of the ``where`` (SQL text, as the CLI's ``--where``) and ``filter``
-    (:func:`encode_filter`) options, AND-ed; None when neither is given."""
+def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
+    """The filter of the ``where`` (SQL text, SQL's meaning) and ``filter``
+    (:func:`encode_filter`) options, AND-ed (:class:`arrowidx.filters.Filter`)."""
     parts = []
     where = options.get("where")
-    if where:
-        parts.append(parse_where(str(where), schema))
+    sql = user_filter(str(where), schema, "where", options.get("sessionTimeZone")) if where else None
+    if sql is not None and sql.pushdown is not None:
+        parts.append(sql.pushdown)
     encoded = options.get("filter")
     if encoded:
         try:
@@ -110,12 +112,20 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> pc.Expression 
                 f"the filter option is not an encoded pyarrow Expression ({type(e).__name__}); pass it with"
                 " arrowidx.spark.read(spark, path, filter=expr) or give SQL text with .option('where', ...)"
             ) from None
-    if not parts:
-        return None
-    out = parts[0]
+    out = parts[0] if parts else None
     for p in parts[1:]:
         out = out & p
-    return out
+    return Filter(out, sql.residual if sql is not None else None)
+
+
+STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
+
+
+def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``storage.<key>`` options of the data source (an object store's endpoint,
+    credentials...: :func:`read` passes ``storage_options`` so), or None."""
+    found = {str(k)[len(STORAGE_PREFIX) :]: str(v) for k, v in options.items() if str(k).lower().startswith(STORAGE_PREFIX)}
+    return found or None
 
 
 _PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
@@ -129,13 +139,15 @@ def absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def planning_dataset(path: str, on_corrupt: str = "raise") -> IndexedDataset:
+def planning_dataset(
+    path: str, on_corrupt: str = "raise", storage_options: Mapping[str, str] | None = None
+) -> IndexedDataset:
     """The dataset to plan on, kept by the planning process across queries (its opened
     indexes, footers and deletion vectors are cached per file identity) and refreshed: the
     manifest re-read when its version changed, the files listed and stat-ed again. What is
     kept only saves time: every query refreshes it."""
-    fs, root, _ = resolve(path)
-    key = (fs.type_name, root, on_corrupt)
+    fs, root, _ = resolve(path, None, storage_options)
+    key = (as_store(fs).key, root, on_corrupt)
     with _PLANNED_LOCK:
         data = _PLANNED.get(key)
         if data is None:
@@ -158,7 +170,8 @@ class _Reader(DataSourceReader):
             str(options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)), "maxPartitionBytes"
         )
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
-        self.options = {k: str(options[k]) for k in ("where", "filter") if options.get(k)}
+        self.options = {k: str(options[k]) for k in ("where", "filter", "sessionTimeZone") if options.get(k)}
+        self.storage = storage_options_of(options)
         # set by arrowidx.spark.read for the files Spark's own reader cannot serve: only these
         # files, at the manifest version read() planned on
         self.files = json.loads(options["files"]) if options.get("files") else None
@@ -166,21 +179,23 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
-            fs, root, _ = resolve(self.path)
+            fs, root, _ = resolve(self.path, None, self.storage)
             data = _dataset_at(fs, root, self.version, self.on_corrupt)
             data.restat(list(self.files))
         else:
-            data = planning_dataset(self.path, self.on_corrupt)
+            data = planning_dataset(self.path, self.on_corrupt, self.storage)
         _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
-        expr = load_filter(self.options, data.schema)
+        where = load_filter(self.options, data.schema)
+        expr = where.pushdown
         one_pass = True
-        if expr is None and self.files is None:
+        if expr is None and where.residual is None and self.files is None:
             # sizes from the file system: files added since the build are not in the manifest
             files = [(rel, data._info(rel).size) for rel in data.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
-            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema))))
+            residual = where.residual.columns if where.residual is not None else []
+            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema)) + residual))
             if self.files is None:
                 plans = data.plan(expr, statistics=expr)
             else:
@@ -202,10 +217,11 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        fs, root, _ = resolve(self.path)
+        fs, root, _ = resolve(self.path, None, self.storage)
         data = _dataset_at(fs, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
-        expr = load_filter(self.options, data.schema)
+        where = load_filter(self.options, data.schema)
+        expr = where.pushdown
         names = self.schema.fieldNames()
         columns = None if names == data.schema.names else names
         target = to_arrow_schema(self.schema, timezone="UTC")
@@ -213,9 +229,10 @@ class _Reader(DataSourceReader):
             plan = data.plan_file(rel, expr, statistics=False if expr is None else expr)
             if not plan.row_groups:
                 continue
-            table = data.read_plan(plan, expr, columns, one_pass=partition.one_pass)
+            table = data.read_plan(plan, expr, where.read_columns(columns), one_pass=partition.one_pass)
             if table is None or table.num_rows == 0:
                 continue
+            table = where.apply_table(table, columns)
             yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
 
 
@@ -251,7 +268,7 @@ class ArrowIdxDataSource(DataSource):
         return path
 
     def schema(self):
-        fs, root, _ = resolve(absolute(self._path()))
+        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
         return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
 
     def reader(self, schema) -> DataSourceReader:
@@ -282,45 +299,60 @@ def register(spark) -> None:
 
 def read(
     spark, path: str, filter: pc.Expression | str | None = None, *, columns: Sequence[str] | None = None,
-    **options: str,
+    storage_options: Mapping[str, str] | None = None, **options: str,
 ):  # fmt: skip
     """The rows of the indexed dataset at ``path`` that match ``filter`` (a
-    ``pyarrow.compute.Expression``, or SQL text as the CLI's ``--where``), deleted rows
-    dropped, as one DataFrame; ``columns``: only these columns (the filter may use others).
+    ``pyarrow.compute.Expression`` with pyarrow's meaning, or SQL text with SQL's meaning),
+    deleted rows dropped, as one DataFrame; ``columns``: only these columns (the filter may
+    use others).
 
     Planned here, on the driver, when called: the indexes prune files with ``filter``; the
     files that survive are read by Spark's own Parquet reader with the filter (and each
-    file's deletion vector) in Spark's plan, and only files Spark's reader cannot serve
-    exactly are read through the ``arrowidx`` data source (see :mod:`arrowidx.spark.native`).
-    The DataFrame holds the files, deletions and manifest version of this moment, as
-    ``spark.read.parquet`` fixes its file listing when called. SQL text is parsed here, so a
-    filter arrowidx refuses fails in this call. ``options`` are the data source's
-    (``on_corrupt``, ``maxPartitionBytes``, ``minPartitions``).
+    file's deletion vector) in Spark's plan, a small exact index answer is read by the
+    driver, and only files Spark's reader cannot serve exactly are read through the
+    ``arrowidx`` data source (see :mod:`arrowidx.spark.native`). The DataFrame holds the
+    files, deletions and manifest version of this moment, as ``spark.read.parquet`` fixes
+    its file listing when called. SQL text is parsed here: text that is not valid SQL for
+    the dataset raises :class:`~arrowidx.sql.WhereError` in this call, before any job.
+    ``options`` are the data source's (``on_corrupt``, ``maxPartitionBytes``,
+    ``minPartitions``).
+
+    ``storage_options``: endpoint, region and credentials of an object-store URI
+    (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
+    source's ``storage.<key>`` options (an object-store lake is read by the data source).
     """
     register(spark)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
-    data = planning_dataset(path, on_corrupt)
+    data = planning_dataset(path, on_corrupt, storage_options)
     schema = data.schema
     names = list(schema.names) if columns is None else list(columns)
     _check_columns(names, schema, data.root)
     spark_schema = arrow_to_spark_schema(schema)
     out_schema = arrow_to_spark_schema(pa.schema([schema.field(c) for c in names]))
-    expr, where_sql = None, None
-    if isinstance(filter, str):
-        expr, where_sql = parse_where(filter, schema), filter  # SQL text: Spark's meaning is its meaning
+    where, where_sql = Filter(None, None), None
+    if isinstance(filter, str):  # refused here, on the driver, before any job (WhereError)
+        zone = _session_time_zone(spark)  # SQL's naive times mean the session's wall time, as in Spark
+        where = user_filter(filter, schema, "where", zone)
+        if zone:
+            options = {"sessionTimeZone": zone, **options}
     elif filter is not None:
         if not isinstance(filter, pc.Expression):
             raise OptionError(f"filter must be a pyarrow.compute.Expression or SQL text, not {type(filter).__name__}")
-        expr, where_sql = filter, to_spark_sql(filter, schema)
+        where = Filter(filter, None)
+    expr = where.pushdown
+    if expr is not None and where.residual is None:
+        # the filter in Spark SQL with arrowidx's meaning (None: no exact spelling)
+        where_sql = to_spark_sql(expr, schema)
     plans = data.plan(expr, statistics=False if expr is None else expr)
-    route = plan_route(data, plans, translatable=expr is None or where_sql is not None, columns=names)
+    native_ok = storage_options is None and spark_uri(path, data.root).startswith("file://")
+    exact = filter is None or where_sql is not None
+    route = plan_route(data, plans, translatable=exact and native_ok, columns=names)
     frames = []
     if route.local:
-        frames.append(_local_frame(spark, data, route.local, expr, names, out_schema))
+        frames.append(_local_frame(spark, data, route.local, where, names, out_schema))
     if route.native:
-        base = spark_uri(path, data.root)
-        frames.append(native_frame(spark, base, data.root, route, spark_schema, where_sql, names))
+        frames.append(native_frame(spark, spark_uri(path, data.root), data.root, route, spark_schema, where_sql, names))
     if route.python:
         if "minPartitions" not in options:
             parallelism = _default_parallelism(spark)
@@ -334,6 +366,8 @@ def read(
             reader = reader.option("filter", encode_filter(filter))
         for key, value in options.items():
             reader = reader.option(key, str(value))
+        for key, value in (storage_options or {}).items():
+            reader = reader.option(STORAGE_PREFIX + str(key), str(value))
         frames.append(reader.load(path))
     if not frames:
         return spark.createDataFrame([], out_schema)  # nothing survived the indexes: no job at all
@@ -343,17 +377,27 @@ def read(
     return out
 
 
-def _local_frame(spark, data: IndexedDataset, plans, expr, columns: list[str], out_schema):
+def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: list[str], out_schema):
     """The rows the plans keep, read here (the arrowidx scan core: only the row groups holding
     them, deleted rows dropped), as a DataFrame of Spark's local relation."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    tables = [t for t in data.read_plans(plans, expr, columns, one_pass=False) if t is not None and t.num_rows]
+    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
+    tables = [t for t in tables if t.num_rows]
     if not tables:
         return spark.createDataFrame([], out_schema)  # (a union with an empty local relation costs nothing)
     table = _to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
     return spark.createDataFrame(table, schema=out_schema)
+
+
+def _session_time_zone(spark) -> str | None:
+    """Spark's ``spark.sql.session.timeZone`` (None without a session)."""
+    try:
+        return str(spark.conf.get("spark.sql.session.timeZone"))
+    except Exception:  # noqa: BLE001 - no session (a refusal check), or Spark Connect without conf
+        return None
 
 
 def _default_parallelism(spark) -> int | None:

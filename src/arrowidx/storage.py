@@ -1,0 +1,501 @@
+"""Storage: the one narrow interface through which arrowidx reads and writes a dataset's objects.
+
+A :class:`Store` is a filesystem or object store seen as objects: ``list``, ``stat``, ``get``,
+``get_range(s)`` (the unit of I/O: a footer, one column's index, one deletion vector),
+``put`` (write a complete object) and ``create`` (put-if-absent: the one atomic primitive
+the commit protocol needs, :func:`arrowidx.lake.layout.commit_manifest`). Data files are
+still read by pyarrow's own machinery (fragments, scanners) through :attr:`Store.fs`, the
+``pyarrow.fs.FileSystem`` over the same objects.
+
+Backends:
+
+* :class:`LocalStore`: a local disk (``os`` calls; ``create`` is ``os.link`` of a complete
+  temporary file, or ``O_CREAT|O_EXCL``). Its :attr:`ObjectInfo.stamp` is the inode and
+  change time, which any write, rename or replacement changes (``cp -p`` and ``rsync -t``
+  set the modification time back, not the change time).
+* :class:`ArrowStore`: any other ``pyarrow.fs`` filesystem (fsspec, pyarrow's S3/GCS given
+  as ``filesystem=``, in-memory). It reads; it can ``create`` only where that is atomic
+  in-process (in-memory filesystems) or with ``ARROWIDX_SINGLE_WRITER=1``.
+* Object stores named by URI (``s3://``, ``gs://``, ``az://``) with ``storage_options``:
+  :func:`open_store` (see :mod:`arrowidx.objectstore`).
+
+:func:`as_store` turns whatever a caller holds (a Store, or the ``pyarrow.fs`` filesystem of
+one) into its Store. :func:`storage_error` classifies what a store raised: refused access,
+an unreachable or throttling store, another I/O failure. None of these is damage: a file
+is corrupt (:class:`~arrowidx.errors.CorruptIndexError`) only when its bytes were read and
+do not parse.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat as statmod
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from .errors import (
+    AccessDeniedError,
+    ArrowIdxError,
+    CommitUnsupportedError,
+    StorageError,
+    StoreUnavailableError,
+)
+
+SINGLE_WRITER_ENV = "ARROWIDX_SINGLE_WRITER"  # "1": allow check-then-move commits (one writer only)
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One object (file): its path in the store, size, modification time and ``stamp``, a
+    token that changes whenever the object is written or replaced (None where the store
+    has none: then only the content fingerprint tells)."""
+
+    path: str
+    size: int
+    mtime_ns: int | None = None
+    stamp: str | None = None
+
+
+class Store:
+    """A filesystem or object store as objects (see the module docstring)."""
+
+    #: Identity of the store for the process-wide store of file facts: two Store objects
+    #: with the same key see the same objects.
+    key: str = ""
+    #: The pyarrow filesystem over the same objects (pyarrow reads data files through it).
+    fs: pafs.FileSystem
+    #: ``create`` is an atomic put-if-absent here.
+    can_create: bool = False
+    #: :attr:`ObjectInfo.stamp` is set: a change stamp that any write or replacement changes.
+    stamps: bool = False
+
+    def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
+        """The files under ``folder`` (not folders), sorted by path. ``hidden=False`` skips
+        names starting with ``_`` or ``.`` and does not descend into such folders, as
+        pyarrow.dataset's discovery does. A missing folder is ``FileNotFoundError``, or
+        lists as empty with ``missing_ok``."""
+        raise NotImplementedError
+
+    def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
+        """Per path, its :class:`ObjectInfo`, or None when there is no such file."""
+        raise NotImplementedError
+
+    def get(self, path: str, what: str = "file") -> bytes:
+        """The whole object. ``FileNotFoundError`` when it is missing, else a
+        :class:`~arrowidx.errors.StorageError` naming it (``what`` says what it is)."""
+        raise NotImplementedError
+
+    def get_range(self, path: str, start: int, length: int, what: str = "file") -> bytes:
+        """``length`` bytes of the object from ``start`` (fewer at its end)."""
+        return self.get_ranges(path, [(start, length)], what)[0]
+
+    def get_ranges(self, path: str, ranges: list[tuple[int, int]], what: str = "file") -> list[bytes]:
+        """Several ``(start, length)`` ranges of one object (nearby ranges in one request
+        where the store charges per request)."""
+        raise NotImplementedError
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write the complete object ``path`` (replacing it): readers see the old bytes or
+        the new ones, never a part (temporary file + rename on local disks)."""
+        raise NotImplementedError
+
+    def create(self, path: str, data: bytes) -> bool:
+        """Create ``path`` with ``data`` only if it does not exist (atomically): False when it
+        exists. :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot."""
+        raise NotImplementedError
+
+    def require_create(self, path: str) -> None:
+        """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless :meth:`create` is an
+        atomic put-if-absent for ``path`` here: writers ask before they upload anything."""
+        if not self.can_create:
+            raise CommitUnsupportedError(
+                f"{path}: {self.describe()} cannot create a file only if it is absent, so two writers could both"
+                " commit one version and one would be lost. Name an object store by URI with storage_options"
+                f" (s3://bucket/path, gs://, az://: put-if-absent), or, with exactly one writer at a time, set"
+                f" {SINGLE_WRITER_ENV}=1"
+            )
+
+    def delete(self, path: str) -> bool:
+        """Delete the object; False if it was not there."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The store in words, for messages."""
+        return type(self).__name__
+
+
+# ------------------------------------------------------------------------------------------
+# local disks
+# ------------------------------------------------------------------------------------------
+
+
+def local_path(fs: pafs.FileSystem, path: str) -> str | None:
+    """The OS path of ``path`` when ``fs`` is a local disk (possibly wrapped), else None."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return path
+    if isinstance(fs, pafs.SubTreeFileSystem) and isinstance(fs.base_fs, pafs.LocalFileSystem):
+        return posixpath.join(fs.base_path, path.lstrip("/"))
+    inner = getattr(getattr(fs, "handler", None), "fs", None)  # fsspec wrapped by PyFileSystem
+    protocol = getattr(inner, "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    if "file" in protocols or "local" in protocols:
+        return path
+    return None
+
+
+def _local_info(path: str, st: os.stat_result) -> ObjectInfo:
+    return ObjectInfo(path, st.st_size, st.st_mtime_ns, f"{st.st_ino}:{st.st_ctime_ns}")
+
+
+class LocalStore(Store):
+    """A local disk, through ``os`` (see the module docstring). ``fs`` is the pyarrow
+    filesystem the caller uses (a ``LocalFileSystem``, or a local ``SubTreeFileSystem`` or
+    fsspec filesystem); store paths are that filesystem's paths."""
+
+    can_create = True
+    stamps = True
+
+    def __init__(self, fs: pafs.FileSystem | None = None):
+        self.fs = fs if fs is not None else pafs.LocalFileSystem()
+        self._plain = isinstance(self.fs, pafs.LocalFileSystem)
+        self.key = "file" if self._plain else f"file:{getattr(self.fs, 'base_path', '')}:{id(self.fs)}"
+
+    def os_path(self, path: str) -> str:
+        return path if self._plain else local_path(self.fs, path)  # type: ignore[return-value]
+
+    def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
+        out: list[ObjectInfo] = []
+        top = self.os_path(folder)
+        try:
+            st = os.stat(top)
+            seen = frozenset({(st.st_dev, st.st_ino)})
+        except FileNotFoundError:
+            if missing_ok:
+                return []
+            raise
+        except OSError as e:
+            raise storage_error(e, folder, "folder") from None
+        pending = [(folder, top, seen)]
+        while pending:
+            name, real, above = pending.pop()
+            try:
+                with os.scandir(real) as entries:
+                    entries = list(entries)
+            except FileNotFoundError:
+                continue
+            except NotADirectoryError:
+                raise
+            except OSError as e:
+                raise storage_error(e, name, "folder") from None
+            prefix = name if name.endswith("/") else name + "/"
+            for entry in entries:
+                if not hidden and entry.name[0] in "_.":
+                    continue
+                try:
+                    st = entry.stat()  # follows symlinks, as pyarrow does
+                except FileNotFoundError:
+                    continue  # deleted meanwhile
+                if statmod.S_ISDIR(st.st_mode):
+                    key = (st.st_dev, st.st_ino)
+                    if recursive and key not in above:  # (a folder linking to one above: a loop)
+                        pending.append((prefix + entry.name, entry.path, above | {key}))
+                elif statmod.S_ISREG(st.st_mode):
+                    out.append(_local_info(prefix + entry.name, st))
+        out.sort(key=lambda i: i.path)
+        return out
+
+    def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
+        out: list[ObjectInfo | None] = []
+        for path in paths:
+            try:
+                st = os.stat(self.os_path(path))
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(None)
+                continue
+            except OSError as e:
+                raise storage_error(e, path) from None
+            out.append(_local_info(path, st) if statmod.S_ISREG(st.st_mode) else None)
+        return out
+
+    def get(self, path: str, what: str = "file") -> bytes:
+        try:
+            with open(self.os_path(path), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except IsADirectoryError as e:
+            raise storage_error(e, path, what) from None
+        except OSError as e:
+            raise storage_error(e, path, what) from None
+
+    def get_ranges(self, path: str, ranges: list[tuple[int, int]], what: str = "file") -> list[bytes]:
+        try:
+            with open(self.os_path(path), "rb") as f:
+                out = []
+                for start, length in ranges:
+                    f.seek(start)
+                    out.append(f.read(length))
+                return out
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise storage_error(e, path, what) from None
+
+    def _write_temp(self, path: str, data: bytes) -> str:
+        real = self.os_path(path)
+        os.makedirs(os.path.dirname(real) or ".", exist_ok=True)
+        tmp = os.path.join(os.path.dirname(real), f".tmp-{uuid.uuid4().hex}-{os.path.basename(real)}")
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        return tmp
+
+    def put(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        try:
+            os.replace(tmp, self.os_path(path))
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+
+    def create(self, path: str, data: bytes) -> bool:
+        tmp = self._write_temp(path, data)
+        final = self.os_path(path)
+        try:
+            try:
+                os.link(tmp, final)  # atomic put-if-absent of a complete file
+                return True
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links on this disk (FAT, some network mounts)
+                pass
+            try:
+                fd = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            return True
+        finally:
+            _remove_quietly(tmp)
+
+    def delete(self, path: str) -> bool:
+        try:
+            os.remove(self.os_path(path))
+            return True
+        except FileNotFoundError:
+            return False
+
+    def describe(self) -> str:
+        return "a local disk"
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------------------------------
+# any other pyarrow filesystem
+# ------------------------------------------------------------------------------------------
+
+
+def _is_memory(fs: pafs.FileSystem) -> bool:
+    if type(fs).__name__ == "_MockFileSystem":
+        return True
+    inner = getattr(getattr(fs, "handler", None), "fs", None)
+    protocol = getattr(inner, "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    return "memory" in protocols
+
+
+_IN_PROCESS_LOCK = threading.Lock()
+
+
+class ArrowStore(Store):
+    """Any ``pyarrow.fs`` filesystem (see the module docstring)."""
+
+    def __init__(self, fs: pafs.FileSystem):
+        self.fs = fs
+        self.memory = _is_memory(fs)
+        self.key = f"{fs.type_name}:{id(fs)}"
+
+    @property
+    def can_create(self) -> bool:  # type: ignore[override]
+        return self.memory or os.environ.get(SINGLE_WRITER_ENV) == "1"
+
+    def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
+        out: list[ObjectInfo] = []
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            try:
+                infos = self.fs.get_file_info(pafs.FileSelector(current, allow_not_found=missing_ok or current != folder))
+            except FileNotFoundError:
+                raise
+            except (OSError, pa.ArrowException) as e:
+                raise storage_error(e, current, "folder") from None
+            for info in infos:
+                if not hidden and posixpath.basename(info.path).startswith(("_", ".")):
+                    continue
+                if info.type == pafs.FileType.Directory:
+                    if recursive:
+                        pending.append(info.path)
+                elif info.type == pafs.FileType.File:
+                    out.append(ObjectInfo(info.path, info.size or 0, info.mtime_ns))
+        out.sort(key=lambda i: i.path)
+        return out
+
+    def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
+        try:
+            infos = self.fs.get_file_info(list(paths))
+        except (OSError, pa.ArrowException) as e:
+            raise storage_error(e, paths[0] if paths else "", "file") from None
+        return [ObjectInfo(i.path, i.size or 0, i.mtime_ns) if i.type == pafs.FileType.File else None for i in infos]
+
+    def get(self, path: str, what: str = "file") -> bytes:
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as e:
+            raise storage_error(e, path, what) from None
+
+    def get_ranges(self, path: str, ranges: list[tuple[int, int]], what: str = "file") -> list[bytes]:
+        try:
+            with self.fs.open_input_file(path) as f:
+                return [f.read_at(length, start) for start, length in ranges]
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as e:
+            raise storage_error(e, path, what) from None
+
+    def put(self, path: str, data: bytes) -> None:
+        folder = posixpath.dirname(path)
+        try:
+            self.fs.create_dir(folder, recursive=True)
+            tmp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(path)}")
+            with self.fs.open_output_stream(tmp) as out:
+                out.write(data)
+            try:
+                self.fs.move(tmp, path)
+            except BaseException:
+                self._delete_quietly(tmp)
+                raise
+        except (OSError, pa.ArrowException) as e:
+            raise storage_error(e, path, "file") from None
+
+    def create(self, path: str, data: bytes) -> bool:
+        self.require_create(path)
+        with _IN_PROCESS_LOCK:  # in-process filesystems: a lock makes check-and-write atomic
+            if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
+                return False
+            self.put(path, data)
+            return True
+
+    def delete(self, path: str) -> bool:
+        try:
+            self.fs.delete_file(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def _delete_quietly(self, path: str) -> None:
+        try:
+            self.fs.delete_file(path)
+        except OSError:
+            pass
+
+    def describe(self) -> str:
+        return f"pyarrow {type(self.fs).__name__} ({self.fs.type_name})"
+
+
+# ------------------------------------------------------------------------------------------
+# which Store a filesystem is
+# ------------------------------------------------------------------------------------------
+
+_LOCAL = LocalStore()
+_REGISTERED: dict[int, tuple[pafs.FileSystem, Store]] = {}  # stores opened from URIs, by their fs
+_WRAPPED: OrderedDict[int, tuple[pafs.FileSystem, Store]] = OrderedDict()  # other filesystems, bounded
+_LOCK = threading.Lock()
+
+
+def register(store: Store) -> Store:
+    """Make :func:`as_store` of ``store.fs`` return ``store`` (object stores opened from a
+    URI: their pyarrow filesystem reads data, the store does the rest)."""
+    with _LOCK:
+        _REGISTERED[id(store.fs)] = (store.fs, store)
+    return store
+
+
+def as_store(fs_or_store: Store | pafs.FileSystem | None) -> Store:
+    """The Store for a Store (itself), the pyarrow filesystem of a registered store, a local
+    filesystem, or any other pyarrow filesystem (wrapped in an :class:`ArrowStore`)."""
+    if isinstance(fs_or_store, Store):
+        return fs_or_store
+    if fs_or_store is None or type(fs_or_store) is pafs.LocalFileSystem:
+        return _LOCAL
+    key = id(fs_or_store)
+    with _LOCK:
+        found = _REGISTERED.get(key) or _WRAPPED.get(key)
+        if found is not None and found[0] is fs_or_store:
+            return found[1]
+        store: Store = LocalStore(fs_or_store) if local_path(fs_or_store, "/") is not None else ArrowStore(fs_or_store)
+        _WRAPPED[key] = (fs_or_store, store)
+        while len(_WRAPPED) > 256:
+            _WRAPPED.popitem(last=False)
+        return store
+
+
+# ------------------------------------------------------------------------------------------
+# what went wrong
+# ------------------------------------------------------------------------------------------
+
+# Words the stores put in their messages (AWS SDK error names and HTTP statuses, as pyarrow's
+# S3 filesystem and obstore quote them; GCS and Azure use the HTTP words).
+_DENIED = (
+    "access denied", "accessdenied", "access_denied", "forbidden", "403", "invalidaccesskeyid",
+    "signaturedoesnotmatch", "invalid_access_key", "permission denied", "unauthorized", "401",
+    "expiredtoken", "invalidtoken", "no credentials", "credentials",
+)  # fmt: skip
+_UNAVAILABLE = (
+    "timeout", "timed out", "connection refused", "connection reset", "could not connect",
+    "couldn't connect", "network", "curlcode", "unreachable", "name or service not known",
+    "temporary failure", "slowdown", "slow down", "throttl", "503", "500 internal", "service unavailable",
+    "too many requests", "429", "requesttimeout", "broken pipe",
+)  # fmt: skip
+
+
+def storage_error(error: BaseException, path: str, what: str = "file") -> ArrowIdxError:
+    """The arrowidx error for ``error``, raised by storage while reading or writing the
+    object ``path`` (a ``what``: "index file", "manifest", ...)."""
+    if isinstance(error, ArrowIdxError):
+        return error
+    text = str(error)
+    lower = text.lower()
+    if isinstance(error, PermissionError) or getattr(error, "errno", None) in (errno.EACCES, errno.EPERM):
+        return AccessDeniedError(f"access denied reading or writing the {what}: {text}", path=path)
+    if any(word in lower for word in _DENIED):
+        return AccessDeniedError(f"the store denied access to the {what} (check the credentials and"
+                                 f" permissions): {text}", path=path)  # fmt: skip
+    if isinstance(error, (TimeoutError, ConnectionError)) or any(word in lower for word in _UNAVAILABLE):
+        return StoreUnavailableError(f"the store could not be reached for the {what}: {text}", path=path)
+    return StorageError(f"cannot read or write the {what}: {text}", path=path)
+
+
+def paths_of(infos: Iterable[ObjectInfo | None]) -> list[str]:
+    return [i.path for i in infos if i is not None]
