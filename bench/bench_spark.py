@@ -35,6 +35,8 @@ every file, so every file carries a deletion vector.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import shutil
 import statistics
 import sys
@@ -91,7 +93,16 @@ def spark_session(master: str = "local[2]"):
 
 
 def index_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "_arrowidx" / "index").rglob("*.index"))}
+    """Index file bytes by name without the writer's suffix (``<data file>.<xxh64>.index``:
+    each build names its files ``<data file>.<xxh64>-<writer>.index``)."""
+    return {
+        re.sub(r"-[0-9a-f]+\.index$", ".index", str(p.relative_to(root))): p.read_bytes()
+        for p in sorted((root / "_arrowidx" / "index").rglob("*.index"))
+    }
+
+
+def _unsuffixed(index):
+    return None if index is None else dataclasses.replace(index, file=re.sub(r"-[0-9a-f]+\.index$", ".index", index.file or ""))
 
 
 def timed(fn) -> tuple[float, object]:
@@ -163,7 +174,7 @@ def build_side_by_side(spark, root: Path, options: dict[str, str], work: Path) -
     t_spark, spark_report = timed(lambda: axs.build(spark, str(root), options, incremental=False))
     spark_manifest = load_manifest(fs, r)
     same_index = index_bytes(root) == local_index and all(
-        local_manifest.files[k].index == spark_manifest.files[k].index for k in local_manifest.files
+        _unsuffixed(local_manifest.files[k].index) == _unsuffixed(spark_manifest.files[k].index) for k in local_manifest.files
     )
     print("\nindex build (all 20 files, full rebuild)")
     print(f"  arrowidx.build (local, 2 threads)   {t_local * 1000:>10,.0f} ms   {local_report.index_bytes:,} index bytes")

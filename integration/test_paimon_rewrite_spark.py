@@ -16,6 +16,9 @@ from arrowidx import paimon  # noqa: E402
 SHAPES = Path(__file__).resolve().parents[1] / "tests" / "paimon_tables" / "shapes-0.9.0" / "db.db" / "evolve"
 
 
+PAIMON_OPTIONS = {"file-index.bloom-filter.columns": "id,full_name,status", "file-index.bitmap.columns": "status,p"}
+
+
 def _copy(dst: Path) -> str:
     shutil.copytree(SHAPES, dst)
     for root, dirs, files in os.walk(dst):
@@ -36,7 +39,7 @@ def _state(path: str) -> dict:
 def test_spark_rewrite_same_as_local(spark, tmp_path):
     import arrowidx.spark
 
-    options = {"file-index.bloom-filter.columns": "id,full_name,status", "file-index.bitmap.columns": "status,p"}
+    options = PAIMON_OPTIONS
     on_spark, local = _copy(tmp_path / "spark"), _copy(tmp_path / "local")
     report = arrowidx.spark.paimon_rewrite_file_index(spark, on_spark, options)
     assert report.committed and report.rewritten

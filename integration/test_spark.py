@@ -137,6 +137,17 @@ def assert_same(got: pa.Table, expected: pa.Table, what: str) -> None:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def spark_reader_for_every_read(monkeypatch):
+    """The lakes here are small, so arrowidx.spark.read would give every selective read to the
+    data source (``native.PYTHON_MAX_BYTES``); Spark's own reader is what these tests check,
+    so it reads whatever it can serve. ``test_selective_small_reads_go_to_the_data_source``
+    checks the default."""
+    from arrowidx.spark import native
+
+    monkeypatch.setattr(native, "PYTHON_MAX_BYTES", -1)
+
+
 @pytest.fixture(scope="module")
 def lake(spark, tmp_path_factory):
     """A dataset indexed by arrowidx.spark.build, with deletions and one stale file."""
@@ -496,6 +507,8 @@ EXPRESSIONS = [
     pc.Expression._call("and", [pc.field("small") > 3, pc.field("tiny") < 0]),  # non-Kleene: NULL if either is
     ~pc.Expression._call("or", [pc.field("small") > 15, pc.field("user_id") < 1000]),
     pc.field("user_id") > 10.5,
+    pc.field("amount").is_nan() | (pc.field("score") < 0.5),  # is_nan: NULL for NULL rows (Spark's isnan: FALSE)
+    ~pc.field("score").is_nan(),
     (pc.field("id") + 1) == 1235,  # no Spark SQL spelling: read through the data source
 ]
 
@@ -796,3 +809,46 @@ def test_write_append_refuses_unmanaged_files(spark, tmp_path):
     with pytest.raises(arrowidx.ArrowIdxError, match="arrowidx.spark.build"):
         spark_mod.write(spark.createDataFrame(_source_table(8, 100, 10)), str(root), WRITE_OPTIONS)
     assert os.listdir(root) == ["plain.parquet"]
+
+
+def test_hive_partition_columns(spark, tmp_path):
+    """Hive folders (``dt=.../``) are partition columns in every Spark spelling, as in
+    ``arrowidx.dataset(path)``; a filter on them prunes folders; answers equal arrowidx's own."""
+    root = tmp_path / "hive"
+    rng = np.random.default_rng(5)
+    for i, day in enumerate(["2024-01-01", "2024-01-02", "2024-01-03"]):
+        (root / f"dt={day}").mkdir(parents=True)
+        ids = np.arange(i * 400, (i + 1) * 400, dtype=np.int64)
+        pq.write_table(pa.table({"id": ids, "v": rng.integers(0, 9, 400)}), root / f"dt={day}" / "part-0.parquet")
+    arrowidx.build(str(root), {"file-index.bloom-filter.columns": "id"}, progress=False)
+    arrowidx.delete(str(root), "id % 7 = 0", progress=False)
+    data = arrowidx.dataset(str(root))
+    assert "dt" in data.schema.names
+    for where in ["dt = '2024-01-02' AND v > 3", "id = 801", "dt > '2024-01-01'"]:
+        expected = canon(data.to_table(filter=where).select(["id", "v", "dt"]))
+        got = spark_mod.read(spark, str(root), where)
+        assert canon(got.toArrow().select(["id", "v", "dt"])) == expected, where
+        loaded = spark.read.format("arrowidx").option("where", where).load(str(root))
+        assert canon(loaded.toArrow().select(["id", "v", "dt"])) == expected, where
+    # one partition per file read: the other folders were pruned before any file was opened
+    one_day = spark_mod.read(spark, str(root), "dt = '2024-01-02'", maxPartitionBytes="1")
+    assert one_day.count() == data.count_rows("dt = '2024-01-02'") > 0
+    assert one_day.rdd.getNumPartitions() == 1
+
+
+def test_selective_small_reads_go_to_the_data_source(spark, lake, monkeypatch):
+    """By default a read whose indexes ruled out most rows, leaving little data, goes to the
+    data source (no Spark scan job); a read the indexes cannot narrow goes to Spark's reader.
+    Both answer as Spark does."""
+    from arrowidx.spark import native
+
+    monkeypatch.setattr(native, "PYTHON_MAX_BYTES", 32 << 20)
+    needle = spark_mod.read(spark, lake["root"], "id = 1234")
+    assert _python_scans(needle) == 1 and not _spark_files(needle)
+    assert_same(needle.toArrow(), reference(spark, lake, "id = 1234"), "needle")
+    broad = spark_mod.read(spark, lake["root"], "amount > 10")
+    assert_same(broad.toArrow(), reference(spark, lake, "amount > 10"), "broad")
+    monkeypatch.setattr(native, "PYTHON_MAX_BYTES", -1)  # nothing is small enough
+    assert _python_scans(spark_mod.read(spark, lake["root"], "id = 1234")) == 0
+    # the broad read was routed as if no read were small: the rule did not touch it
+    assert _spark_files(broad) == _spark_files(spark_mod.read(spark, lake["root"], "amount > 10")) != set()

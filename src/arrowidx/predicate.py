@@ -123,9 +123,11 @@ class Const(Node):
 
 @dataclass(frozen=True)
 class Opaque(Node):
-    """Something no index can answer; it is REMAIN for both TRUE and FALSE."""
+    """Something no index can answer; it is REMAIN for both TRUE and FALSE. ``call``: for a
+    function of one column, ``(function name, column)`` (a translator may still spell it)."""
 
     reason: str
+    call: tuple[str, str] | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -382,6 +384,8 @@ def _bind(t, schema: pa.Schema) -> Node:
         return IsNull(args[0].name)
     if name == "is_valid" and len(args) == 1 and _is_column(args[0], schema):
         return Not(IsNull(args[0].name))
+    if len(args) == 1 and _is_column(args[0], schema) and t.options is None:
+        return Opaque(f"function {name}", (name, args[0].name))
     return Opaque(f"function {name}")
 
 

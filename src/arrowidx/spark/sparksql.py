@@ -21,7 +21,7 @@ import math
 
 import pyarrow as pa
 
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Or, bind
+from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
 
 _OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -64,6 +64,11 @@ def _sql(node: Node, schema: pa.Schema) -> str:
         return _compare(node, schema.field(node.column).type)
     if isinstance(node, IsIn):
         return _is_in(node, schema.field(node.column).type)
+    if isinstance(node, Opaque) and node.call is not None and node.call[0] == "is_nan":
+        column, t = quote(node.call[1]), schema.field(node.call[1]).type
+        if pa.types.is_floating(t.value_type if pa.types.is_dictionary(t) else t):
+            # pyarrow's is_nan is NULL for a NULL row; Spark's isnan(NULL) is FALSE
+            return f"(CASE WHEN {column} IS NULL THEN CAST(NULL AS BOOLEAN) ELSE isnan({column}) END)"
     raise _Untranslatable(type(node).__name__)
 
 
