@@ -140,12 +140,15 @@ def assert_same(got: pa.Table, expected: pa.Table, what: str) -> None:
 @pytest.fixture(autouse=True)
 def spark_reader_for_every_read(monkeypatch):
     """The lakes here are small, so arrowidx.spark.read would give every selective read to the
-    data source (``native.PYTHON_MAX_BYTES``); Spark's own reader is what these tests check,
-    so it reads whatever it can serve. ``test_selective_small_reads_go_to_the_data_source``
-    checks the default."""
+    driver or the data source, and by default files with deletions go to the data source;
+    Spark's own reader (and its anti-join) is what these tests check, so it reads whatever it
+    can serve. ``test_selective_small_reads_go_to_the_driver_or_the_data_source`` checks the
+    defaults."""
     from arrowidx.spark import native
 
     monkeypatch.setattr(native, "PYTHON_MAX_BYTES", -1)
+    monkeypatch.setattr(native, "LOCAL_SELECTIVE_MAX_BYTES", -1)
+    monkeypatch.setattr(native, "DELETION_BUDGET", 1 << 21)  # Spark's reader, with the anti-join
 
 
 @pytest.fixture(scope="module")
@@ -836,19 +839,24 @@ def test_hive_partition_columns(spark, tmp_path):
     assert one_day.rdd.getNumPartitions() == 1
 
 
-def test_selective_small_reads_go_to_the_data_source(spark, lake, monkeypatch):
-    """By default a read whose indexes ruled out most rows, leaving little data, goes to the
-    data source (no Spark scan job); a read the indexes cannot narrow goes to Spark's reader.
-    Both answer as Spark does."""
+def test_selective_small_reads_go_to_the_driver_or_the_data_source(spark, lake, monkeypatch):
+    """By default a read whose indexes ruled out most rows, leaving very little data, is read
+    by the driver; a little more goes to the data source (no Spark scan job); a read the
+    indexes cannot narrow goes to Spark's reader. All answer as Spark does."""
     from arrowidx.spark import native
 
+    monkeypatch.setattr(native, "LOCAL_SELECTIVE_MAX_BYTES", 32 << 20)
     monkeypatch.setattr(native, "PYTHON_MAX_BYTES", 32 << 20)
+    needle = spark_mod.read(spark, lake["root"], "id = 1234")  # a bloom filter: not an exact answer
+    assert _read_on_driver(needle) and _python_scans(needle) == 0 and not _spark_files(needle)
+    assert_same(needle.toArrow(), reference(spark, lake, "id = 1234"), "needle on the driver")
+    monkeypatch.setattr(native, "LOCAL_SELECTIVE_MAX_BYTES", -1)
     needle = spark_mod.read(spark, lake["root"], "id = 1234")
-    assert _python_scans(needle) == 1 and not _spark_files(needle)
-    assert_same(needle.toArrow(), reference(spark, lake, "id = 1234"), "needle")
+    assert _python_scans(needle) == 1 and not _spark_files(needle) and not _read_on_driver(needle)
+    assert_same(needle.toArrow(), reference(spark, lake, "id = 1234"), "needle by the data source")
+    monkeypatch.setattr(native, "DELETION_BUDGET", 0)  # the default: files with deletions by the data source
     broad = spark_mod.read(spark, lake["root"], "amount > 10")
+    assert _spark_files(broad) == {"part-5.parquet"} and _python_scans(broad) == 1  # part-5 has no deletions
     assert_same(broad.toArrow(), reference(spark, lake, "amount > 10"), "broad")
     monkeypatch.setattr(native, "PYTHON_MAX_BYTES", -1)  # nothing is small enough
-    assert _python_scans(spark_mod.read(spark, lake["root"], "id = 1234")) == 0
-    # the broad read was routed as if no read were small: the rule did not touch it
-    assert _spark_files(broad) == _spark_files(spark_mod.read(spark, lake["root"], "amount > 10")) != set()
+    assert _python_scans(spark_mod.read(spark, lake["root"], "id = 1234")) == 1  # (its file has deletions)

@@ -3,24 +3,28 @@
 The driver plans the read with the indexes (:meth:`arrowidx.lake.scan.IndexedDataset.plan`,
 the planning every arrowidx reader shares) and picks, for the files that survive:
 
-* **The driver** (:data:`LOCAL_MAX_ROWS`): when the indexes answer the filter exactly (row
-  bitmaps that are exactly the matching rows, in every file kept) and the answer is small,
-  the driver reads those rows with the arrowidx scan core (only the row groups holding them;
-  deletion vectors applied) and hands Spark the result (``spark.createDataFrame``: a local
-  relation). Spark's reader would decode every column of every row group holding one of
-  those rows, and a Python data source cannot be told that a ``count()`` needs no columns.
+* **The driver** (:data:`LOCAL_MAX_ROWS`, :data:`LOCAL_SELECTIVE_MAX_BYTES`): when the
+  indexes answer the filter exactly (row bitmaps that are exactly the matching rows, in
+  every file kept) and the answer is small, or when they ruled out at least half of the rows
+  and what is left would be small even if every row of it matched (a bloom-filter needle),
+  the driver reads those rows with the arrowidx scan core (only the row groups holding
+  them; the filter evaluated exactly; deletion vectors applied) and hands Spark the result
+  (``spark.createDataFrame``: a local relation). Spark's reader would decode every column
+  of every row group holding one of those rows, and a Spark job costs more than the read.
+* **The arrowidx data source** (Python) for a selective read of little data
+  (:data:`PYTHON_MAX_BYTES`), for files with deletion vectors (see :data:`DELETION_BUDGET`),
+  and for what Spark's reader cannot serve exactly: a filter with no exact Spark SQL
+  spelling, files whose Parquet types Spark reads otherwise than arrowidx (nanosecond
+  timestamps, ...), partition columns, names Spark would take as glob patterns.
 * **Spark's Parquet reader** (``spark.read.parquet(*files)``: vectorised decoding, column
-  pruning, whole-stage code generation, its own row-group statistics) for every other file
-  it can read exactly. The filter goes to Spark as SQL with the same meaning (SQL text as it
-  is; a pyarrow Expression through :func:`arrowidx.spark.sparksql.to_spark_sql`). Deletion
-  vectors become a broadcast anti-join: each row's key is its file's number (told apart by
+  pruning, whole-stage code generation, its own row-group statistics) for every other file.
+  The filter goes to Spark as Spark SQL with the same meaning (the Expression, SQL text's
+  pushdown included, through :func:`arrowidx.spark.sparksql.to_spark_sql`). Deletion
+  vectors, when :data:`DELETION_BUDGET` allows (not by default: it did not pay), become a
+  broadcast anti-join: each row's key is its file's number (told apart by
   ``_metadata.file_size``, unique per scan) times 2^40 plus its position in the file
   (``_metadata.row_index``), against a local relation of the deleted keys. Only the rows
   that pass the filter are looked up.
-* **The arrowidx data source** (Python) for what Spark's reader cannot serve exactly: an
-  Expression with no exact Spark spelling, files whose deletion vectors exceed
-  :data:`DELETION_BUDGET`, files whose Parquet types Spark reads otherwise than arrowidx
-  (nanosecond timestamps, ...) or whose names Spark would take as glob patterns.
 
 The union is one DataFrame with the dataset's Spark schema (or ``columns``). It is planned
 when :func:`arrowidx.spark.read` is called: the files, deletions and manifest version of
@@ -54,6 +58,12 @@ from .sparksql import quote, string_literal
 # The driver reads an exact answer of at most this many rows (and bytes, uncompressed).
 LOCAL_MAX_ROWS = 200_000
 LOCAL_MAX_BYTES = 32 << 20
+# A selective read of very little data is read by the driver: when the indexes ruled out at
+# least half of the rows and the row groups left hold at most this many bytes decoded (of
+# the columns the query returns), as if every row matched (bench/bench_spark.py: a
+# bloom-filter needle, 3 of 20 files, ~15 MB decoded: count() 2.7x Spark alone through the
+# data source, where a Spark job's own cost is most of the time).
+LOCAL_SELECTIVE_MAX_BYTES = 32 << 20
 # A selective read of little data goes to the data source: when the indexes ruled out at
 # least half of the rows and the files left hold at most this many bytes (compressed, of the
 # columns the query returns, in the row groups that survive), one or two Python tasks cost
@@ -61,9 +71,13 @@ LOCAL_MAX_BYTES = 32 << 20
 # over 3 of 20 files, 10 MB, 236 ms through the data source against 699 ms through Spark's
 # reader; a broad query over all 20 files, 68 MB, is faster through Spark's reader).
 PYTHON_MAX_BYTES = 32 << 20
-# Deleted positions one plan carries (the anti-join's local relation, 8 bytes each): files
-# beyond it are read through the data source, which applies their deletion vectors itself.
-DELETION_BUDGET = 1 << 21
+# Deleted positions one plan lets Spark's reader drop (a broadcast anti-join against a local
+# relation, 8 bytes each); files beyond it are read through the data source, which applies
+# their deletion vectors itself. 0 by default: on bench/bench_spark.py (deletions in every
+# file) the anti-join was never faster than the data source (broad query, toArrow 1,239
+# against 1,101 ms, count 729 against 618 ms; needles 1.6-3x slower), so Spark's own reader
+# reads the files without deletions. Raise it to let Spark read files with deletions too.
+DELETION_BUDGET = 0
 # Files per scan with deletion vectors (the row key numbers them: one CASE branch each).
 GROUP_MAX_FILES = 64
 ROW_KEY = "__arrowidx_deleted_row"
@@ -150,16 +164,19 @@ def _small_exact(data: IndexedDataset, kept: list[FilePlan], columns: Sequence[s
     return exact if estimate <= LOCAL_MAX_BYTES else []
 
 
-def _selective_and_small(data: IndexedDataset, plans: list[FilePlan], kept: list[FilePlan], columns: Sequence[str]) -> bool:
-    """Whether the indexes ruled out at least half of the rows and the kept files hold at most
-    :data:`PYTHON_MAX_BYTES` of the query's columns (see :data:`PYTHON_MAX_BYTES`)."""
+def _selective_and_small(
+    data: IndexedDataset, plans: list[FilePlan], kept: list[FilePlan], columns: Sequence[str], limit: int,
+    *, compressed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether the indexes ruled out at least half of the rows and the kept row groups hold at
+    most ``limit`` bytes of the query's columns (``compressed``: as stored, else decoded)."""
     total = sum(p.rows for p in plans)
     if not total or sum(p.rows for p in kept) * 2 > total:
         return False
     size = 0
     for p in kept:
-        size += column_bytes(data.footer(p.path), p.row_groups, list(columns), compressed=True)
-        if size > PYTHON_MAX_BYTES:
+        size += column_bytes(data.footer(p.path), p.row_groups, list(columns), compressed=compressed)
+        if size > limit:
             return False
     return True
 
@@ -174,7 +191,10 @@ def plan_route(data: IndexedDataset, plans: list[FilePlan], *, translatable: boo
     if "_metadata" in data.schema.names:
         route.python = {p.path: "the dataset has a column named _metadata (Spark's file metadata)" for p in kept}
         return route
-    if kept and translatable and _selective_and_small(data, plans, kept, columns):
+    if kept and _selective_and_small(data, plans, kept, columns, LOCAL_SELECTIVE_MAX_BYTES, compressed=False):
+        route.local += kept  # small even if every row of the groups matched
+        return route
+    if kept and translatable and _selective_and_small(data, plans, kept, columns, PYTHON_MAX_BYTES):
         route.python = {p.path: "a selective read of little data (Python tasks cost less than a Spark scan job)" for p in kept}
         return route
     budget = DELETION_BUDGET
@@ -193,7 +213,7 @@ def plan_route(data: IndexedDataset, plans: list[FilePlan], *, translatable: boo
         dv = data.deletion_vector(rel) if plan.deleted else None
         if dv is not None and dv.cardinality:
             if dv.cardinality > budget or dv.max_position >= 1 << _ROW_BITS:
-                route.python[rel] = "more deleted rows than a plan carries"
+                route.python[rel] = "deleted rows (the data source applies the deletion vector)"
                 continue
             budget -= dv.cardinality
             route.deletions[rel] = dv
