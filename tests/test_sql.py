@@ -92,3 +92,36 @@ def test_refusals_name_what_to_write():
     assert isinstance(parse_where("qty = 1", TABLE.schema), pc.Expression)
     with pytest.raises(WhereError, match="pass the text itself as filter="):
         parse_where("lower(status) = 'new'", TABLE.schema)  # no pyarrow Expression: a residual
+
+
+SIMPLE_SCHEMA = pa.schema(
+    [("id", pa.int64()), ("i32", pa.int32()), ("u8", pa.uint8()), ("status", pa.string()), ("ls", pa.large_string()),
+     ("d", pa.dictionary(pa.int32(), pa.string())), ("amount", pa.float64())]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["id = 42", "id <> 42", "id != -7", "i32 >= 5", "u8 < 3", "u8 = 255", "status = 'paid'", "ls = 'x'", "status = ''",
+     "id = 1 AND status = 'a'", "id = 1 and status > 'a' AND u8 <= 7", "  id=007  ", "status = 'ünï cödé'"],
+)  # fmt: skip
+def test_simple_clauses_skip_sqlglot_with_the_same_expression(text, monkeypatch):
+    """The fast path for plain comparisons gives exactly the Expression sqlglot's path gives."""
+    from arrowidx import sql
+
+    fast = sql._simple_where(text, SIMPLE_SCHEMA)
+    assert fast is not None
+    monkeypatch.setattr(sql, "_simple_where", lambda *a: None)
+    assert fast.equals(sql.compile_where(text, SIMPLE_SCHEMA).pushdown)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["u8 = -1", "u8 = 256", "amount > 3", "d = 'x'", "id = '5'", "status = 5", "ID = 1", "nope = 1", "id = 1 OR id = 2",
+     "status = 'a AND b'", "status = 'it''s'", "status = 'a\\b'", "id = 1 -- c", "id IN (1, 2)", "null = 1", "1 = id",
+     "id = 1 AND", "id = 99999999999999999999"],
+)  # fmt: skip
+def test_other_clauses_go_to_sqlglot(text):
+    from arrowidx import sql
+
+    assert sql._simple_where(text, SIMPLE_SCHEMA) is None

@@ -24,9 +24,11 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
+from .._lazy import lazy_module
 from ..errors import OptionError
+
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: a lake without partition folders never pays it
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -62,13 +64,14 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     ``spec`` (see the module docstring); None when there are no partition folders."""
     if spec is None or spec is False:
         return None
-    if isinstance(spec, ds.Partitioning):
-        return spec
     if isinstance(spec, (pa.Schema, dict)):
         schema = spec if isinstance(spec, pa.Schema) else pa.schema(list(spec.items()))
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
+    if not isinstance(spec, str) and isinstance(spec, ds.Partitioning):
+        return spec
     if spec != "hive":
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
+    # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
     for rel in files:
         for key, value in _pairs(rel):
