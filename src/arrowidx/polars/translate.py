@@ -23,7 +23,7 @@ from ..predicate import cast_literal, cast_literal_array, expression_text
 
 log = logging.getLogger("arrowidx.polars")
 _POLARS_MAJOR = int(pl.__version__.split(".")[0])
-_NULL = pc.scalar(pa.scalar(None, pa.bool_()))
+_NULL = pc.scalar(pa.nulls(1, pa.bool_())[0])  # (pa.scalar(None) would import pandas)
 
 # ======================================================================================
 # Translation: pl.Expr -> pyarrow.compute.Expression

@@ -95,7 +95,7 @@ def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-_NULL = pc.scalar(pa.scalar(None, pa.bool_()))
+_NULL = pc.scalar(pa.nulls(1, pa.bool_())[0])  # (pa.scalar(None) would import pandas)
 
 
 def _column(attribute: tuple, schema: pa.Schema) -> pa.Field | None:
