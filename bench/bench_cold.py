@@ -375,7 +375,9 @@ def counted(root: Path, col: str, value) -> None:
             n = arrowidx.dataset({str(root)!r}, filesystem=fs).to_table(filter=expr, columns=["id"]).num_rows
         else:
             n = ds.dataset({str(root)!r}, format="parquet", filesystem=fs).to_table(filter=expr, columns=["id"]).num_rows
-        print(json.dumps({{"requests": handler.requests, "bytes": handler.bytes, "rows": n}}))
+        print(json.dumps({{"requests": handler.requests, "bytes": handler.bytes, "rows": n}}), flush=True)
+        import os
+        os._exit(0)  # (pyarrow's Python-filesystem threads can abort the interpreter's exit)
     """)
     got = {}
     for kind in ("arrowidx", "pyarrow"):
