@@ -321,7 +321,6 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options (an object-store lake is read by the data source).
     """
-    register(spark)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
     data = planning_dataset(path, on_corrupt, storage_options)
@@ -340,6 +339,7 @@ def read(
         if not isinstance(filter, pc.Expression):
             raise OptionError(f"filter must be a pyarrow.compute.Expression or SQL text, not {type(filter).__name__}")
         where = Filter(filter, None)
+    register(spark)  # (after the filter: a refusal needs no session)
     expr = where.pushdown
     if expr is not None and where.residual is None:
         # the filter in Spark SQL with arrowidx's meaning (None: no exact spelling)
