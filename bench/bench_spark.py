@@ -76,8 +76,12 @@ def spark_session(master: str = "local[2]"):
     if master.startswith("local"):
         return arrowidx.spark.local_session(master, "arrowidx-bench", spark_driver_memory="3g",
                                             spark_sql_session_timeZone="UTC")  # fmt: skip
+    import os
+
     from pyspark.sql import SparkSession
 
+    # the Python that plans Python data sources in the driver is PYSPARK_PYTHON's (this one)
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     spark = (
         SparkSession.builder.master(master).appName("arrowidx-bench")
         .config("spark.pyspark.python", sys.executable)
