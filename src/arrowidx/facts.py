@@ -147,9 +147,9 @@ def executor() -> ThreadPoolExecutor:
 os.register_at_fork(after_in_child=_POOL.clear)  # a forked child has none of the parent's threads
 
 
-def parallel(fn: Callable[[Any], Any], items: list, *, inline_below: int = 2) -> list:
+def parallel(fn: Callable[[Any], Any], items: list, *, inline_below: int = 2, inline: bool = False) -> list:
     """``[fn(x) for x in items]``, on the I/O pool when there are at least ``inline_below``
-    items (results in order; the first exception raised)."""
-    if len(items) < inline_below:
+    items and not ``inline`` (results in order; the first exception raised)."""
+    if inline or len(items) < inline_below:
         return [fn(x) for x in items]
     return list(executor().map(fn, items))

@@ -99,6 +99,23 @@ NEEDLE_MAX_FILES = 16
 _PARQUET: list = []  # the format of datasets opened by path: one object, so fragments are shared
 
 
+# Planning reads that average under this many bytes are done in the calling thread on a
+# local disk (bench/bench_cold.py: 1,000 index windows of ~8 KB, a first needle in 250
+# against 430 ms on the pool; 20 windows of ~1 MB, 120 against 85 ms: those stay on the pool).
+QUICK_READ_BYTES = 64 << 10
+
+
+def _window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
+    """The bytes of ``columns``' index windows in ``entry``'s index file (the whole index
+    when its layout is not recorded; 0 when it is embedded in the manifest)."""
+    index = entry.index
+    if index is None or index.embedded is not None:
+        return 0
+    if not index.layout:
+        return index.size
+    return sum(w[1] for c in columns for w in index.layout.get(c, {}).values())
+
+
 def _parquet_format():
     if not _PARQUET:
         _PARQUET.append(ds.ParquetFileFormat())
@@ -562,7 +579,8 @@ class IndexedDataset:
         return self.footer(rel).num_rows
 
     def _prepare(self, files: list[str], expr=None, *, columns: frozenset[str] | None = None) -> None:
-        """Read, on the process's I/O pool, what planning ``files`` for ``expr`` needs that
+        """Read, on the process's I/O pool (in this thread where reads are quick: a local
+        disk), what planning ``files`` for ``expr`` needs that
         the process does not hold yet: the footers of files whose freshness needs their
         fingerprint (their change stamp is not the one indexed), and the bytes of the
         indexes of ``expr``'s columns (one ranged read per file, when the manifest records
@@ -600,7 +618,7 @@ class IndexedDataset:
                 except ArrowIdxError:
                     pass  # plan_file meets (and reports) it
 
-        facts.parallel(load, todo)
+        facts.parallel(load, todo, inline=self._quick(sum(_window_bytes(entries[rel], columns) for rel in todo), len(todo)))
         if stamp is not None:
             self._prepared = stamp
 
@@ -618,7 +636,15 @@ class IndexedDataset:
                 if not facts.DELETIONS.holds(key):
                     by_file.setdefault(join(self.root, entry.deletion.file), []).append(entry)
         jobs: list = [(self.fragment, rel) for rel in todo] + [(self._read_vectors, group) for group in by_file.values()]
-        facts.parallel(lambda job: job[0](job[1]), jobs)
+        sizes = sum(e.size for e in map(self.manifest.files.get, todo) if e is not None)
+        facts.parallel(lambda job: job[0](job[1]), jobs, inline=self._quick(sizes, len(todo)))
+
+    def _quick(self, nbytes: int, count: int) -> bool:
+        """Whether ``count`` reads of ``nbytes`` in all are done in this thread: on a store
+        whose reads are quick (a local disk) when they average under :data:`QUICK_READ_BYTES`
+        (a hand-off to the I/O pool costs more than such a read; larger reads, checksums and
+        footers overlap on the pool)."""
+        return self.store.quick_reads and nbytes < count * QUICK_READ_BYTES
 
     def _vector_key(self, entry: FileEntry) -> tuple:
         ref = entry.deletion
