@@ -67,16 +67,7 @@ def _copy(src: Path, warehouse: Path, table: str) -> str:
 
 
 def _read(version: str, warehouse: Path, table: str, snapshot: str, queries: list[str]) -> dict:
-    out = javahelpers.run(version, "PaimonCheck", str(warehouse), "read", f"db.{table}", snapshot, *queries)
-    result = {}
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if parts[0] == "full":
-            result["full"] = (int(parts[1]), parts[2])
-        elif parts[0] == "q":
-            result[(parts[1], parts[2] == "true")] = {"splits": int(parts[3]), "reader_rows": int(parts[4]),
-                                                      "rows": int(parts[5]), "digest": parts[6]}  # fmt: skip
-    return result
+    return javahelpers.read_table(version, str(warehouse), f"db.{table}", snapshot, queries)
 
 
 # (source, table, options, the column of a needle the new index prunes on, other queries)

@@ -199,15 +199,7 @@ def _java(warehouse: Path, queries: list[str]) -> dict | None:
         javahelpers.compiled("master")
     except javahelpers.JavaUnavailable:
         return None
-    out = javahelpers.run("master", "PaimonCheck", str(warehouse), "read", "db.t", "latest", *queries)
-    result = {}
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if parts[0] == "full":
-            result["full"] = (int(parts[1]), parts[2])
-        elif parts[0] == "q":
-            result[(parts[1], parts[2] == "true")] = (int(parts[3]), int(parts[4]), int(parts[5]), parts[6])
-    return result
+    return javahelpers.read_table("master", str(warehouse), "db.t", "latest", queries)
 
 
 @pytest.fixture(scope="module")
@@ -280,9 +272,10 @@ def test_java_reads_the_same_and_uses_the_new_bitmap(rewritten):
     assert java_after["full"] == java_before["full"] and java_after["full"][0] == ROWS
     for name in ("needle", "rare"):
         for enabled in (True, False):
-            assert java_after[(name, enabled)][2:] == java_before[(name, enabled)][2:], (name, enabled)
-    assert java_after[("needle", True)][2] == 1
+            after, before = java_after[(name, enabled)], java_before[(name, enabled)]
+            assert (after["rows"], after["digest"]) == (before["rows"], before["digest"]), (name, enabled)
+    assert java_after[("needle", True)]["rows"] == 1
     # Java uses the new bitmap: its reader returns only the rows the bitmap selects (the needle
     # shows nothing here: Parquet's dictionary filter already skips the files without it)
     on, off = java_after[("rare", True)], java_after[("rare", False)]
-    assert on[2] == off[2] > 0 and on[1] < off[1], (on, off)
+    assert on["rows"] == off["rows"] > 0 and on["reader_rows"] < off["reader_rows"], (on, off)

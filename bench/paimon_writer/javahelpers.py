@@ -116,6 +116,22 @@ def command(version: str, main: str, *args: str, jvm: list[str] | None = None) -
     return ["java", *(JVM_TEST if jvm is None else jvm), *opens, "-cp", os.pathsep.join(cp), main, *args]
 
 
+def read_table(version: str, warehouse: str, table: str, snapshot: str, queries: list[str]) -> dict:
+    """What Java's ``PaimonCheck read`` says of ``table`` (``db.<name>``) at ``snapshot``:
+    ``"full"``: (rows, digest of the sorted rows); per query and ``file-index.read.enabled``
+    value, ``(query, enabled)``: splits, reader rows, rows and digest."""
+    out = run(version, "PaimonCheck", str(warehouse), "read", table, snapshot, *queries)
+    result: dict = {}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "full":
+            result["full"] = (int(parts[1]), parts[2])
+        elif parts[0] == "q":
+            result[(parts[1], parts[2] == "true")] = {"splits": int(parts[3]), "reader_rows": int(parts[4]),
+                                                      "rows": int(parts[5]), "digest": parts[6]}  # fmt: skip
+    return result
+
+
 def run(version: str, main: str, *args: str, jvm: list[str] | None = None, timeout: float = 600) -> str:
     """Run a helper; its standard output (a failure raises with its standard error)."""
     done = subprocess.run(command(version, main, *args, jvm=jvm), capture_output=True, text=True, timeout=timeout)
