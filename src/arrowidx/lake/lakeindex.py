@@ -387,6 +387,30 @@ class LakeIndex:
                 out.extend(fids[a:b] for a, b in zip(lo[hit].tolist(), hi[hit].tolist()))
         return np.concatenate(out).astype(np.int64) if out else np.empty(0, np.int64)
 
+    def may_hold(self, expr: Any, schema: pa.Schema, fids: np.ndarray, store: Store, root: str) -> np.ndarray | None:
+        """Per file (``fids``), whether it may hold a row matching ``expr`` as far as the lake
+        index knows: False only for a file covered for a column of an equality / IN
+        conjunct (:func:`~arrowidx.predicate.needles`) whose keys hold none of its values.
+        None when no conjunct is such a lookup on a keyed column (then it rules out
+        nothing). ``schema``: the dataset's; its keyed columns are bound with the types the
+        index was keyed with."""
+        from ..predicate import bind, needles
+
+        fields = [self.schema.field(f.name) if self.schema.get_field_index(f.name) >= 0 else f for f in schema]
+        bound_schema = pa.schema(fields)
+        try:
+            found = [(c, keys) for c, keys in needles(bind(expr, bound_schema), bound_schema) if c in self.schema.names]
+        except (ArrowIdxError, pa.ArrowException, TypeError, ValueError):
+            return None  # planned file by file, where a bad filter meets its error
+        if not found:
+            return None
+        fids = np.asarray(fids, np.int64)
+        keep = np.ones(len(fids), bool)
+        for column, keys in found:
+            held = self.holding(store, root, column, keys)
+            keep &= ~self.covered(column, fids) | np.isin(fids, held)
+        return keep
+
     def read_section(self, store: Store, root: str, run: Run, column: str) -> tuple[np.ndarray, np.ndarray]:
         """Every record of one run's column (merges read whole runs)."""
         section = run.columns[column]
