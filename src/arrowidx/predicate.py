@@ -426,7 +426,7 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
         null_match = "SKIP" if opts.get("skip_nulls") and opts["skip_nulls"].as_py() else "MATCH"
     values = value_set.values if isinstance(value_set, pa.ListScalar) else value_set
     if values is None:
-        values = pa.array([], type=schema.field(column).type)
+        values = pa.nulls(0, schema.field(column).type)
     null_in_set = values.null_count > 0
     values = values.drop_null()
     col_type = schema.field(column).type
@@ -469,7 +469,7 @@ def comparison_literal(literal: pa.Scalar, column: pa.DataType) -> pa.Scalar | N
     if pa.types.is_integer(column) and not pa.types.is_floating(common):
         return None
     try:
-        seen = pc.cast(pa.array([literal], literal.type), common, safe=True)
+        seen = pc.cast(_one(literal), common, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     cast = cast_literal_array(seen, column)
@@ -478,8 +478,16 @@ def comparison_literal(literal: pa.Scalar, column: pa.DataType) -> pa.Scalar | N
 
 def cast_literal(literal: pa.Scalar, to_type: pa.DataType) -> pa.Scalar | None:
     """``literal`` cast to ``to_type``, or None when the cast is not exact both ways."""
-    arr = cast_literal_array(pa.array([literal], type=literal.type), to_type)
+    arr = cast_literal_array(_one(literal), to_type)
     return None if arr is None else arr[0]
+
+
+def _one(literal: pa.Scalar, to_type: pa.DataType | None = None) -> pa.Array:
+    """A one-value array of a Scalar (``pa.repeat``: ``pa.array([literal])`` would import
+    pandas, to see whether the list holds pandas objects)."""
+    if to_type is None or literal.type == to_type:
+        return pa.repeat(literal, 1)
+    return pa.array([literal], type=to_type)
 
 
 def cast_literal_array(values: pa.Array, to_type: pa.DataType) -> pa.Array | None:
@@ -579,7 +587,7 @@ def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[objec
         leaf = KLeaf("is_null")
         return leaf, KNot(leaf)
     if isinstance(node, Compare):
-        (key,) = literal_keys(pa.array([node.literal], type=arrow_type), ptype)
+        (key,) = literal_keys(_one(node.literal, arrow_type), ptype)
         if ptype.lossy:
             return _lower_lossy(node.op, key)
         if ptype.is_float:
