@@ -79,6 +79,15 @@ _FID_LIMIT = 1 << 32
 _TWO64 = float(1 << 64)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``values`` sorted, each once (``np.unique`` imports ``numpy.ma``: ~50 ms in a new
+    process, on the path of every needle)."""
+    values = np.sort(values)
+    if len(values) > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
 # --------------------------------------------------------------------------------------
 # keys and their hashes
 # --------------------------------------------------------------------------------------
@@ -103,7 +112,7 @@ def column_hashes(arr: pa.Array | pa.ChunkedArray, ptype: PaimonType) -> np.ndar
         hashes = xxh64_binary(values).view(np.uint64)
     else:
         hashes = thomas_wang_long_hash(np.asarray(values).astype(np.int64)).view(np.uint64)
-    return np.unique(hashes)
+    return distinct(hashes)
 
 
 def literal_hashes(keys: Iterable[Any], ptype: PaimonType) -> np.ndarray:
@@ -116,7 +125,7 @@ def literal_hashes(keys: Iterable[Any], ptype: PaimonType) -> np.ndarray:
         out = np.array([xxhash.xxh64_intdigest(k if isinstance(k, bytes) else str(k).encode()) for k in keys], np.uint64)
     else:
         out = thomas_wang_long_hash(np.array([int(k) for k in keys], np.int64)).view(np.uint64)
-    return np.unique(out)
+    return distinct(out)
 
 
 class FileKeys:
@@ -136,7 +145,7 @@ class FileKeys:
             parts.append(found)
             self._counts[column] += len(found)
             if self._counts[column] > MAX_KEYS_PER_FILE:  # an upper bound: maybe too many
-                merged = np.unique(np.concatenate(parts))
+                merged = distinct(np.concatenate(parts))
                 if len(merged) > MAX_KEYS_PER_FILE:
                     self._parts[column] = None
                 else:
@@ -150,7 +159,7 @@ class FileKeys:
             if parts is None:
                 out[column] = None
             else:
-                merged = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+                merged = distinct(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
                 out[column] = merged if len(merged) <= MAX_KEYS_PER_FILE else None
         return out
 
@@ -171,7 +180,7 @@ Ranges = tuple[tuple[int, int], ...]
 
 def ranges_of(fids: np.ndarray) -> Ranges:
     """Sorted distinct ``fids`` as half-open ``(start, end)`` ranges."""
-    fids = np.unique(np.asarray(fids, np.int64))
+    fids = distinct(np.asarray(fids, np.int64))
     if not len(fids):
         return ()
     breaks = np.flatnonzero(np.diff(fids) != 1) + 1
@@ -354,7 +363,7 @@ class LakeIndex:
             raise ArrowIdxError(f"lake index: no column {column!r}")
         hashes = literal_hashes(keys, self.ptype(column))
         found = [self._holding_in(store, root, run, column, hashes) for run in self.runs if column in run.columns]
-        return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+        return distinct(np.concatenate(found)) if found else np.empty(0, np.int64)
 
     def _holding_in(self, store: Store, root: str, run: Run, column: str, hashes: np.ndarray) -> np.ndarray:
         section = run.columns[column]
@@ -613,7 +622,7 @@ def _make_run(sections: Mapping[str, tuple[np.ndarray, np.ndarray, Ranges]], fid
     data, where = encode_run({c: (h, o) for c, (h, o, _) in sections.items()})
     name = f"{RUN_DIR}/{xxhash.xxh64_hexdigest(data)}-{writer}.run"
     columns = {c: Section(at, count, spread, sections[c][2]) for c, (at, count, spread) in where.items()}
-    return Run(name, len(data), ranges_of(fids), len(np.unique(fids)), columns), data
+    return Run(name, len(data), ranges_of(fids), len(distinct(fids)), columns), data
 
 
 def _to_merge(runs: list[Run], live: np.ndarray) -> tuple[int, int] | None:
