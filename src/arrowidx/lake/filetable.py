@@ -25,13 +25,16 @@ once, the rest is materialised only for the files a query reads):
 ``entry``          the rest of the entry, JSON
 ``index_schema``   the index's Arrow schema, base64 (dictionary-encoded: shared)
 ``index_options``  the index options, JSON (dictionary-encoded: shared)
-``index_embedded`` a container small enough to live here (binary), or null
 =================  ======================================================================
+
+Index containers are never embedded here (a format-2 manifest embeds small ones): a commit
+packs them into one index file and the entries point into it (``index.offset``), so a
+segment stays ~100 bytes a file (LZ4-compressed Arrow IPC) and a needle reads the
+containers of the files it plans only.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -54,9 +57,13 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 SCHEMA = pa.schema([
     ("path", pa.string()), ("fid", pa.int64()), ("removed", pa.bool_()), ("size", pa.int64()),
     ("rows", pa.int64()), ("mtime_ns", pa.int64()), ("stamp", pa.string()), ("deleted", pa.int64()),
-    ("entry", pa.string()), ("index_schema", _DICT), ("index_options", _DICT), ("index_embedded", pa.binary()),
+    ("entry", pa.string()), ("index_schema", _DICT), ("index_options", _DICT),
 ])  # fmt: skip
 _REQUIRED = ("path", "fid", "removed", "size", "rows", "deleted", "entry")
+#: The columns planning reads for every file at once; the rest is decoded per batch.
+VECTORS = ("path", "fid", "removed", "size", "rows", "mtime_ns", "stamp", "deleted")
+#: Rows per record batch of a segment: an entry asked for decodes its batch alone.
+BATCH_ROWS = 1024
 
 
 # --------------------------------------------------------------------------------------
@@ -71,9 +78,11 @@ def encode_segment(entries: list[dict], removed: list[str] = ()) -> bytes:
     index = [d.get("index") or {} for d in rows]
     rest = []
     for d in rows:  # per entry: a commit writes what it changed
-        e = {k: v for k, v in d.items() if k not in ("path", "fid", "size", "rows", "mtime_ns", "stamp")}
+        if (d.get("index") or {}).get("embedded") is not None:
+            raise ValueError(f"{d['path']}: a file-table entry cannot embed its index (pack it first)")
+        e = {k: v for k, v in d.items() if k not in ("path", "fid", "size", "rows", "mtime_ns", "stamp") and v is not None}
         if e.get("index"):
-            e["index"] = {k: v for k, v in e["index"].items() if k not in ("schema", "options", "embedded")}
+            e["index"] = {k: v for k, v in e["index"].items() if k not in ("schema", "options", "embedded") and v is not None}
         rest.append(json.dumps(e, sort_keys=True, separators=(",", ":")))
     gone = sorted(removed)
     n, m = len(rows), len(gone)
@@ -89,28 +98,78 @@ def encode_segment(entries: list[dict], removed: list[str] = ()) -> bytes:
         "entry": rest + ["{}"] * m,
         "index_schema": [i.get("schema") for i in index] + [None] * m,
         "index_options": [json.dumps(i["options"], sort_keys=True) if "options" in i else None for i in index] + [None] * m,
-        "index_embedded": [base64.b64decode(i["embedded"]) if i.get("embedded") else None for i in index] + [None] * m,
     }
     table = pa.table({name: pa.array(values, SCHEMA.field(name).type) for name, values in columns.items()}, schema=SCHEMA)
+    return _ipc(table)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    """An Arrow IPC file of ``table``, LZ4-compressed (the JSON column shrinks ~4x; LZ4
+    decodes at GB/s)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, SCHEMA) as writer:
-        writer.write_table(table)
+    with pa.ipc.new_file(sink, SCHEMA, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
+        writer.write_table(table, max_chunksize=BATCH_ROWS)
     return sink.getvalue().to_pybytes()
 
 
+class Segment:
+    """One segment, opened: its vector columns decoded at once (every file's path, fid,
+    size, rows, stamp, deletions), the rest of its entries per batch of
+    :data:`BATCH_ROWS`, when an entry of that batch is asked for. A segment that is not
+    one is a :class:`CorruptIndexError` naming ``source``."""
+
+    def __init__(self, data: bytes | pa.Buffer, source: str):
+        self.source = source
+        self._buffer = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+        try:
+            full = pa.ipc.open_file(self._buffer)
+            if not full.schema.equals(SCHEMA):
+                raise CorruptIndexError(f"a file-table segment with columns {full.schema.names}, expected {SCHEMA.names}",
+                                        source=source)  # fmt: skip
+            options = pa.ipc.IpcReadOptions(included_fields=[SCHEMA.get_field_index(n) for n in VECTORS])
+            self.vectors = pa.ipc.open_file(self._buffer, options=options).read_all()
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise CorruptIndexError(f"not an arrowidx file-table segment (Arrow IPC file): {e}", source=source) from None
+        self._full = full
+        for name in _REQUIRED:
+            if name in VECTORS and self.vectors.column(name).null_count:
+                raise CorruptIndexError(f"column {name!r} of a file-table segment holds nulls", source=source)
+        lengths = [len(c) for c in self.vectors.column(0).chunks]
+        self._starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        self._batches: dict[int, pa.RecordBatch] = {}
+
+    @property
+    def num_rows(self) -> int:
+        return self.vectors.num_rows
+
+    def row(self, i: int) -> dict:
+        """Every column of row ``i``, as Python values."""
+        b = int(np.searchsorted(self._starts, i, side="right")) - 1
+        batch = self._batches.get(b)
+        if batch is None:
+            try:
+                batch = self._batches[b] = self._full.get_batch(b)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise CorruptIndexError(f"file-table segment batch {b} does not decode: {e}", source=self.source) from None
+            if batch.column("entry").null_count:
+                raise CorruptIndexError("column 'entry' of a file-table segment holds nulls", source=self.source)
+        at = i - int(self._starts[b])
+        return {name: batch.column(name)[at].as_py() for name in SCHEMA.names}
+
+    def table(self) -> pa.Table:
+        """Every row and column (merges rewrite whole segments)."""
+        try:
+            table = self._full.read_all()
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise CorruptIndexError(f"file-table segment does not decode: {e}", source=self.source) from None
+        if table.column("entry").null_count:
+            raise CorruptIndexError("column 'entry' of a file-table segment holds nulls", source=self.source)
+        return table
+
+
 def decode_segment(data: bytes, source: str) -> pa.Table:
-    """The rows of a segment (:class:`CorruptIndexError` naming ``source`` when it is not one)."""
-    try:
-        table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise CorruptIndexError(f"not an arrowidx file-table segment (Arrow IPC file): {e}", source=source) from None
-    if not table.schema.equals(SCHEMA):
-        raise CorruptIndexError(f"a file-table segment with columns {table.schema.names}, expected {SCHEMA.names}",
-                                source=source)  # fmt: skip
-    for name in _REQUIRED:
-        if table.column(name).null_count:
-            raise CorruptIndexError(f"column {name!r} of a file-table segment holds nulls", source=source)
-    return table
+    """Every row of a segment (:class:`CorruptIndexError` naming ``source`` when it is not one)."""
+    return Segment(data, source).table()
 
 
 @dataclass(frozen=True)
@@ -186,13 +245,30 @@ def live_rows(segments: list[pa.Table], *, keep_removed: bool = False) -> pa.Tab
     return out
 
 
+def live_view(segments: list[Segment]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The live rows of opened segments (oldest first): their vector columns, and for each
+    its segment and its row there."""
+    tagged = [
+        seg.vectors.append_column("_seg", _array(np.full(seg.num_rows, k, np.int32)))
+        .append_column("_row", _array(np.arange(seg.num_rows, dtype=np.int64)))
+        for k, seg in enumerate(segments)
+    ]  # fmt: skip
+    table = live_rows(tagged) if tagged else pa.table({n: pa.array([], SCHEMA.field(n).type) for n in VECTORS})
+    if not tagged:
+        return table, np.empty(0, np.int32), np.empty(0, np.int64)
+    seg = _ints(table.column("_seg"), np.int32)
+    row = _ints(table.column("_row"), np.int64)
+    return table.drop_columns(["_seg", "_row"]), seg, row
+
+
 class FileTable(Mapping):
     """The live entries of one manifest version: vector columns for every file at once, and
     a ``Mapping`` from path to entry that materialises an entry (``entry_of(dict)``, the
     manifest's validation) only when it is asked for, once."""
 
-    def __init__(self, table: pa.Table, entry_of: Callable[[dict], Any]):
-        self.table = table
+    def __init__(self, segments: list[Segment], entry_of: Callable[[dict], Any]):
+        self.segments = segments
+        self.table, self._seg, self._row = live_view(segments)
         self._entry_of = entry_of
         self._entries: dict[int, Any] = {}
         self._rows: dict[str, int] | None = None
@@ -211,12 +287,13 @@ class FileTable(Mapping):
     @property
     def fids(self) -> np.ndarray:
         if self._fids is None:
-            self._fids = self.table.column("fid").to_numpy().astype(np.int64, copy=False)
+            self._fids = self.column("fid")
         return self._fids
 
     def column(self, name: str) -> np.ndarray:
-        """A numeric column for every file at once (``size``, ``rows``, ``deleted``)."""
-        return self.table.column(name).to_numpy()
+        """A null-free int64 column for every file at once (``fid``, ``size``, ``rows``,
+        ``deleted``), from its buffers (``to_numpy`` would import pandas)."""
+        return _ints(self.table.column(name), np.int64)
 
     def rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
         """The rows of the live files among ``fids`` (others, no longer live, are left out)."""
@@ -225,8 +302,10 @@ class FileTable(Mapping):
         order = self._by_fid
         ordered = self.fids[order]
         fids = np.asarray(fids, np.int64)
+        if not len(ordered):
+            return np.empty(0, np.int64)
         at = np.searchsorted(ordered, fids)
-        ok = (at < len(ordered)) & (ordered[np.minimum(at, len(ordered) - 1)] == fids) if len(ordered) else np.zeros(len(fids), bool)
+        ok = (at < len(ordered)) & (ordered[np.minimum(at, len(ordered) - 1)] == fids)
         return order[at[ok]]
 
     # -- entries -------------------------------------------------------------------------
@@ -238,17 +317,21 @@ class FileTable(Mapping):
 
     def row_dict(self, row: int) -> dict:
         """The entry of ``row`` as the manifest's dict (``dataclasses.asdict`` form, with ``fid``)."""
-        t = self.table
-        d = json.loads(t.column("entry")[row].as_py())
-        d.update(path=t.column("path")[row].as_py(), fid=t.column("fid")[row].as_py(), size=t.column("size")[row].as_py(),
-                 rows=t.column("rows")[row].as_py(), mtime_ns=t.column("mtime_ns")[row].as_py(),
-                 stamp=t.column("stamp")[row].as_py())  # fmt: skip
-        if d.get("index") is not None:
-            options = t.column("index_options")[row].as_py()
-            embedded = t.column("index_embedded")[row].as_py()
-            d["index"]["schema"] = t.column("index_schema")[row].as_py()
-            d["index"]["options"] = json.loads(options) if options is not None else None
-            d["index"]["embedded"] = base64.b64encode(embedded).decode() if embedded is not None else None
+        segment = self.segments[int(self._seg[row])]
+        r = segment.row(int(self._row[row]))
+        try:
+            d = json.loads(r["entry"])
+        except ValueError as e:
+            raise CorruptIndexError(f"the entry of {r['path']!r} is not JSON: {e}", source=segment.source) from None
+        if not isinstance(d, dict):
+            raise CorruptIndexError(f"the entry of {r['path']!r} is not a JSON object", source=segment.source)
+        d.update(path=r["path"], fid=r["fid"], size=r["size"], rows=r["rows"], mtime_ns=r["mtime_ns"], stamp=r["stamp"])
+        if isinstance(d.get("index"), dict):
+            d["index"]["schema"] = r["index_schema"]
+            try:
+                d["index"]["options"] = json.loads(r["index_options"]) if r["index_options"] is not None else None
+            except ValueError as e:
+                raise CorruptIndexError(f"the index options of {r['path']!r} are not JSON: {e}", source=segment.source) from None
         return d
 
     def __getitem__(self, path: str) -> Any:
@@ -268,6 +351,20 @@ class FileTable(Mapping):
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+
+def _array(values: np.ndarray) -> pa.Array:
+    """An int32/int64 numpy array as Arrow, from its buffer (``pa.array`` imports pandas)."""
+    type = pa.int32() if values.dtype == np.int32 else pa.int64()
+    return pa.Array.from_buffers(type, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))])
+
+
+def _ints(column: pa.ChunkedArray, dtype) -> np.ndarray:
+    """A null-free integer column as numpy, from its buffers."""
+    parts = [np.frombuffer(c.buffers()[1], dtype)[c.offset : c.offset + len(c)] for c in column.chunks if len(c)]
+    if not parts:
+        return np.empty(0, dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 class FileOverlay(MutableMapping):
@@ -333,11 +430,7 @@ def plan_merge(rows: list[int]) -> tuple[int, int] | None:
 
 def encode_table(table: pa.Table) -> bytes:
     """A segment of rows already in the segment schema (merges), sorted by path."""
-    table = table.sort_by("path")
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, SCHEMA) as writer:
-        writer.write_table(table.cast(SCHEMA))
-    return sink.getvalue().to_pybytes()
+    return _ipc(table.sort_by("path").cast(SCHEMA))
 
 
 @dataclass
