@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -40,15 +41,36 @@ class ColumnIndexSpec:
     options: dict[str, str] = field(default_factory=dict)
 
 
-def parse_index_options(options: Mapping[str, object]) -> list[ColumnIndexSpec]:
+class OptionWarning(UserWarning):
+    """An option arrowidx accepts but ignores, as Java Paimon does (a per-column option of a
+    column no longer listed in a Paimon table's ``file-index.<type>.columns``)."""
+
+
+def require_mapping(options: object, what: str) -> None:
+    """Refuse options that are not a mapping (a ``"key=value"`` string would otherwise be
+    read character by character) with the dict to write instead."""
+    if options is None or isinstance(options, Mapping):
+        return
+    if isinstance(options, str):
+        key, sep, value = options.partition("=")
+        example = f"{{{key.strip()!r}: {value.strip()!r}}}" if sep else "{'file-index.bitmap.columns': 'status'}"
+        raise OptionError(f"{what}: options are a dict of KEY: VALUE, not a string; write {example}")
+    raise OptionError(f"{what}: options are a dict of KEY: VALUE, got {type(options).__name__}")
+
+
+def parse_index_options(options: Mapping[str, object], *, unlisted: str = "raise") -> list[ColumnIndexSpec]:
     """The indexes ``options`` asks for, in a stable order.
 
     Keys are Paimon's: ``file-index.<type>.columns`` (comma separated) and
     ``file-index.<type>.<column>.<option>``. Keys outside ``file-index.`` are ignored;
     unknown keys inside it are an :class:`OptionError` that names the accepted keys.
+    A per-column option of a column not listed in its type's ``.columns``: ``unlisted="raise"``
+    (an :class:`OptionError`: surely a typo), ``"warn"`` (an :class:`OptionWarning`, then
+    ignored, as Java Paimon ignores it in a table's options) or ``"ignore"``.
     """
     from .index import INDEX_TYPES
 
+    require_mapping(options, "index options")
     specs: dict[tuple[str, str], ColumnIndexSpec] = {}
     per_column: list[tuple[str, str, str, str]] = []
     for key, value in options.items():
@@ -73,15 +95,22 @@ def parse_index_options(options: Mapping[str, object]) -> list[ColumnIndexSpec]:
         per_column.append((key, type_name, column, opt))
     for key, type_name, column, opt in per_column:
         index_type = INDEX_TYPES[type_name]
+        if not column:  # file-index.<type>.<word>: a misspelt "columns"?
+            hint = _did_you_mean(key, [f"{PREFIX}{type_name}.columns"])
+            raise OptionError(f"unknown option {key!r}{hint}: {type_name} keys are {PREFIX}{type_name}.columns and"
+                              f" {PREFIX}{type_name}.<column>.<option>")  # fmt: skip
         if opt not in index_type.options:
             accepted = ", ".join(sorted(index_type.options)) or "none"
             hint = _did_you_mean(opt, sorted(index_type.options))
             raise OptionError(f"unknown option {key!r}{hint}: {type_name} accepts {accepted} per column")
         spec = specs.get((column, type_name))
         if spec is None:
-            raise OptionError(
-                f"option {key!r} is for column {column!r}, which is not listed in file-index.{type_name}.columns"
-            )
+            message = f"option {key!r} is for column {column!r}, which is not listed in file-index.{type_name}.columns"
+            if unlisted == "raise":
+                raise OptionError(message)
+            if unlisted == "warn":  # Java Paimon keeps such a key and ignores it
+                warnings.warn(f"{message}: ignored (as Java Paimon ignores it)", OptionWarning, stacklevel=3)
+            continue
         spec.options[opt] = str(options[key])
     for spec in specs.values():
         INDEX_TYPES[spec.index_type].check_options(spec.column, spec.options)
@@ -117,6 +146,7 @@ def check_option_keys(options: Mapping[object, object], *, what: str, index_keys
     checked by :func:`parse_index_options`) nor one of ``accepted``: a typo
     (``file_index.bitmap.columns``, ``deletion-vectors.bitmap-64``) would otherwise be stored
     and silently do nothing. ``what`` names the call (``"arrowidx.build"``) in the message."""
+    require_mapping(options, what)
     accepted = set(accepted)
     candidates = ([k for k in known_keys() if k.startswith(PREFIX) and "<col>" not in k] if index_keys else []) + sorted(accepted)
     for key in options:

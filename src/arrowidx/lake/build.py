@@ -43,12 +43,13 @@ from ..errors import (
     CorruptIndexError,
     OptionError,
     StaleDeletionError,
+    UnsupportedTypeError,
 )
 from ..file_index import write_file_index
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..storage import ObjectInfo, as_store, storage_error
-from .footer import read_footer
+from .footer import NO_DATA_FILES, read_footer
 from .layout import (
     INDEX_DIR,
     FileEntry,
@@ -88,6 +89,11 @@ class BuildReport:
     options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
 
     def __str__(self) -> str:
+        if not (self.indexed or self.unchanged):
+            return (
+                f"manifest v{self.version} at {self.root}: no data files to index: {NO_DATA_FILES}; the options"
+                " are stored: run the build again once it holds Parquet files"
+            )
         if not self.changed:
             return (
                 f"nothing changed: manifest v{self.version} at {self.root} already indexes all"
@@ -118,6 +124,8 @@ def index_one_file(
         container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
+    except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
+        raise UnsupportedTypeError(f"{join(root, rel)}: {e}") from None
     except OSError as e:
         raise storage_error(e, join(root, rel), "data file") from None
     except pa.ArrowException as e:  # the footer parsed, the data does not

@@ -59,7 +59,7 @@ from ..result import REMAIN, SKIP, IndexResult
 from ..statistics import statistics_filter
 from ..storage import ObjectInfo, Store, as_store
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
-from .footer import Footer, read_footer
+from .footer import NO_DATA_FILES, Footer, read_footer, stray_file_hint
 from .layout import (
     META_DIR,
     FileEntry,
@@ -537,7 +537,7 @@ class IndexedDataset:
             except FileNotFoundError:
                 raise
             except (OSError, pa.ArrowException) as e:
-                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}{stray_file_hint(rel)}") from None
             return fragment, fragment.metadata.serialized_size + 512
 
         return facts.FRAGMENTS.get(key, make)
@@ -670,7 +670,7 @@ class IndexedDataset:
         partition fields of a source dataset)."""
         if self._schema is None:
             if not self.files:
-                raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
+                raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
             self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
@@ -719,7 +719,8 @@ class IndexedDataset:
         try:
             return self.store.get_ranges(path, ranges, "index file")
         except FileNotFoundError:
-            raise CorruptIndexError("index file is missing (deleted or never written)", source=path) from None
+            raise CorruptIndexError("index file is missing (deleted or never written); rebuild with arrowidx build",
+                                    source=path) from None  # fmt: skip
 
     def deletion_vector(self, rel: str) -> DeletionVector | None:
         """The deletion vector of a fresh file (None if it has none or is stale): its range
