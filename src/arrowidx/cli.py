@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
 from .filters import user_filter
+from .options import OptionWarning
 from .sql import WhereError, parse_where
 
 INDEX_FLAGS = {"bitmap": "bitmap", "bloom_filter": "bloom-filter", "range_bitmap": "range-bitmap", "bsi": "bsi"}
@@ -556,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
+            warnings.filterwarnings("default", category=OptionWarning)  # said once, in the CLI's words
             if getattr(args, "where", None) is not None:
                 args.where = _where_text(args.where)
             code = args.func(args)

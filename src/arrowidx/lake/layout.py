@@ -637,7 +637,8 @@ def read_manifest(fs: pafs.FileSystem, root: str, version: int) -> Manifest:
         advice = _damaged_manifest_advice(fs, root, version)
         if not advice:
             raise
-        raise CorruptManifestError(f"{e.detail}; {advice}", source=e.source) from None
+        message = e.detail[len(e.field) + 2 :] if e.field and e.detail.startswith(f"{e.field}: ") else e.detail
+        raise CorruptManifestError(f"{message}; {advice}", source=e.source, field=e.field) from None
 
 
 def _damaged_manifest_advice(fs: pafs.FileSystem, root: str, version: int) -> str:
