@@ -148,7 +148,7 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
             row["problem"] = "added after the last build: read in full; run arrowidx build to index it"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, data.read_footer(rel))  # by content, not mtime
+                fresh = entry_is_fresh(entry, info, data._read_footer(rel))  # by content, not mtime
             except StaleDeletionError as e:
                 fresh, row["state"] = False, "STALE DELETIONS"
                 row["problem"] = f"{e}"

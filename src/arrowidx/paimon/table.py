@@ -301,6 +301,11 @@ class PaimonTable:
         self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
         self._fragments: dict[Any, ds.ParquetFileFragment] = {}
         self._scan_schemas: dict[tuple, pa.Schema] = {}
+
+    def __repr__(self) -> str:
+        snapshot = "no snapshot" if self._snapshot is None else f"snapshot {self.snapshot_id}"
+        keys = f", primary key {', '.join(self.primary_keys)}" if self.primary_keys else ""
+        return f"PaimonTable({self.path!r}, {snapshot}, schema {self.table_schema.id}{keys}: {', '.join(self.schema.names)})"
         self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
         self._dictionary_formats: dict[tuple, tuple[ds.ParquetFileFormat, set[str]] | None] = {}
         self._paths: dict[str, str] = {}  # data file name -> file_path

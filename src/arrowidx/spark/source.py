@@ -49,7 +49,7 @@ _LOG = logging.getLogger("arrowidx.spark")
 class FilePartition(InputPartition):
     """Data files to read in one task, at the manifest version the query was planned on;
     ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
-    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
+    (see :meth:`arrowidx.lake.scan.IndexedDataset._read_plans`)."""
 
     def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
         super().__init__((paths, version, one_pass))
@@ -417,7 +417,7 @@ def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: lis
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    read = data._read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
     tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
     tables = [t for t in tables if t.num_rows]
     if not tables:
