@@ -287,3 +287,59 @@ def test_a_damaged_newest_manifest_says_what_to_do(lake, capsys):
     os.rename(newest, os.path.join(str(root), "..", "moved.json"))  # as the message says
     arrowidx.facts.clear()
     assert arrowidx.dataset(root).count_rows() == rows.num_rows  # version 1: before the delete
+
+
+# ----------------------------------------------------------------------------------------
+# The Python API's surface
+# ----------------------------------------------------------------------------------------
+DOCS = os.path.join(os.path.dirname(SRC), "docs")
+
+
+def _docs_text() -> str:
+    return "".join(open(os.path.join(DOCS, n)).read() for n in sorted(os.listdir(DOCS)) if n.endswith(".md"))
+
+
+def test_type_hints_are_shipped_for_type_checkers():
+    assert os.path.exists(os.path.join(os.path.dirname(arrowidx.__file__), "py.typed"))
+    with open(os.path.join(os.path.dirname(SRC), "pyproject.toml")) as f:
+        assert 'arrowidx = ["py.typed"]' in f.read()  # packaged (PEP 561)
+
+
+def test_dir_of_the_package_is_the_documented_names():
+    import re
+
+    names = dir(arrowidx)
+    assert not {"Any", "TYPE_CHECKING", "annotations", "importlib"} & set(names)
+    assert set(names) == set(arrowidx.__all__) | {"__version__", "errors", "facts", "paimon", "polars", "spark", "sql"}
+    for name in names:
+        getattr(arrowidx, name)  # each one is there
+    used = set(re.findall(r"\barrowidx\.([A-Za-z_]\w*)", _docs_text()))
+    source_tree = {"lake", "index", "arrow_input", "demo", "__file__"}  # named as modules of the source, not API
+    assert used - source_tree <= set(names), used - source_tree - set(names)
+
+
+def test_the_dataset_object_shows_only_documented_names(lake):
+    from arrowidx.lake.scan import IndexedDataset
+
+    text = open(os.path.join(DOCS, "guide.md")).read()
+    public = [n for n in dir(IndexedDataset) if not n.startswith("_")]
+    undocumented = [n for n in public if f"`{n}`" not in text and f"`{n}(" not in text and f".{n}(" not in text]
+    assert not undocumented, undocumented
+    assert {"forget_file_infos", "footers_from_fragments", "read_footer", "bind_columns"}.isdisjoint(public)
+
+
+def test_reprs_are_short_and_say_what_it_is(lake):
+    root, rows = lake
+    manifest = arrowidx.dataset(root).manifest
+    text = repr(manifest)
+    assert len(text) < 400 and text.startswith("Manifest(version 1 ") and "3 file(s), 3 indexed" in text
+
+
+def test_paimon_table_repr():
+    pytest.importorskip("fastavro")
+    from arrowidx import paimon
+
+    path = os.path.join(os.path.dirname(SRC), "tests", "paimon_tables", "shapes-0.9.0", "db.db", "evolve")
+    newest = max(int(n.split("-")[1]) for n in os.listdir(os.path.join(path, "snapshot")) if n.startswith("snapshot-"))
+    text = repr(paimon.open_table(path))
+    assert text.startswith(f"PaimonTable({path!r}, snapshot {newest}, schema ") and "full_name" in text and len(text) < 300

@@ -301,17 +301,17 @@ class PaimonTable:
         self._maps: dict[tuple[int, bool], dict[str, str | None]] = {}
         self._fragments: dict[Any, ds.ParquetFileFragment] = {}
         self._scan_schemas: dict[tuple, pa.Schema] = {}
-
-    def __repr__(self) -> str:
-        snapshot = "no snapshot" if self._snapshot is None else f"snapshot {self.snapshot_id}"
-        keys = f", primary key {', '.join(self.primary_keys)}" if self.primary_keys else ""
-        return f"PaimonTable({self.path!r}, {snapshot}, schema {self.table_schema.id}{keys}: {', '.join(self.schema.names)})"
         self._stats_cache: dict[tuple, dict[str, ColumnStats]] = {}
         self._dictionary_formats: dict[tuple, tuple[ds.ParquetFileFormat, set[str]] | None] = {}
         self._paths: dict[str, str] = {}  # data file name -> file_path
         self._offsets: dict[str, np.ndarray] = {}  # data file name -> row_group_offsets
         self._bound_filters: list[_BoundFilter] = []  # the latest first
         self._polars_scans: dict[str, Any] = {}  # data file name -> its pl.scan_parquet
+
+    def __repr__(self) -> str:
+        snapshot = "no snapshot" if self._snapshot is None else f"snapshot {self.snapshot_id}"
+        keys = f", primary key {', '.join(self.primary_keys)}" if self.primary_keys else ""
+        return f"PaimonTable({self.path!r}, {snapshot}, schema {self.table_schema.id}{keys}: {', '.join(self.schema.names)})"
 
     @property
     def snapshot_id(self) -> int | None:
