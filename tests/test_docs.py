@@ -15,7 +15,8 @@ what it prints.
 
 docs/spark.md runs against a local Spark session its setup block starts (skipped without
 pyspark or Java), docs/object-stores.md against a local S3 server its setup block starts
-(moto; skipped without it).
+(moto; skipped without it), docs/paimon.md on the tables it tells its reader to copy
+(``COPIED``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ NEEDS = {  # page -> (module, what a reader needs to run it), skipped with the r
     "object-stores.md": [("moto", "moto[server] (a local S3 server)"), ("boto3", "boto3")],
     "paimon.md": [("fastavro", "the 'paimon' extra")],
 }
+#: what a page tells its reader to copy where they run it: (from the repository, to the folder)
+COPIED = {"paimon.md": [("tests/paimon_tables/shapes-0.9.0", "shapes-0.9.0")]}
 
 
 @dataclass
@@ -89,6 +92,7 @@ def run_block(page: Path, block: Block, tmp_path: Path) -> None:
     cleanup = [b for b in found if b.kind == "cleanup"]
     assert len(setup) <= 1 and len(cleanup) <= 1, f"{page.name}: one setup and one cleanup block at most"
     namespace: dict = {"__name__": "__docs__"}
+    environ = dict(os.environ)  # what a block sets there (credentials of a test server) is undone
     try:
         for b in [*setup, block]:
             out = io.StringIO()
@@ -105,9 +109,13 @@ def run_block(page: Path, block: Block, tmp_path: Path) -> None:
                     f"{page.name}:{b.line} prints\n{printed}\nwhere its ```text block says\n{b.output}"
                 )
     finally:
-        for b in cleanup:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(b.code, f"{page.name}:{b.line}", "exec"), namespace)
+        try:
+            for b in cleanup:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(b.code, f"{page.name}:{b.line}", "exec"), namespace)
+        finally:
+            os.environ.clear()
+            os.environ.update(environ)
 
 
 @pytest.mark.parametrize("page,block", _examples())
@@ -117,6 +125,8 @@ def test_example(page: Path, block: Block | None, tmp_path, monkeypatch):
         assert reason, f"{page.name} has no Python example and no '<!-- docs-test: no examples: why -->'"
         pytest.skip(f"{page.name}: no Python examples ({' '.join(reason.group(1).split())})")
     _needs(page)
+    for source, target in COPIED.get(page.name, []):
+        shutil.copytree(DOCS.parent / source, tmp_path / target)
     monkeypatch.chdir(tmp_path)
     run_block(page, block, tmp_path)
 
