@@ -27,6 +27,7 @@ import io
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +83,21 @@ def _needs(page: Path) -> None:
 
 
 def matches(expected: str, got: str) -> bool:
-    checker = doctest.OutputChecker()
-    return checker.check_output(expected, got, doctest.ELLIPSIS)
+    """doctest's comparison: ``...`` matches any text, ``<BLANKLINE>`` an empty line."""
+    return doctest.OutputChecker().check_output(expected, got, doctest.ELLIPSIS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _spark_stopped_after_the_pages():
+    """The session docs/spark.md starts is stopped when this module is done (other suites
+    of the same run start theirs with their own settings)."""
+    yield
+    if "pyspark.sql" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.stop()
 
 
 def run_block(page: Path, block: Block, tmp_path: Path) -> None:
