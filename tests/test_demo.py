@@ -53,6 +53,7 @@ def test_spark_start_up_output_goes_to_the_log_not_the_terminal(tmp_path, capfd)
 def test_a_slower_polars_row_says_why(tmp_path):
     import polars as pl
     import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 (pa.compute)
     import pyarrow.parquet as pq
 
     import arrowidx
@@ -62,4 +63,6 @@ def test_a_slower_polars_row_says_why(tmp_path):
     pq.write_table(pa.table({"id": list(range(1000)), "amount": [float(i) for i in range(1000)]}), root / "part-0.parquet")
     arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
     assert "the indexes rule nothing out here" in demo._why_slower(root, pl.col("amount") > 3)
-    assert "the indexes keep" in demo._why_slower(root, pl.col("id") == 3)
+    assert "the indexes keep 0 of 1,000 rows" in demo._why_slower(root, pl.col("id") == 5000)
+    arrowidx.delete(root, pa.compute.field("id") < 10, progress=False)
+    assert "drops the 10 deleted rows by position" in demo._why_slower(root, pl.col("amount") > 3)
