@@ -61,7 +61,7 @@ def test_a_slower_polars_row_says_why(tmp_path):
     root = tmp_path / "lake"
     root.mkdir()
     pq.write_table(pa.table({"id": list(range(1000)), "amount": [float(i) for i in range(1000)]}), root / "part-0.parquet")
-    arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
+    arrowidx.build(root, {"file-index.range-bitmap.columns": "id"}, progress=False)
     assert "the indexes rule nothing out here" in demo._why_slower(root, pl.col("amount") > 3)
     assert "the indexes keep 0 of 1,000 rows" in demo._why_slower(root, pl.col("id") == 5000)
     arrowidx.delete(root, pa.compute.field("id") < 10, progress=False)
