@@ -405,7 +405,8 @@ def cmd_vacuum(args) -> int:
 
 
 def cmd_paimon_rewrite_index(args) -> int:
-    from .paimon.rewrite import index_edits, rewrite_file_index, table_options
+    from .options import index_edits
+    from .paimon.rewrite import rewrite_file_index, table_options
 
     added: dict[str, str] = {}
     for flag, index_type in INDEX_FLAGS.items():

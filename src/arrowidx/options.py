@@ -157,3 +157,57 @@ def check_option_keys(options: Mapping[object, object], *, what: str, index_keys
         hint = _did_you_mean(key, candidates) or _did_you_mean(re.sub(r"[^a-z0-9]+", "-", key.lower()), candidates)
         takes = " and ".join(x for x in ("file-index.* keys" if index_keys else "", ", ".join(sorted(accepted))) if x)
         raise OptionError(f"{what}: unknown option {key!r}{hint}; it takes {takes or 'no options'}")
+
+
+def _columns_value(value: str) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def merge_index_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *, replace: bool = False,
+                  drop: Iterable[str] = ()) -> dict[str, str]:  # fmt: skip
+    """The options a build uses: ``stored`` plus ``new`` (column lists are united, other keys
+    overridden), minus the ``drop`` entries (``"column"`` or ``"column:type"``: the index, its
+    per-column options too); with ``replace=True`` only ``new``. The one rule of adding,
+    dropping and setting indexes: ``arrowidx.build`` and ``arrowidx paimon rewrite-index``."""
+    out = {} if replace else dict(stored)
+    for key, value in (new or {}).items():
+        key, value = str(key), str(value)
+        if key.endswith(".columns") and key in out:
+            value = ",".join(dict.fromkeys(_columns_value(out[key]) + _columns_value(value)))
+        out[key] = value
+    for item in drop:
+        column, _, index_type = str(item).partition(":")
+        column, index_type = column.strip(), index_type.strip()
+        found = False
+        for key in [k for k in out if k.endswith(".columns")]:
+            kind = key[len("file-index.") : -len(".columns")]
+            if index_type and kind != index_type:
+                continue
+            columns = _columns_value(out[key])
+            if column in columns:
+                found = True
+                columns.remove(column)
+                if columns:
+                    out[key] = ",".join(columns)
+                else:
+                    del out[key]
+                for k in [k for k in out if k.startswith(f"file-index.{kind}.{column}.")]:
+                    del out[k]
+        if not found:
+            indexed = sorted(f"{c}:{k[len('file-index.') : -len('.columns')]}" for k, v in out.items() if k.endswith(".columns") for c in _columns_value(v))
+            raise OptionError(f"drop {item!r}: no such index; indexed are {', '.join(indexed) or 'none'}")
+    return out
+
+
+def index_edits(current: Mapping[str, str], add: Mapping[str, str] | None = None, *, drop: Iterable[str] = (),
+                replace: bool = False) -> dict[str, str | None]:  # fmt: skip
+    """The option updates (None: unset) that give a table with options ``current`` the
+    indexes ``add`` names (``file-index.*`` keys; ``.columns`` lists are united with the
+    table's, forgetting nothing), minus ``drop`` (``"column"`` or ``"column:type"``);
+    ``replace=True``: ``add`` alone, every other index forgotten. The same rules as
+    :func:`arrowidx.build` with ``drop=`` and ``replace=``."""
+    before = {k: v for k, v in current.items() if k.startswith(PREFIX) and k not in GLOBAL_KEYS}
+    after = merge_index_options(before, add or {}, replace=replace, drop=drop)
+    updates: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
+    updates.update({k: None for k in before if k not in after})
+    return updates

@@ -367,22 +367,6 @@ def index_options(options: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in options.items() if k.startswith(PREFIX) and k not in GLOBAL_KEYS}
 
 
-def index_edits(current: Mapping[str, str], add: Mapping[str, str] | None = None, *, drop: Iterable[str] = (),
-                replace: bool = False) -> dict[str, str | None]:  # fmt: skip
-    """The option updates (None: unset) that give a table with options ``current`` the
-    indexes ``add`` names (``file-index.*`` keys; ``.columns`` lists are united with the
-    table's, forgetting nothing), minus ``drop`` (``"column"`` or ``"column:type"``);
-    ``replace=True``: ``add`` alone, every other index forgotten. The same rules as
-    :func:`arrowidx.build` with ``drop=`` and ``replace=``."""
-    from ..lake.build import merge_options
-
-    before = index_options(current)
-    after = merge_options(before, add or {}, replace=replace, drop=drop)
-    updates: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
-    updates.update({k: None for k in before if k not in after})
-    return updates
-
-
 def table_options(path: Any, *, filesystem: Any = None, storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The options of the latest schema of the Paimon table at ``path``."""
     fs, table = resolve_table(path, filesystem, storage_options)
