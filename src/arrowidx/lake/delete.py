@@ -142,22 +142,22 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
-        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel), on_stale_deletions=on_stale_deletions):
-            footer = data.read_footer(rel)
+        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel), on_stale_deletions=on_stale_deletions):
+            footer = data._read_footer(rel)
             manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
-    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+    read_columns = sorted(data._bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
 
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
         plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
             return rel, None
-        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
+        read = data._read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
         if read is None:
             return rel, np.zeros(0, dtype=np.uint64)
         table, row_numbers = read
