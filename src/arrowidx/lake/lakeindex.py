@@ -58,7 +58,7 @@ import xxhash
 from .._hash import thomas_wang_long_hash, xxh64_binary
 from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
 from ..storage import Store
-from ..types import PaimonType, column_keys, paimon_type
+from ..types import PaimonType, column_keys, index_arrow_type, paimon_type
 
 RUN_DIR = "_arrowidx/lake-index"
 MAGIC = b"AIXLKRN1"
@@ -559,8 +559,10 @@ class Update:
 
 
 def new_schema(columns: Mapping[str, pa.DataType]) -> pa.Schema:
-    """The schema of a new lake index over ``columns`` (keyable ones only)."""
-    return pa.schema([pa.field(c, t) for c, t in sorted(columns.items()) if keyable(t)])
+    """The schema of a new lake index over ``columns`` (keyable ones only), each with the
+    type its keys are made from (:func:`~arrowidx.types.index_arrow_type`: a dictionary as
+    its values)."""
+    return pa.schema([pa.field(c, index_arrow_type(t)) for c, t in sorted(columns.items()) if keyable(t)])
 
 
 def update(store: Store, root: str, previous: LakeIndex | None, schema: pa.Schema, added: list[Keyed],
@@ -607,7 +609,8 @@ def _sections_of(schema: pa.Schema, added: list[Keyed]) -> tuple[dict, np.ndarra
         hashes, owners, missing = [], [], []
         for k in added:
             found = k.hashes.get(f.name)
-            if found is None or k.types.get(f.name) is None or not k.types[f.name].equals(f.type):
+            kind = k.types.get(f.name)
+            if found is None or kind is None or not index_arrow_type(kind).equals(f.type):
                 missing.append(k.fid)
                 continue
             hashes.append(np.asarray(found, np.uint64))
