@@ -55,7 +55,7 @@ class Lake:
     def __init__(self, root: str):
         self.root = root
         self.refs: list[SegmentRef] = []
-        self.tables: list[pa.Table] = []
+        self.segments: list[Segment] = []
         self.model: dict[str, dict] = {}
         self.next_fid = 0
 
@@ -65,8 +65,8 @@ class Lake:
             f.write(data)
 
     def commit(self, changed: list[dict], removed: list[str]):
-        got = update_segments(self.refs, self.tables, changed, removed, "w1", self.write)
-        self.refs, self.tables = got.refs, got.tables
+        got = update_segments(self.refs, self.segments, changed, removed, "w1", self.write)
+        self.refs, self.segments = got.refs, got.segments
         for d in changed:
             self.model[d["path"]] = d
         for p in removed:

@@ -405,6 +405,14 @@ class FileOverlay(MutableMapping):
     def __len__(self) -> int:
         return len({*(p for p in self.base if p not in self._deleted), *self._set})
 
+    def touched(self) -> set[str]:
+        """Paths read, set or deleted through this overlay."""
+        return set(self._set) | self._deleted
+
+    def set_entries(self) -> dict[str, Any]:
+        """The entries read or set through this overlay (copies of the table's, or new)."""
+        return self._set
+
     def changes(self, same: Callable[[Any, Any], bool]) -> tuple[list[Any], list[str]]:
         """``(entries set that differ from the table's, paths removed from the table)``."""
         changed = [e for p, e in sorted(self._set.items()) if p not in self.base or not same(self.base[p], e)]
@@ -435,42 +443,40 @@ def encode_table(table: pa.Table) -> bytes:
 
 @dataclass
 class SegmentsUpdate:
-    """The segments after a commit (refs and rows, oldest first) and the files written."""
+    """The segments after a commit (refs and opened segments, oldest first) and the files written."""
 
     refs: list[SegmentRef]
-    tables: list[pa.Table]
+    segments: list[Segment]
     written: list[str]
     bytes_written: int = 0
 
 
-def update_segments(refs: list[SegmentRef], tables: list[pa.Table], changed: list[dict], removed: list[str],
+def update_segments(refs: list[SegmentRef], segments: list[Segment], changed: list[dict], removed: list[str],
                     writer: str, write: Callable[[str, bytes], None]) -> SegmentsUpdate:  # fmt: skip
     """The segments after a commit that changed ``changed`` (entry dicts with their fid) and
-    removed ``removed``: the base segments (``refs`` and their decoded ``tables``) plus one
-    of the changes, merged as the module says. ``write(rel, data)`` writes a complete
-    object (relative to the root)."""
-    refs, tables = list(refs), list(tables)
-    out = SegmentsUpdate(refs, tables, [])
+    removed ``removed``: the base segments (``refs``, opened) plus one of the changes,
+    merged as the module says (a merge decodes the segments it merges). ``write(rel,
+    data)`` writes a complete object (relative to the root)."""
+    out = SegmentsUpdate(list(refs), list(segments), [])
     if changed or removed:
-        data = encode_segment(changed, removed)
-        _add(out, data, decode_segment(data, "<new segment>"), writer, write)
+        _add(out, encode_segment(changed, removed), writer, write)
     while True:
-        pick = plan_merge([t.num_rows for t in out.tables])
+        pick = plan_merge([s.num_rows for s in out.segments])
         if pick is None:
             return out
         first, last = pick
-        merged = live_rows(out.tables[first : last + 1], keep_removed=first > 0)
-        del out.refs[first : last + 1], out.tables[first : last + 1]
+        merged = live_rows([s.table() for s in out.segments[first : last + 1]], keep_removed=first > 0)
+        del out.refs[first : last + 1], out.segments[first : last + 1]
         if merged.num_rows:
-            data = encode_table(merged)
-            _add(out, data, decode_segment(data, "<merged segment>"), writer, write, at=first)
+            _add(out, encode_table(merged), writer, write, at=first)
 
 
-def _add(out: SegmentsUpdate, data: bytes, table: pa.Table, writer: str, write, at: int | None = None) -> None:
-    ref = segment_ref(data, writer, table.num_rows)
+def _add(out: SegmentsUpdate, data: bytes, writer: str, write, at: int | None = None) -> None:
+    segment = Segment(data, "<new segment>")
+    ref = segment_ref(data, writer, segment.num_rows)
     write(ref.file, data)
     out.written.append(ref.file)
     out.bytes_written += len(data)
     at = len(out.refs) if at is None else at
     out.refs.insert(at, ref)
-    out.tables.insert(at, table)
+    out.segments.insert(at, segment)

@@ -420,15 +420,20 @@ class LakeIndex:
             keep &= ~self.covered(column, fids) | np.isin(fids, held)
         return keep
 
-    def read_section(self, store: Store, root: str, run: Run, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """Every record of one run's column (merges read whole runs)."""
+    def read_section(self, store: Store, root: str, run: Run, column: str,
+                     pending: Mapping[str, bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Every record of one run's column (merges read whole runs; ``pending``: runs this
+        commit wrote but has not stored yet, by file)."""
         section = run.columns[column]
         if not section.count:
             return np.empty(0, np.uint64), np.empty(0, np.uint32)
         path = posixpath.join(root, run.file) if root not in ("", ".") else run.file
         start, length = section.block_span(0, section.blocks - 1)
         try:
-            (blob,) = store.get_ranges(path, [(start, length)], "lake index")
+            if pending is not None and run.file in pending:
+                blob = pending[run.file][start : start + length]
+            else:
+                (blob,) = store.get_ranges(path, [(start, length)], "lake index")
         except FileNotFoundError:
             raise CorruptIndexError("lake index run is missing (deleted or never written)", source=path) from None
         if len(blob) != length:
@@ -575,12 +580,14 @@ def update(store: Store, root: str, previous: LakeIndex | None, schema: pa.Schem
     live = np.asarray(live, np.int64)
     runs = list(previous.runs) if previous is not None and previous.schema.equals(schema) else []
     written: list[str] = []
+    pending: dict[str, bytes] = {}  # runs written here, which a merge below may read again
     nbytes = 0
     if added:
         sections, fids = _sections_of(schema, added)
         run, data = _make_run(sections, fids, writer)
         write(posixpath.join(root, run.file) if root not in ("", ".") else run.file, data)
         written.append(run.file)
+        pending[run.file] = data
         nbytes += len(data)
         runs.append(run)
     runs = [r for r in runs if _count_in(r.fids, live)]  # runs of no live file: gone
@@ -589,12 +596,13 @@ def update(store: Store, root: str, previous: LakeIndex | None, schema: pa.Schem
         if pick is None:
             break
         first, last = pick
-        merged, data = _merge(store, root, LakeIndex(schema, tuple(runs)), runs[first : last + 1], live, writer)
+        merged, data = _merge(store, root, LakeIndex(schema, tuple(runs)), runs[first : last + 1], live, writer, pending)
         if merged is None:
             runs[first : last + 1] = []
             continue
         write(posixpath.join(root, merged.file) if root not in ("", ".") else merged.file, data)
         written.append(merged.file)
+        pending[merged.file] = data
         nbytes += len(data)
         runs[first : last + 1] = [merged]
     return Update(LakeIndex(schema, tuple(runs)), written, nbytes)
@@ -642,7 +650,8 @@ def _to_merge(runs: list[Run], live: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def _merge(store: Store, root: str, index: LakeIndex, runs: list[Run], live: np.ndarray, writer: str) -> tuple[Run | None, bytes]:
+def _merge(store: Store, root: str, index: LakeIndex, runs: list[Run], live: np.ndarray, writer: str,
+           pending: Mapping[str, bytes]) -> tuple[Run | None, bytes]:  # fmt: skip
     """One run of the live files' records of ``runs`` (None when no live file is left)."""
     covered = union_ranges(*(r.fids for r in runs))
     live_here = live[in_ranges(live, covered)]
@@ -656,7 +665,7 @@ def _merge(store: Store, root: str, index: LakeIndex, runs: list[Run], live: np.
             if section is None:  # (a run always has every column of its schema; defensive)
                 missing.append(run.fids)
                 continue
-            h, f = index.read_section(store, root, run, column)
+            h, f = index.read_section(store, root, run, column, pending)
             keep = np.isin(f.astype(np.int64), live_here)
             hashes.append(h[keep])
             owners.append(f[keep].astype(np.int64))
