@@ -33,7 +33,7 @@ there are more than :data:`MAX_RUNS`, so a small commit writes about what it ind
 names the runs (:meth:`LakeIndex.to_json`): a run no manifest names is never read.
 
 **Layout of a run**: ``b"AIXLKRN1"``, then per column a *section* of its records sorted by
-(hash, fid), in blocks of :data:`BLOCK` records: the block's hashes (uint64 LE), its fids
+hash, in blocks of :data:`BLOCK` records: the block's hashes (uint64 LE), its fids
 (uint32 LE), then the XXH64 of those bytes (uint64 LE). Where each section starts, how many
 records it holds and its *spread* are in the manifest. Hashes are uniform, so a record of
 hash ``h`` sits near position ``h / 2**64 * count``; the spread is the largest distance of
@@ -267,8 +267,8 @@ def _estimate(hashes: np.ndarray, count: int) -> np.ndarray:
 
 
 def _encode_section(hashes: np.ndarray, fids: np.ndarray) -> tuple[bytes, int]:
-    """The blocks of records sorted by (hash, fid), and their spread."""
-    order = np.lexsort((fids, hashes))
+    """The blocks of records sorted by hash, and their spread."""
+    order = np.argsort(hashes)  # (deterministic; the order of one hash's files does not matter)
     hashes, fids = hashes[order].astype("<u8"), fids[order].astype("<u4")
     n = len(hashes)
     spread = int(np.abs(np.arange(n, dtype=np.int64) - _estimate(hashes, n)).max()) + 2 if n else 0
