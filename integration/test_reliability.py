@@ -1,7 +1,7 @@
 """Crashes, races, corruption and copies (issue 11), tried as operators would.
 
 * crash: ``build`` and ``delete`` run in a subprocess killed with SIGKILL at every named
-  write point (``ARROWIDX_FAULTS``, see ``lake.layout.fault_point``) and at random moments;
+  write point (``ARROWIDX_FAULTS``, see ``arrowidx._faults.fault_point``) and at random moments;
   afterwards the lake reads exactly the old or the new version and accepts the next write;
 * races: two processes commit in lockstep with a pause between planning and the exclusive
   create, so every round is a race; no delete is lost;
@@ -32,8 +32,8 @@ import pytest
 
 import arrowidx
 import arrowidx.facts
-from arrowidx import ArrowIdxError
-from arrowidx.lake import layout
+from arrowidx import ArrowIdxError, _faults
+from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
 from tests.conftest import tables_equal  # noqa: E402
@@ -88,9 +88,9 @@ def fresh_copy(template, tmp_path, name="lake"):
 
 def run_worker(root, op, faults=None, kill_after=None):
     env = dict(os.environ)
-    env.pop(layout.FAULTS_ENV, None)
+    env.pop(_faults.FAULTS_ENV, None)
     if faults:
-        env[layout.FAULTS_ENV] = faults
+        env[_faults.FAULTS_ENV] = faults
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = os.pathsep.join([src, os.path.dirname(src), env.get("PYTHONPATH", "")])
     args = [sys.executable, "-c", WORKER, root, op]
@@ -163,12 +163,12 @@ RACER = r"""
 import importlib, json, os, sys, time
 import pyarrow.compute as pc
 import arrowidx
-from arrowidx.lake import layout
+from arrowidx.lake import commit
 delete_module = importlib.import_module("arrowidx.lake.delete")
 build_module = importlib.import_module("arrowidx.lake.build")
 root, me, rounds, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 conflicts = 0
-real = layout.commit_manifest
+real = commit.commit_manifest
 def counting(*a, **k):
     global conflicts
     try:
@@ -198,7 +198,7 @@ def test_no_lost_delete_in_races(tmp_path):
     barrier = str(tmp_path / "barrier")
     os.makedirs(barrier)
     rounds = 50
-    env = dict(os.environ, **{layout.FAULTS_ENV: "before-commit=sleep:0.1"})
+    env = dict(os.environ, **{_faults.FAULTS_ENV: "before-commit=sleep:0.1"})
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
     procs = [
@@ -230,7 +230,7 @@ def test_no_lost_delete_in_races(tmp_path):
 
 
 def _reseal(d):
-    d["checksum"] = layout.checksum(layout._canonical({k: v for k, v in d.items() if k != "checksum"}))
+    d["checksum"] = manifest.checksum(manifest.canonical({k: v for k, v in d.items() if k != "checksum"}))
     return json.dumps(d).encode()
 
 

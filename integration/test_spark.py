@@ -29,7 +29,8 @@ import pytest
 
 import arrowidx
 from arrowidx.index import INDEX_TYPES
-from arrowidx.lake.layout import load_manifest, resolve
+from arrowidx.lake.commit import load_manifest
+from arrowidx.lake.source import resolve
 
 spark_mod = pytest.importorskip("arrowidx.spark")
 from pyspark.sql import functions as F  # noqa: E402

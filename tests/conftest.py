@@ -86,7 +86,8 @@ def damage_index(root: str, data_file: str, column: str) -> str:
     import pyarrow.fs as pafs
 
     import arrowidx.facts
-    from arrowidx.lake.layout import join, load_manifest
+    from arrowidx.lake.commit import load_manifest
+    from arrowidx.lake.layout import join
 
     entry = load_manifest(pafs.LocalFileSystem(), root).files[data_file]
     path = join(root, entry.index.file)

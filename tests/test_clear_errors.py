@@ -30,7 +30,7 @@ from arrowidx.errors import (
     StorageError,
     StoreUnavailableError,
 )
-from arrowidx.lake.layout import load_manifest
+from arrowidx.lake.commit import load_manifest
 from arrowidx.storage import storage_error
 
 PAIMON_TABLE = os.path.join(os.path.dirname(__file__), "paimon_tables", "shapes-0.9.0", "db.db", "evolve")

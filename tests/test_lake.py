@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import arrowidx
 from arrowidx import CorruptIndexError
 from arrowidx.index import INDEX_TYPES
-from arrowidx.lake.layout import load_manifest
+from arrowidx.lake.commit import load_manifest
 
 from .conftest import tables_equal
 

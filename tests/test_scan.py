@@ -207,7 +207,7 @@ def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
     files pyarrow.dataset reads."""
     import pyarrow.fs as pafs
 
-    from arrowidx.lake.layout import discover
+    from arrowidx.lake.source import discover
 
     t = pa.table({"x": [1, 2]})
     for rel in ["a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet",
@@ -231,7 +231,7 @@ def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
     both names); a link back to a folder above ends there instead of looping."""
     import pyarrow.fs as pafs
 
-    from arrowidx.lake.layout import discover
+    from arrowidx.lake.source import discover
 
     (tmp_path / "a").mkdir()
     pq.write_table(pa.table({"x": [1]}), tmp_path / "a" / "x.parquet")

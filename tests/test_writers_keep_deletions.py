@@ -16,7 +16,7 @@ import pytest
 import arrowidx
 from arrowidx.cli import main
 from arrowidx.errors import OptionError, StaleDeletionError
-from arrowidx.lake.layout import load_manifest
+from arrowidx.lake.commit import load_manifest
 
 LOST = pc.field("status") == "LOST"
 

@@ -115,7 +115,7 @@ def cmd_inspect(args) -> int:
 def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] | None = None) -> int:
     from .errors import StaleDeletionError
     from .lake import dataset
-    from .lake.layout import entry_is_fresh
+    from .lake.freshness import entry_is_fresh
 
     data = dataset(path, storage_options=storage_options)
     manifest = data.manifest

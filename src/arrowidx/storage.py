@@ -3,7 +3,7 @@
 A :class:`Store` is a filesystem or object store seen as objects: ``list``, ``stat``, ``get``,
 ``get_range(s)`` (the unit of I/O: a footer, one column's index, one deletion vector),
 ``put`` (write a complete object) and ``create`` (put-if-absent: the one atomic primitive
-the commit protocol needs, :func:`arrowidx.lake.layout.commit_manifest`). Data files are
+the commit protocol needs, :func:`arrowidx.lake.commit.commit_manifest`). Data files are
 still read by pyarrow's own machinery (fragments, scanners) through :attr:`Store.fs`, the
 ``pyarrow.fs.FileSystem`` over the same objects.
 

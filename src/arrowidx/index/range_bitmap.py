@@ -31,8 +31,8 @@ from pyroaring import BitMap
 
 from .._bytes import ByteReader
 from ..errors import OptionError, UnsupportedTypeError
-from ..options import parse_memory_size
 from ..result import REMAIN, IndexResult
+from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType
 from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
 from .rangebitmap.bitslice import (

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..errors import (
     ArrowIdxError,
     CommitConflictError,
@@ -48,27 +49,12 @@ from ..file_index import write_file_index
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..storage import ObjectInfo, as_store, storage_error
+from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
 from .footer import read_footer
-from .layout import (
-    INDEX_DIR,
-    FileEntry,
-    IndexRef,
-    Manifest,
-    check_stale_option,
-    checksum,
-    commit_manifest,
-    entry_is_fresh,
-    fault_point,
-    file_infos,
-    join,
-    load_index_bytes,
-    load_manifest,
-    require_commit,
-    resolve,
-    schema_to_b64,
-    with_commit_retries,
-    write_atomic,
-)
+from .freshness import check_stale_option, entry_is_fresh, load_index_bytes
+from .layout import INDEX_DIR, file_infos, join, write_atomic
+from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
+from .source import resolve
 
 BATCH_ROWS = 256 * 1024
 

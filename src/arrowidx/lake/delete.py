@@ -24,28 +24,17 @@ from typing import Any
 import numpy as np
 import pyarrow.fs as pafs
 
+from .._faults import fault_point
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import ArrowIdxError, CommitConflictError
 from ..filters import user_filter
 from ..options import DELETION_KEYS, check_option_keys
 from ..predicate import check_expression
 from .build import _progress
-from .layout import (
-    DELETION_DIR,
-    DeletionRef,
-    FileEntry,
-    check_base,
-    check_stale_option,
-    checksum,
-    commit_manifest,
-    entry_is_fresh,
-    fault_point,
-    file_infos,
-    join,
-    require_commit,
-    with_commit_retries,
-    write_atomic,
-)
+from .commit import check_base, commit_manifest, require_commit, with_commit_retries
+from .freshness import check_stale_option, entry_is_fresh
+from .layout import DELETION_DIR, file_infos, join, write_atomic
+from .manifest import DeletionRef, FileEntry, checksum
 from .scan import dataset as open_dataset
 from .scan import expression_mask
 

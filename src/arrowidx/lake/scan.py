@@ -58,26 +58,18 @@ from ..predicate import bind, check_expression, expression_text, is_exact, needl
 from ..result import REMAIN, SKIP, IndexResult
 from ..statistics import statistics_filter
 from ..storage import ObjectInfo, Store, as_store
+from .commit import latest_version, load_manifest_shared
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
 from .footer import Footer, read_footer
-from .layout import (
-    META_DIR,
-    FileEntry,
-    Manifest,
-    _listed,
+from .freshness import (
     check_stale_option,
     deletion_record_length,
     deletion_vector_of,
-    ensure_inside,
     entry_is_fresh,
-    file_infos,
-    join,
-    latest_version,
     load_index_bytes,
-    manifest_infos,
-    read_manifest,
-    resolve,
 )
+from .layout import ensure_inside, file_infos, join
+from .manifest import FileEntry, Manifest
 from .partitions import (
     hive_partitioning,
     partition_expressions,
@@ -86,6 +78,7 @@ from .partitions import (
     with_pruned,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
+from .source import manifest_root, resolve
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -125,23 +118,6 @@ def _parquet_format():
 def _stat_pool() -> ThreadPoolExecutor:
     """The process's I/O pool (:func:`arrowidx.facts.executor`)."""
     return facts.executor()
-
-
-def load_manifest_shared(store: Store, root: str) -> Manifest:
-    """The current manifest of ``root``: its version listed now, its content parsed once
-    per process (a manifest version is created once and never rewritten). Readers only:
-    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change."""
-    infos = manifest_infos(store, root)
-    if not infos:
-        return Manifest()
-    version = max(infos)
-    info = infos[version]
-    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
-    return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
-
-
-def _sized(manifest: Manifest) -> tuple[Manifest, int]:
-    return manifest, 512 + 400 * len(manifest.files)
 
 
 @dataclass
@@ -706,7 +682,7 @@ class IndexedDataset:
             if ref.layout is not None and ref.embedded is None:
                 ensure_inside(self.fs, self.root, source, "index file")
                 container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source,
-                                            listed=_listed(entry))  # fmt: skip
+                                            listed=entry.where_listed())  # fmt: skip
                 return FileIndex(container, ref.arrow_schema(), name=source), 1024
             data = load_index_bytes(self.store, self.root, entry)
             if not data:
@@ -1362,19 +1338,6 @@ def _expression_fields(expr, schema: pa.Schema) -> set[str]:
     return out
 
 
-def _manifest_root(fs: pafs.FileSystem, folder: str) -> str:
-    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
-    the root of a Hive layout whose files all sit in one partition folder."""
-    probe = folder
-    while True:
-        if fs.get_file_info(join(probe, META_DIR)).type == pafs.FileType.Directory:
-            return probe
-        parent = posixpath.dirname(probe)
-        if not parent or parent == probe:
-            return folder
-        probe = parent
-
-
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
             partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
@@ -1390,7 +1353,7 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     fs, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
-            root = _manifest_root(fs, root)
+            root = manifest_root(fs, root)
         return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
     data = IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning)
     if explicit is not None:  # a .parquet file or a list of files: only those (ux, issue 14)

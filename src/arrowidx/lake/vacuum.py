@@ -21,19 +21,9 @@ import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError
 from ..storage import as_store
-from .layout import (
-    DELETION_DIR,
-    INDEX_DIR,
-    LATEST,
-    META_DIR,
-    join,
-    latest_hint,
-    manifest_path,
-    manifest_versions,
-    read_manifest,
-    resolve,
-    write_atomic,
-)
+from .commit import latest_hint, manifest_versions, read_manifest
+from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
+from .source import resolve
 
 DEFAULT_RETENTION = timedelta(days=7)
 

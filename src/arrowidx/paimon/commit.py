@@ -35,8 +35,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, PaimonTableError
-from ..lake.layout import fault_point
 from ..storage import as_store
 from .metadata import AvroFile, partition_stats, write_avro
 

@@ -43,16 +43,16 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..errors import (
     ArrowIdxError,
-    CommitConflictError,
     OptionError,
     PaimonTableError,
     UnsupportedTableError,
 )
 from ..index import INDEX_TYPES
 from ..index.container import Container, java_string_hash, write_container
-from ..lake.layout import fault_point
+from ..lake.commit import retry_on_conflict
 from ..options import (
     GLOBAL_KEYS,
     IN_MANIFEST_THRESHOLD,
@@ -84,7 +84,6 @@ from .metadata import (
     read_snapshot,
 )
 
-COMMIT_TRIES = 8
 BATCH_ROWS = 256 * 1024
 INDEX_SUFFIX = ".index"
 POSTPONE_BUCKET = -2
@@ -467,21 +466,17 @@ def _file_fields(schema: dict) -> int:
 def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], partitions: Any, dry_run: bool, report: RewriteReport) -> _Plan:
     """Plan every live file of the latest snapshot under the options ``updates`` give the
     latest schema; when they change it, commit that schema first (unless ``dry_run``), once
-    the plan shows the table can be rewritten."""
-    for _ in range(COMMIT_TRIES):
-        schema_id = _latest_schema_id(fs, table)
-        schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
-        schema = read_schema(fs, table, schema_id)
-        options = merge_options(schema.options, updates)
-        plan = _plan_files(fs, table, schema, schema_doc, options, partitions, report)
-        if options == schema.options or dry_run:
-            return plan
-        try:
-            commit_schema(fs, table, schema_doc, options)
-            report.schema_committed = True
-        except CommitConflictError:
-            continue  # another writer changed the schema: merge into theirs
-    raise CommitConflictError(f"{table}: the schema kept changing under {COMMIT_TRIES} attempts")
+    the plan shows the table can be rewritten (another writer changed it first: a
+    :class:`~arrowidx.errors.CommitConflictError`, and :func:`rewrite` plans again)."""
+    schema_id = _latest_schema_id(fs, table)
+    schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
+    schema = read_schema(fs, table, schema_id)
+    options = merge_options(schema.options, updates)
+    plan = _plan_files(fs, table, schema, schema_doc, options, partitions, report)
+    if options != schema.options and not dry_run:
+        commit_schema(fs, table, schema_doc, options)  # (a conflict: planned again on the writer's schema)
+        report.schema_committed = True
+    return plan
 
 
 def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc: dict, options: dict[str, str], partitions: Any, report: RewriteReport) -> _Plan:
@@ -698,7 +693,7 @@ def resolve_table(path: Any, filesystem: Any = None, storage_options: Mapping[st
 
     path = os.fspath(path)
     if is_object_store_uri(path) or storage_options:  # object stores are named in one place
-        from ..lake.layout import resolve
+        from ..lake.source import resolve
 
         fs, path, _ = resolve(path, filesystem, storage_options)
         return fs, path.rstrip("/")
@@ -742,8 +737,8 @@ def rewrite(
     updates = check_options(options or {}, latest)
     done: dict[str, FileResult] = {}
     indexed_names: set[str] = set()
-    for attempt in range(1, COMMIT_TRIES + 1):
-        report.attempts = attempt
+    def attempt(n: int) -> None:
+        report.attempts = n
         plan = _plan(fs, table, updates, partitions, dry_run, report)
         report.options = index_options(plan.options) | {k: v for k, v in plan.options.items() if k == IN_MANIFEST_THRESHOLD}
         report.generation = plan.generation
@@ -763,7 +758,7 @@ def rewrite(
         report.dropped = sum(r.kind == "none" for r in changed)
         report.index_bytes = sum(r.size for r in changed)
         if dry_run or not changed or plan.snapshot is None:
-            break
+            return
         entries: list[dict] = []
         for r in changed:
             old = plan.records[r.name]
@@ -771,17 +766,13 @@ def rewrite(
             new_file = {**old["_FILE"], "_EXTRA_FILES": list(r.extra_files), "_EMBEDDED_FILE_INDEX": r.embedded}
             entries.append({**old, "_KIND": ADD, "_FILE": new_file})
         ptypes = [plan.schema.field(k).type for k in plan.schema.partition_keys]
-        try:
-            report.snapshot_id, _ = commit_snapshot(
-                fs, table, plan.snapshot, plan.lists, entries, plan.entry_file, plan.schema.id, ptypes,
-                _statistics(fs, table, plan.snapshot, plan.schema.id),
-            )  # fmt: skip
-            report.committed = True
-            break
-        except CommitConflictError:
-            if attempt == COMMIT_TRIES:
-                raise
-            time.sleep(0.02 * attempt)
+        report.snapshot_id, _ = commit_snapshot(
+            fs, table, plan.snapshot, plan.lists, entries, plan.entry_file, plan.schema.id, ptypes,
+            _statistics(fs, table, plan.snapshot, plan.schema.id),
+        )  # fmt: skip (another writer committed first: planned again on the new snapshot)
+        report.committed = True
+
+    retry_on_conflict(attempt)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -885,7 +885,7 @@ def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs
     from ..objectstore import is_object_store_uri
 
     if is_object_store_uri(path) or storage_options:
-        from ..lake.layout import resolve
+        from ..lake.source import resolve
 
         filesystem, path, _ = resolve(path, filesystem, storage_options)
         return PaimonTable(filesystem, path, snapshot)

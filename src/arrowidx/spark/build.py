@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import posixpath
 import time
@@ -15,21 +14,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, CommitConflictError
 from ..lake.build import BuildReport, Uploads, index_one_file, plan_build, will_commit
-from ..lake.layout import (
-    META_DIR,
-    CommitConflictError,
-    FileEntry,
-    Manifest,
-    commit_manifest,
-    discover,
-    join,
-    load_manifest,
-    require_commit,
-    resolve,
-    with_commit_retries,
-)
+from ..lake.commit import commit_manifest, load_manifest, require_commit, with_commit_retries
+from ..lake.layout import META_DIR, join
+from ..lake.manifest import FileEntry, Manifest
+from ..lake.source import discover, resolve
 from ..options import in_manifest_threshold, parse_index_options
 from ..storage import as_store
 from .session import ensure_worker_python
@@ -46,7 +36,7 @@ _MANIFEST_ROWS = "path string, entry string"
 
 
 def _entry_to_json(entry: FileEntry) -> str:
-    return json.dumps(dataclasses.asdict(entry), sort_keys=True)
+    return json.dumps(entry.to_dict(), sort_keys=True)
 
 
 def _entry_from_json(text: str) -> FileEntry:

@@ -6,10 +6,8 @@ import threading
 
 import pyarrow.fs as pafs
 
-from ..lake.layout import (
-    Manifest,
-    read_manifest,
-)
+from ..lake.commit import read_manifest
+from ..lake.manifest import Manifest
 from ..lake.scan import IndexedDataset
 
 # --------------------------------------------------------------------------------------

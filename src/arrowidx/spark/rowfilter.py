@@ -11,11 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from ..lake.layout import (
-    latest_version,
-    resolve,
-)
+from ..lake.commit import latest_version
 from ..lake.scan import IndexedDataset
+from ..lake.source import resolve
 from .datasets import _dataset_at
 
 # --------------------------------------------------------------------------------------

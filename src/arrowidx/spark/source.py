@@ -28,12 +28,10 @@ from pyspark.sql.datasource import (
 from ..errors import ArrowIdxError, OptionError
 from ..file_index import UnknownColumnError
 from ..filters import Filter, user_filter
-from ..lake.layout import (
-    resolve,
-)
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset, _expression_fields
-from ..options import parse_memory_size
+from ..lake.source import resolve
+from ..sizes import parse_memory_size
 from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import _dataset_at

@@ -1,0 +1,230 @@
+"""The commit protocol: the one place a lake version is committed, and which version is current.
+
+A version exists exactly when its manifest (``_arrowidx/manifest-<N>.json``) was created by
+*one exclusive create* (:meth:`Store.create <arrowidx.storage.Store.create>`: a hard link of
+a complete file on local disks, put-if-absent on object stores) from a fully written
+temporary file. The newest manifest on disk is the current version; ``LATEST`` is rewritten
+after each commit for people and tools, but readers only compare it (a hint never outranks
+the manifests, as ``_last_checkpoint`` never outranks delta-rs's log). A crash at any
+instant leaves the previous or the new version; of two writers racing for the same version
+exactly one wins, the other gets :class:`~arrowidx.errors.CommitConflictError` and plans
+again on the new version (:func:`retry_on_conflict`, the loop every writer shares: build,
+delete, and Paimon's commits in :mod:`arrowidx.paimon.rewrite`).
+
+Every file a commit references is written before it, under a name no other writer uses
+(index files by content and writer, deletion files by a fresh uuid), so no committed file is
+ever overwritten and a writer that fails for good removes only its own files. Files written
+*with* the manifest (``artifacts`` of :func:`commit_manifest`: a lake-level structure the
+manifest names) follow the same rule: written first, removed when the commit is refused.
+
+See docs/reliability.md for the crash and race tests.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from .. import facts
+from .._faults import fault_point
+from ..errors import ArrowIdxError, CommitConflictError
+from ..storage import ObjectInfo, Store, as_store, local_path
+from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
+from .manifest import Manifest
+
+COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
+
+_MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------------------
+# Versions: the newest committed manifest wins; LATEST is a hint
+# --------------------------------------------------------------------------------------
+
+
+def manifest_versions(store: Store, root: str) -> list[int]:
+    """Committed manifest versions on disk, ascending."""
+    return sorted(manifest_infos(store, root))
+
+
+def manifest_infos(store: Store, root: str) -> dict[int, ObjectInfo]:
+    """The committed manifests on disk by version, as one listing finds them (their size
+    and change stamp tell a manifest edited in place from the one parsed before)."""
+    meta = join(root, META_DIR)
+    out = {}
+    for info in as_store(store).list(meta, recursive=False, hidden=True, missing_ok=True):
+        m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
+        if m and int(m.group(1)) > 0:
+            out[int(m.group(1))] = info
+    return out
+
+
+def latest_hint(store: Store, root: str) -> int | None:
+    """What ``LATEST`` says (None if missing or unreadable): a hint only, never obeyed."""
+    try:
+        text = read_bytes(store, join(root, LATEST)).decode("ascii").strip()
+    except (ArrowIdxError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+def latest_version(store: Store, root: str) -> int:
+    """The current manifest version: the newest on disk (0 when never indexed). ``LATEST``
+    is ignored: a stale or damaged pointer cannot roll the dataset back."""
+    versions = manifest_versions(store, root)
+    return versions[-1] if versions else 0
+
+
+def load_manifest(store: Store, root: str) -> Manifest:
+    """The current manifest, validated, or an empty one (version 0) if there is none: a
+    writer's own copy, to change.
+
+    The newest manifest is the current one even when it does not validate: then this raises
+    :class:`~arrowidx.errors.CorruptManifestError` rather than silently returning an older
+    version (which would bring deleted rows back).
+    """
+    version = latest_version(store, root)
+    if version == 0:
+        return Manifest()
+    return read_manifest(store, root, version)
+
+
+def read_manifest(store: Store, root: str, version: int) -> Manifest:
+    """Manifest ``version``, validated (errors name the file and the field)."""
+    path = join(root, manifest_path(version))
+    ensure_inside(as_store(store).fs, root, path, "manifest")
+    return Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
+
+
+def load_manifest_shared(store: Store, root: str) -> Manifest:
+    """The current manifest of ``root``: its version listed now, its content parsed once
+    per process (a manifest version is created once and never rewritten). Readers only:
+    writers load their own copy (:func:`load_manifest`) to change."""
+    infos = manifest_infos(store, root)
+    if not infos:
+        return Manifest()
+    version = max(infos)
+    info = infos[version]
+    key = ("manifest", as_store(store).key, root, version, info.size, info.mtime_ns, info.stamp)
+
+    def make() -> tuple[Manifest, int]:
+        manifest = read_manifest(store, root, version)
+        return manifest, 512 + 400 * len(manifest.files)
+
+    return facts.MANIFESTS.get(key, make)
+
+
+# --------------------------------------------------------------------------------------
+# Committing
+# --------------------------------------------------------------------------------------
+
+
+def _conflict(root: str, base_version: int) -> CommitConflictError:
+    return CommitConflictError(
+        f"{join(root, META_DIR)}: another build or delete committed version {base_version + 1} first;"
+        " nothing was lost: run it again (build and delete retry by themselves)"
+    )
+
+
+def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: int, *,
+                    artifacts: Mapping[str, bytes] | None = None) -> Manifest:  # fmt: skip
+    """Commit ``manifest`` as version ``base_version + 1`` with one exclusive create
+    (:meth:`Store.create <arrowidx.storage.Store.create>`: a hard link of a complete file on
+    local disks, put-if-absent on object stores).
+
+    ``artifacts``: files to write with the manifest (``{path relative to the root: bytes}``,
+    under ``_arrowidx/``, names no other writer uses: a structure the manifest names), each
+    written completely before the exclusive create and removed again when it is refused.
+
+    Raises :class:`CommitConflictError` if another writer committed after ``base_version``
+    was read (their work is kept; :func:`retry_on_conflict` plans again), and
+    :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot create a file
+    only if it is absent.
+    """
+    store = as_store(store)
+    meta = join(root, META_DIR)
+    if local_path(store.fs, meta) is not None:
+        os.makedirs(local_path(store.fs, meta), exist_ok=True)
+        ensure_inside(store.fs, root, meta, "folder")
+    if latest_version(store, root) != base_version:
+        raise _conflict(root, base_version)
+    manifest.version = base_version + 1
+    manifest.created_ms = int(time.time() * 1000)
+    final = join(root, manifest_path(manifest.version))
+    written = []
+    try:
+        for rel, blob in (artifacts or {}).items():
+            if not rel.startswith(META_DIR + "/"):
+                raise ValueError(f"commit_manifest: artifact {rel!r} is not under {META_DIR}/")
+            write_atomic(store, join(root, rel), blob, root=root)
+            written.append(join(root, rel))
+        data = manifest.to_json().encode()
+        fault_point("before-commit")
+        if not store.create(final, data):
+            raise _conflict(root, base_version)
+        fault_point("committed")
+        newest = latest_version(store, root)
+        if newest != manifest.version:  # a version above ours existed (ours was vacuumed below it)
+            store.delete(final)
+            raise _conflict(root, base_version)
+    except CommitConflictError:
+        _remove_quietly(store, written)  # referenced by no committed manifest
+        raise
+    manifest.source = final
+    try:
+        store.put(join(root, LATEST), str(manifest.version).encode())
+    except (OSError, ArrowIdxError):
+        pass  # only a hint: readers never need it
+    fault_point("latest-written")
+    return manifest
+
+
+def _remove_quietly(store: Store, paths: list[str]) -> None:
+    for path in paths:
+        try:
+            store.delete(path)
+        except (OSError, ArrowIdxError):
+            pass  # vacuum removes it later
+
+
+def require_commit(store: Store, root: str) -> None:
+    """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
+    manifest version (put-if-absent): asked by writers before they upload anything."""
+    as_store(store).require_create(join(root, manifest_path(1)))
+
+
+def check_base(store: Store, root: str, base_version: int) -> None:
+    """The cheap conflict check a writer makes before uploading what only its own commit
+    would reference (one listing of ``_arrowidx/``): :class:`CommitConflictError` when
+    another writer committed after ``base_version``."""
+    if latest_version(store, root) != base_version:
+        raise CommitConflictError(
+            f"{join(root, META_DIR)}: another build or delete committed after version {base_version};"
+            " nothing was lost: run it again (build and delete retry by themselves)"
+        )
+
+
+def retry_on_conflict(attempt: Callable[[int], T], tries: int = COMMIT_TRIES) -> T:
+    """``attempt(n)`` (plan + write + commit; ``n`` counts from 1) run again, after a short
+    random pause, when another writer committed first (:class:`CommitConflictError`), at
+    most ``tries`` times: the one retry loop of every writer (lake builds and deletes,
+    Paimon's schema and snapshot commits)."""
+    for i in range(1, tries + 1):
+        try:
+            return attempt(i)
+        except CommitConflictError:
+            if i == tries:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * i)
+    raise AssertionError("unreachable")
+
+
+def with_commit_retries(attempt: Callable[[], T], tries: int = COMMIT_TRIES) -> T:
+    """:func:`retry_on_conflict` of an attempt that does not need its number."""
+    return retry_on_conflict(lambda _: attempt(), tries)
