@@ -122,14 +122,14 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
     rows = []
     for rel in data.files:
         entry = manifest.files.get(rel)
-        info = data._info(rel)
-        row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok",
+        info = data.lake.info(rel)
+        row = {"file": rel, "rows": entry.rows if entry else data.lake.row_count(rel), "state": "ok",
                "index_bytes": 0, "index_embedded": None, "columns": {}, "deleted": 0}  # fmt: skip
         if entry is None:
             row["state"] = "not indexed"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, data.read_footer(rel))  # by content, not mtime
+                fresh = entry_is_fresh(entry, info, data.lake.read_footer(rel))  # by content, not mtime
             except StaleDeletionError:
                 fresh, row["state"] = False, "STALE DELETIONS"
             if not fresh and row["state"] == "ok":
@@ -137,7 +137,7 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
         if entry and entry.index:
             row["index_bytes"] = entry.index.size
             row["index_embedded"] = entry.index.embedded is not None
-            index = data.file_index(entry) if row["state"] == "ok" else None
+            index = data.lake.file_index(entry) if row["state"] == "ok" else None
             row["columns"] = index.columns if index else {}
         if entry and entry.deletion and row["state"] == "ok":
             row["deleted"] = entry.deletion.cardinality

@@ -107,15 +107,31 @@ INDEXES = SharedCache("file indexes", 256 << 20)  # file-index containers (the b
 DELETIONS = SharedCache("deletion vectors", 64 << 20)  # decoded deletion vectors (their serialized size)
 FRAGMENTS = SharedCache("fragments", 64 << 20)  # pyarrow fragments with their footer loaded
 POLARS_SCANS = SharedCache("polars scans", 64 << 20)  # a data file's pl.scan_parquet (Polars keeps its metadata)
-DERIVED = SharedCache("derived", 64 << 20)  # what is computed from the above (key directories, offsets)
+DERIVED = SharedCache("derived", 64 << 20)  # what is computed from the above (decoded statistics, schemas)
+OPEN = SharedCache("open datasets", 64 << 20)  # datasets and tables kept open between queries (cheap views on the above)
 
-ALL = (MANIFESTS, FOOTERS, INDEXES, DELETIONS, FRAGMENTS, POLARS_SCANS, DERIVED)
+ALL = (MANIFESTS, FOOTERS, INDEXES, DELETIONS, FRAGMENTS, POLARS_SCANS, DERIVED, OPEN)
 
 
 def clear() -> None:
     """Forget every fact (read and parsed again on use)."""
     for cache in ALL:
         cache.clear()
+
+
+_INTERNED: dict[Any, Any] = {}
+_INTERNED_LOCK = threading.Lock()
+
+
+def interned(key: Any, make: Callable[[], Any]) -> Any:
+    """One object per ``key`` for the life of the process, made by ``make()`` on first use:
+    objects whose identity other facts are keyed by (the Parquet formats fragments are made
+    with), so they are never dropped (a few per process)."""
+    found = _INTERNED.get(key)
+    if found is None:
+        with _INTERNED_LOCK:
+            found = _INTERNED.setdefault(key, make())
+    return found
 
 
 _TOKENS = itertools.count(1)

@@ -175,20 +175,10 @@ class FileIndex:
         raise on the data too); a column that merely has no index answers REMAIN."""
         if not isinstance(expr, pc.Expression):
             return
-        from .predicate import _Call, _Field, parse
+        from .predicate import expression_fields
 
-        names: set[str] = set()
-
-        def walk(t) -> None:
-            if isinstance(t, _Field):
-                names.add(t.name)
-            elif isinstance(t, _Call):
-                for a in t.args:
-                    walk(a)
-
-        try:
-            walk(parse(expr))
-        except Exception:  # an Expression the parser does not know: binding decides (REMAIN)
+        names = expression_fields(expr)
+        if names is None:  # an Expression the parser does not know: binding decides (REMAIN)
             return
         for name in sorted(names):
             if self.schema.get_field_index(name) < 0:

@@ -220,6 +220,36 @@ def parse(expr: pc.Expression):
     return tree
 
 
+def expression_fields(expr: pc.Expression) -> set[str] | None:
+    """Every field ``expr`` names anywhere (also inside parts no index answers), or None
+    when its tree cannot be read."""
+    out: set[str] = set()
+
+    def walk(t) -> None:
+        if isinstance(t, _Field):
+            out.add(t.name)
+        elif isinstance(t, _Call):
+            for a in t.args:
+                walk(a)
+
+    try:
+        walk(parse(expr))
+    except Exception:  # noqa: BLE001 (an Expression the parser does not know)
+        return None
+    return out
+
+
+def columns_named(expr: pc.Expression | None, schema: pa.Schema) -> set[str]:
+    """The columns of ``schema`` that ``expr`` reads: every field it names, or all of the
+    schema's when that cannot be told (a field the schema lacks, a tree not read)."""
+    if expr is None:
+        return set()
+    out = expression_fields(expr)
+    if out is None or any(schema.get_field_index(name) < 0 for name in out):
+        return set(schema.names)
+    return out
+
+
 def _parse(expr: pc.Expression):
     reduced = expr.__reduce__()
     buf = reduced[1][0]

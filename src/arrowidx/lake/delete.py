@@ -35,8 +35,8 @@ from .commit import check_base, commit_manifest, require_commit, with_commit_ret
 from .freshness import check_stale_option, entry_is_fresh
 from .layout import DELETION_DIR, file_infos, join, write_atomic
 from .manifest import DeletionRef, FileEntry, checksum
+from .read import expression_mask
 from .scan import dataset as open_dataset
-from .scan import expression_mask
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 
@@ -125,21 +125,21 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
     pushdown = match.pushdown
     if rels and pushdown is not None:
-        check_expression(pushdown, data.schema, rows=data._may_hold_rows())  # an invalid filter fails whether or not an index decides
+        check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows())  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
-        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel), on_stale_deletions=on_stale_deletions):
-            footer = data.read_footer(rel)
+        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.lake.read_footer(rel), on_stale_deletions=on_stale_deletions):
+            footer = data.lake.read_footer(rel)
             manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
-    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+    read_columns = sorted(data.lake.columns_of(pushdown) | set(match.residual.columns if match.residual else ()))
 
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
         plan = data.plan_file(rel, pushdown)
@@ -165,7 +165,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         if not len(found):
             continue
         entry = manifest.files[rel]
-        old = data.deletion_vector(rel)
+        old = data.lake.deletion_vector(rel)
         kind64 = old.bitmap64 if old is not None else bitmap64
         vector = DeletionVector.from_positions(found, bitmap64=kind64)
         before = old.cardinality if old is not None else 0

@@ -43,7 +43,20 @@ from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
 from ..filters import user_filter
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
+from ..predicate import (
+    And,
+    Compare,
+    Const,
+    IsIn,
+    IsNull,
+    Node,
+    Not,
+    Opaque,
+    Or,
+    bind,
+    columns_named,
+    is_exact,
+)
 from ..result import REMAIN, IndexResult
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (
@@ -871,9 +884,7 @@ def _schema_ids(fs: pafs.FileSystem, table: str) -> list[int]:
 
 
 def _filter_columns(filter, schema: pa.Schema) -> set[str]:
-    from ..lake.scan import _expression_fields
-
-    return _expression_fields(filter, schema)
+    return columns_named(filter, schema)
 
 
 def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None,

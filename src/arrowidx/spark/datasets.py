@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import threading
-
 import pyarrow.fs as pafs
 
+from .. import facts
 from ..lake.commit import read_manifest
 from ..lake.manifest import Manifest
 from ..lake.scan import IndexedDataset
 
-# --------------------------------------------------------------------------------------
-# datasets pinned to a manifest version (shared by the reader and the mapInArrow filter)
-# --------------------------------------------------------------------------------------
 
-_DATASETS: dict[tuple, IndexedDataset] = {}
-_DATASETS_LOCK = threading.Lock()
+def dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
+    """An :class:`IndexedDataset` showing manifest ``version``, kept open per worker process
+    (:data:`arrowidx.facts.OPEN`: shared by the reader and the mapInArrow filter).
 
-
-def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
-    """An :class:`IndexedDataset` showing manifest ``version`` (cached per worker process).
-
-    Its indexes, footers and deletion vectors are cached by (file, size, mtime), so a cached
+    Its indexes, footers and deletion vectors are cached by file identity, so a kept
     dataset is reused across tasks and queries; each task stats the files it reads again
     (``IndexedDataset.restat``), so staleness is still detected.
     """
-    key = (fs.type_name, root, version, on_corrupt)
-    with _DATASETS_LOCK:
-        data = _DATASETS.get(key)
-    if data is None:
+
+    def make() -> tuple[IndexedDataset, int]:
         data = IndexedDataset(fs, root, on_corrupt=on_corrupt, threads=1)
         if data.manifest.version != version:
             if version == 0:
                 data.manifest = Manifest()
             else:
                 data.manifest = read_manifest(fs, root, version)  # validated, errors name the file
-        with _DATASETS_LOCK:
-            if len(_DATASETS) > 16:
-                _DATASETS.clear()
-            _DATASETS[key] = data
-    return data
+        return data, 4 << 20
+
+    return facts.OPEN.get(("spark dataset at", fs.type_name, root, version, on_corrupt), make)

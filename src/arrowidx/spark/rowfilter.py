@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 from ..lake.commit import latest_version
 from ..lake.scan import IndexedDataset
 from ..lake.source import resolve
-from .datasets import _dataset_at
+from .datasets import dataset_at
 
 # --------------------------------------------------------------------------------------
 # 4. existing pipelines: a mapInArrow function over _metadata.file_path / row_index
@@ -73,7 +73,7 @@ class DeletionAndIndexFilter:
         selected = None
         if plan.result.kind == "bitmap":
             selected = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-        dv = data.deletion_vector(rel)
+        dv = data.lake.deletion_vector(rel)
         if selected is None and (dv is None or not dv.cardinality):
             return None
 
@@ -89,7 +89,7 @@ class DeletionAndIndexFilter:
         return keep
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        data = _dataset_at(self.fs, self.root, self.version)
+        data = dataset_at(self.fs, self.root, self.version)
         rules: dict[str, Any] = {}
         drop = [self.file_path_column, self.row_index_column] if self.drop_metadata else []
         for batch in batches:
