@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from .. import facts
 from .._faults import fault_point
-from ..errors import ArrowIdxError, CommitConflictError
+from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError
 from ..storage import ObjectInfo, Store, as_store, local_path
 from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
 from .manifest import Manifest
@@ -96,10 +96,38 @@ def load_manifest(store: Store, root: str) -> Manifest:
 
 
 def read_manifest(store: Store, root: str, version: int) -> Manifest:
-    """Manifest ``version``, validated (errors name the file and the field)."""
+    """Manifest ``version``, validated (errors name the file and the field, and for the
+    newest version what to do)."""
     path = join(root, manifest_path(version))
     ensure_inside(as_store(store).fs, root, path, "manifest")
-    return Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
+    try:
+        return Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
+    except CorruptManifestError as e:
+        advice = _damaged_manifest_advice(store, root, version)
+        if not advice:
+            raise
+        message = e.detail[len(e.field) + 2 :] if e.field and e.detail.startswith(f"{e.field}: ") else e.detail
+        raise CorruptManifestError(f"{message}; {advice}", source=e.source, field=e.field) from None
+
+
+def _damaged_manifest_advice(store: Store, root: str, version: int) -> str:
+    """What to do when the newest manifest does not validate (the lake cannot be read: an
+    older version would bring deleted rows back, so none is read in its place)."""
+    versions = manifest_versions(store, root)
+    if not versions or versions[-1] != version:
+        return ""
+    older = [v for v in versions if v < version]
+    if not older:
+        return (f"the dataset's only manifest version is damaged: restore {manifest_path(version)} from a backup,"
+                f" or move it out of {META_DIR}/ and run arrowidx build again (deleted rows then come back)")  # fmt: skip
+    previous = older[-1]
+    try:
+        Manifest.from_json(read_bytes(store, join(root, manifest_path(previous)), "manifest"), "", expect_version=previous)
+    except ArrowIdxError:
+        return f"version {previous} is damaged too: restore {manifest_path(version)} from a backup"
+    return (f"the dataset cannot be read while its newest version ({version}) is damaged: restore the file"
+            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/"
+            f" (what version {version} committed, a build or a delete, is then undone: run it again)")  # fmt: skip
 
 
 def load_manifest_shared(store: Store, root: str) -> Manifest:

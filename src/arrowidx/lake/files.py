@@ -36,7 +36,7 @@ from ..index.container import SparseContainer
 from ..predicate import columns_named
 from ..storage import ObjectInfo, Store
 from .commit import latest_version, load_manifest_shared
-from .footer import Footer, read_footer
+from .footer import NO_DATA_FILES, Footer, read_footer, stray_file_hint
 from .freshness import (
     check_stale_option,
     deletion_record_length,
@@ -355,7 +355,7 @@ class LakeFiles:
             except FileNotFoundError:
                 raise
             except (OSError, pa.ArrowException) as e:
-                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}{stray_file_hint(rel)}") from None
             return fragment, fragment.metadata.serialized_size + 512
 
         return facts.FRAGMENTS.get(key, make)
@@ -421,7 +421,7 @@ class LakeFiles:
         partition fields of a source dataset)."""
         if self._schema is None:
             if not self.files:
-                raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
+                raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
             self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
@@ -469,7 +469,8 @@ class LakeFiles:
         try:
             return self.store.get_ranges(path, ranges, "index file")
         except FileNotFoundError:
-            raise CorruptIndexError("index file is missing (deleted or never written)", source=path) from None
+            raise CorruptIndexError("index file is missing (deleted or never written); rebuild with arrowidx build",
+                                    source=path) from None  # fmt: skip
 
     def indexed_columns(self) -> set[str]:
         """Every column some file's index covers, in the current manifest."""

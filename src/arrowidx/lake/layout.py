@@ -62,7 +62,8 @@ def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
     try:
         return as_store(fs).get(path, what)
     except FileNotFoundError:
-        raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
+        hint = "; rebuild with arrowidx build" if what == "index file" else ""
+        raise CorruptIndexError(f"{what} is missing (deleted or never written){hint}", source=path) from None
 
 
 def write_atomic(fs: pafs.FileSystem | Store, path: str, data: bytes, root: str | None = None) -> None:

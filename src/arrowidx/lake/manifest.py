@@ -162,6 +162,14 @@ class Manifest:
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
 
+    def __repr__(self) -> str:
+        indexed = sum(e.index is not None for e in self.files.values())
+        deleted = sum(e.deletion.cardinality for e in self.files.values() if e.deletion is not None)
+        options = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items())) or "none"
+        where = f" from {self.source}" if self.source else ""
+        return (f"Manifest(version {self.version}{where}: {len(self.files)} file(s), {indexed} indexed,"
+                f" {deleted:,} row(s) deleted; options {options})")  # fmt: skip
+
     def copy(self) -> Manifest:
         """A copy whose files and entries a writer may change (index and deletion references
         are shared: they are replaced, never changed)."""

@@ -34,16 +34,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from .. import facts
 from .._lazy import lazy_module
+from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
+from ..file_index import FileIndex
 from ..filters import user_filter
 from ..statistics import statistics_filter
 from ..storage import Store, as_store
 from .files import LakeFiles
 from .freshness import check_stale_option
-from .manifest import Manifest
+from .manifest import FileEntry, Manifest
 from .plan import Planner, Route, index_pruned
 from .plans import Explain, FilePlan
 from .read import FileRead, FileReader, expression_mask
@@ -142,6 +145,27 @@ class IndexedDataset:
     @on_stale_deletions.setter
     def on_stale_deletions(self, value: str) -> None:
         self.lake.on_stale_deletions = check_stale_option(value)
+
+    @property
+    def format(self) -> ds.ParquetFileFormat:
+        """The ``ParquetFileFormat`` the files are read with."""
+        return self.lake.format
+
+    def file_index(self, entry: FileEntry) -> FileIndex | None:
+        """A manifest entry's opened :class:`~arrowidx.FileIndex` (None: no index)."""
+        return self.lake.file_index(entry)
+
+    def deletion_vector(self, rel: str) -> DeletionVector | None:
+        """The deletion vector of a fresh data file (None: nothing deleted, or stale)."""
+        return self.lake.deletion_vector(rel)
+
+    def footer(self, rel: str) -> pq.FileMetaData:
+        """The data file's parsed Parquet footer."""
+        return self.lake.footer(rel)
+
+    def row_count(self, rel: str) -> int:
+        """The data file's rows, from its footer."""
+        return self.lake.row_count(rel)
 
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the

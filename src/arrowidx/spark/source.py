@@ -11,6 +11,7 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import os
@@ -127,6 +128,26 @@ def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
     return found or None
 
 
+def _said_to_spark(method):
+    """A planning method of the data source whose arrowidx errors Spark shows as their message
+    alone: ``[PYTHON_DATA_SOURCE_ERROR] ...: arrowidx.sql.WhereError: where: unknown column
+    ...``, not a traceback of arrowidx's frames with the message at its end. PySpark's worker
+    prints only the message when ``SPARK_HIDE_TRACEBACK`` is set (what the session setting
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for every UDF); it is set
+    here, in the planning worker that raises, only when the error is arrowidx's own."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ArrowIdxError:
+            if "PYTHON_WORKER_FACTORY_SECRET" in os.environ:  # (in a Spark Python worker only)
+                os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+            raise
+
+    return wrapper
+
+
 def absolute(path: str) -> str:
     """``path`` with a local relative path made absolute here (on the driver): executors run
     in other working directories."""
@@ -169,6 +190,7 @@ class _Reader(DataSourceReader):
         self.files = json.loads(options["files"]) if options.get("files") else None
         self.version = int(options["version"]) if options.get("version") else None
 
+    @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
             fs, root, _ = resolve(self.path, None, self.storage)
@@ -243,10 +265,12 @@ class ArrowIdxDataSource(DataSource):
     Spark log (:func:`warn_unfiltered`).
     """
 
+    @_said_to_spark
     def __init__(self, options) -> None:
         super().__init__(options)
         # called once per DataFrame: when it is loaded (later queries unpickle this instance)
         if not any(options.get(k) for k in ("where", "filter", "files")):
+            self._check_path()  # a missing dataset is said first, and alone
             warn_unfiltered(str(options.get("path", "")))
 
     @classmethod
@@ -259,10 +283,20 @@ class ArrowIdxDataSource(DataSource):
             raise ArrowIdxError('give the dataset path: spark.read.format("arrowidx").load(path)')
         return path
 
-    def schema(self):
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
+    def _check_path(self) -> None:
+        path = absolute(self._path())
+        if "://" not in path and not os.path.exists(path):
+            raise ArrowIdxError(f"spark.read.format('arrowidx').load({self._path()!r}): {path}: no such dataset directory")
 
+    @_said_to_spark
+    def schema(self):
+        self._check_path()
+        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(fs, root)
+        load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
+        return arrow_to_spark_schema(data.schema)
+
+    @_said_to_spark
     def reader(self, schema) -> DataSourceReader:
         return _Reader(self._path(), schema, self.options)
 
