@@ -237,7 +237,7 @@ def test_a_stray_file_in_the_folder_says_how(lake, capsys):
 def _index_file(root: str, rel: str) -> str:
     import pyarrow.fs as pafs
 
-    from arrowidx.lake.layout import load_manifest
+    from arrowidx.lake.commit import load_manifest
 
     return os.path.join(root, load_manifest(pafs.LocalFileSystem(), root).files[rel].index.file)
 

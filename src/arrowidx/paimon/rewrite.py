@@ -482,6 +482,7 @@ def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], parti
     if options != schema.options and not dry_run:
         commit_schema(fs, table, schema_doc, options)  # (a conflict: planned again on the writer's schema)
         report.schema_committed = True
+        return _plan(fs, table, updates, partitions, dry_run, report)  # on the schema just committed
     return plan
 
 
