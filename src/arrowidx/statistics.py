@@ -41,7 +41,7 @@ read with the whole filter, by the kernel.
 Cost: one bind per query (remembered for the last filters asked, by
 ``Expression.equals``); nothing per row group.
 
-Paimon's manifest statistics (:func:`arrowidx.paimon.table.may_match`) judge the same
+Paimon's manifest statistics (:func:`arrowidx.paimon.stats.may_match`) judge the same
 bound tree, and follow the same rule (NaN and ``-0.0`` are kept out of their intervals
 there too).
 """

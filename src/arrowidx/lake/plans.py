@@ -141,16 +141,33 @@ class Explain:
                 similar = 0
             shown = key
             selected = "-" if p.rows_selected is None else f"{p.rows_selected:,}"
-            groups = "-" if p.skipped else f"{len(p.row_groups)}/{p.row_groups_total}"
+            groups = "-" if p.skipped or p.row_group_offsets is None else f"{len(p.row_groups)}/{p.row_groups_total}"
             why = p.why or ",".join(p.index_types) or p.note
             lines.append(f"{p.path[-32:]:32} {p.status:8} {p.rows:>10,} {selected:>10} {groups:>10} {p.deleted:>8,}  {why}")
+        by_metadata = sum(p.skipped and p.reason in ("partition", "stats") for p in self.files)
         lines.append(
-            f"total: {len(self.files)} file(s), {self.files_skipped} skipped by the indexes, {self.files_pruned} by"
+            f"total: {len(self.files)} file(s), {self.files_skipped - by_metadata} skipped by the indexes,"
+            f" {self.files_pruned + by_metadata} by"
             f" statistics/partitions; rows read {self.rows_read:,} of {self.rows_total:,};"
             f" {self.rows_deleted:,} deleted row(s) in these files"
         )
         lines.extend(f"not read ({why}): {name}" for name, why in self.not_read)
         return "\n".join(lines)
+
+
+def decided_why(plan: FilePlan) -> str:
+    """Why one file was skipped or kept, from its plan alone (which index types answered,
+    what ruled it out), for a source whose explain names no index answer per type (Paimon)."""
+    types = ", ".join(plan.index_types)
+    if plan.reason == "partition":
+        return "ruled out by its partition"
+    if plan.reason == "stats":
+        return "ruled out by the manifest's min/max statistics"
+    if plan.skipped:
+        return f"ruled out by {types or 'its index'}"
+    if plan.status == "bitmap":
+        return f"{types or 'index'}: {plan.rows_selected:,} row(s) may match"
+    return f"kept: {types} cannot rule it out" if types else "no index on the filter's columns"
 
 
 def describe_answer(index_type: str, answer: IndexResult, expr) -> str:

@@ -76,6 +76,7 @@ from .metadata import (
     TableSchema,
     arrow_type,
     decode_binary_row,
+    escape_partition_text,
     latest_snapshot_id,
     manifest_entry,
     plain_name,
@@ -487,8 +488,6 @@ def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], parti
 
 
 def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc: dict, options: dict[str, str], partitions: Any, report: RewriteReport) -> _Plan:
-    from .table import _escape
-
     report.schema_id = schema.id
     _check_table(table, options)
     keys = list(schema.partition_keys)
@@ -566,7 +565,7 @@ def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc
         if file_schema is None:
             file_schema = schemas[f.schema_id] = read_schema(fs, table, f.schema_id)
         file_options, columns = _file_options(table, specs, schema, file_schema, bitmap_versions, f.rows)
-        parts = [f"{_escape(k)}={_escape(default if texts[k] is None else texts[k])}" for k in keys]
+        parts = [f"{escape_partition_text(k)}={escape_partition_text(default if texts[k] is None else texts[k])}" for k in keys]
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         data_path = posixpath.join(table, *parts, bucket, f.name)
         tasks.append(FileTask(f.name, data_path, f.rows, columns, file_options, threshold, tuple(f.extra_files), f.embedded_index))
