@@ -79,23 +79,27 @@ class Where:
     text: str
     expression: pc.Expression | None = None
     polars: bytes | None = None
+    interface: str = "where="  # how the user gave it, for messages (the CLI: --where)
 
     def compile(self, schema: pa.Schema) -> Matcher:
         return Matcher(self, schema)
 
 
-def where_of(where: Any) -> Where:
+def _given(interface: str, value: Any) -> str:
+    """``where=None`` / ``--where ''``: the argument as the user wrote it."""
+    return f"{interface}{value!r}" if interface.endswith("=") else f"{interface} {value!r}"
+
+
+def where_of(where: Any, interface: str = "where=") -> Where:
     """``where`` checked: None is refused (deleting every row takes an explicit TRUE)."""
     if isinstance(where, Where):
         return where
-    if where is None:
-        raise OptionError(
-            "where=None: a delete needs a condition; to delete every row say so: where='TRUE' (or pc.scalar(True))"
-        )
+    if where is None or (isinstance(where, str) and not where.strip()):
+        every = f"{interface}'TRUE'" if interface.endswith("=") else f"{interface} TRUE"
+        also = " (or pc.scalar(True))" if interface.endswith("=") else ""
+        raise OptionError(f"{_given(interface, where)}: a delete needs a condition; to delete every row say so: {every}{also}")
     if isinstance(where, str):
-        if not where.strip():
-            raise OptionError("where='': a delete needs a condition; to delete every row say so: where='TRUE'")
-        return Where("sql", where)
+        return Where("sql", where, interface=interface)
     if isinstance(where, pc.Expression):
         return Where("expression", str(where), expression=where)
     if type(where).__module__.startswith("polars") and type(where).__name__ == "Expr":
@@ -117,7 +121,7 @@ class Matcher:
         self._residual = None
         self._polars = None
         if where.kind == "sql":
-            compiled = user_filter(where.text, schema, "where=")
+            compiled = user_filter(where.text, schema, where.interface)
             self.pushdown = compiled.pushdown
             self._residual = compiled.residual
             cols = expression_columns(self.pushdown)
@@ -137,7 +141,7 @@ class Matcher:
         if self.columns is not None:
             missing = [c for c in self.columns if c not in schema.names]
             if missing and where.kind != "polars":  # (Polars names its own missing column)
-                raise OptionError(f"where={where.text!r}: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
+                raise OptionError(f"{_given(where.interface, where.text)}: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
 
     def check(self) -> None:
         """Fail as evaluating the filter fails, whether or not any row is read."""
@@ -229,7 +233,7 @@ def read_columns(fs: pafs.FileSystem, task: MatchTask, wanted: list[str], schema
 def match_file(fs: pafs.FileSystem, task: MatchTask, matcher: Matcher) -> MatchResult:
     """The rows of ``task``'s data file where the filter is TRUE."""
     wanted = list(matcher.schema.names) if matcher.columns is None else list(matcher.columns)
-    wanted = list(dict.fromkeys([*wanted, *task.keys]))
+    wanted = list(dict.fromkeys([*wanted, *task.keys])) or matcher.schema.names[:1]  # (a constant: the row count)
     table = read_columns(fs, task, wanted, matcher.schema)
     found = matcher.positions(table)
     keys = table.select(list(task.keys)).take(pa.array(found)) if task.keys else None
