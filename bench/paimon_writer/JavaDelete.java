@@ -47,9 +47,10 @@ import java.util.Map;
  *     prints "deleted ROWS MS" (ROWS: the rows matching, deleted before or not)
  * serve                               prints "ready", then per line "WAREHOUSE DB.TABLE TERM..." one
  *                                     delete, printing "java ROWS MS" (the JVM kept warm)
- * compact WAREHOUSE DB.TABLE [GO-FILE] Java's compaction of the table (append: its coordinator's
- *     tasks; pk: a full compaction of every bucket); with GO-FILE: prints "ready" once the
- *     compaction is written and commits only when GO-FILE exists. Prints "compacted N" or
+ * compact WAREHOUSE DB.TABLE [GO-FILE|-] [KEY=VALUE ...]   Java's compaction of the table (append:
+ *     its coordinator's tasks; pk: a full compaction of every bucket) with these dynamic options
+ *     (e.g. compaction.min.file-num=2); with GO-FILE: prints "ready" once the compaction is
+ *     written and commits only when GO-FILE exists. Prints "compacted N" (commit messages) or
  *     "conflict: MESSAGE" when the commit is refused.
  * </pre>
  */
@@ -266,6 +267,13 @@ public class JavaDelete extends PaimonCheck {
     static void compact(String[] args) throws Exception {
         Catalog catalog = catalog(args[1]);
         FileStoreTable t = (FileStoreTable) catalog.getTable(id(args[2]));
+        String go = args.length > 3 && !args[3].equals("-") ? args[3] : null;
+        Map<String, String> dynamic = new LinkedHashMap<>();
+        for (int i = 4; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            dynamic.put(kv[0], kv[1]);
+        }
+        t = t.copy(dynamic);
         List<CommitMessage> messages = new ArrayList<>();
         if (t.primaryKeys().isEmpty()) {
             messages.addAll(DvCommit.compactAppend(t));
@@ -280,10 +288,10 @@ public class JavaDelete extends PaimonCheck {
                 messages.addAll(w.prepareCommit());
             }
         }
-        if (args.length > 3) {
+        if (go != null) {
             System.out.println("ready");
             System.out.flush();
-            while (!Files.exists(Paths.get(args[3]))) {
+            while (!Files.exists(Paths.get(go))) {
                 Thread.sleep(20);
             }
         }
