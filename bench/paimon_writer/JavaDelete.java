@@ -38,10 +38,11 @@ import java.util.Map;
  * against Paimon 0.9.0 and master with the version's {@code DvCommit} (v09/ or master/).
  *
  * <pre>
- * create WAREHOUSE DB.TABLE append|bucketed|pk ROWS FILES [KEY=VALUE ...]
+ * create WAREHOUSE DB.TABLE append|flat|bucketed|pk ROWS FILES [KEY=VALUE ...]
  *     a table with deletion vectors: id BIGINT, name, status, amount INT, price DOUBLE, part
- *     (append: partitioned by part, bucket -1; bucketed: bucket 2 by id; pk: primary key id,
- *     bucket 2); FILES commits of ROWS/FILES rows; KEY=VALUE: more table options
+ *     (append: partitioned by part, bucket -1; flat: not partitioned, bucket -1; bucketed:
+ *     bucket 2 by id; pk: primary key id, bucket 2); FILES commits of ROWS/FILES rows;
+ *     KEY=VALUE: more table options
  * delete WAREHOUSE DB.TABLE TERM...   Java's DELETE of the rows where every TERM holds
  *     (FIELD:eq|ne|lt|le|gt|ge:VALUE, FIELD:in:V1|V2|..., FIELD:isnull, FIELD:notnull);
  *     prints "deleted ROWS MS" (ROWS: the rows matching, deleted before or not)
@@ -100,6 +101,8 @@ public class JavaDelete extends PaimonCheck {
                 .option("target-file-size", "1 gb");
         if (kind.equals("append")) {
             b.partitionKeys("part").option("bucket", "-1");
+        } else if (kind.equals("flat")) {
+            b.option("bucket", "-1");
         } else if (kind.equals("bucketed")) {
             b.option("bucket", "2").option("bucket-key", "id");
         } else {

@@ -288,6 +288,7 @@ class DeleteReport:
     index_files: list[str] = field(default_factory=list)  # deletion-vectors index files written
     attempts: int = 0
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds planning, finding rows, committing (all attempts)
 
     def __str__(self) -> str:
         counts = (
@@ -494,9 +495,16 @@ def run_delete(
     found: dict[str, MatchResult] = {}  # data files never change: what was found in one is reused
     answers: list[bool] = []
 
+    def clock(phase: str, since: float) -> float:
+        now = time.perf_counter()
+        report.phases[phase] = report.phases.get(phase, 0.0) + now - since
+        return now
+
     def attempt(n: int) -> DeleteReport:
         report.attempts = n
+        mark = time.perf_counter()
         plan = _plan(fs, table_path, spec)
+        mark = clock("plan", mark)
         report.base_snapshot_id = report.snapshot_id = plan.table.snapshot_id
         todo = [t for t in plan.tasks if t.name not in found]
         for result in runner(fs, todo, spec, plan.table.schema) if todo else []:
@@ -526,6 +534,7 @@ def run_delete(
                 if added:
                     changed.setdefault(bucket, {})[name] = dv
                     report.superseded += added
+        mark = clock("find", mark)
         if not changed or dry_run:
             report.dry_run = dry_run
             return report
@@ -535,7 +544,10 @@ def run_delete(
             if not answers[0]:
                 report.dry_run = True
                 return report
-        return _commit(fs, table_path, plan, changed, report)
+        try:
+            return _commit(fs, table_path, plan, changed, report)
+        finally:
+            clock("commit", mark)
 
     out = retry_on_conflict(attempt)
     out.seconds = time.perf_counter() - start
