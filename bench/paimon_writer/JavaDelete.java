@@ -4,9 +4,9 @@ import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.deletionvectors.DeletionVector;
-import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
+import org.apache.paimon.reader.FileRecordIterator;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.table.FileStoreTable;
@@ -45,7 +45,7 @@ import java.util.Map;
  *     KEY=VALUE: more table options
  * delete WAREHOUSE DB.TABLE TERM...   Java's DELETE of the rows where every TERM holds
  *     (FIELD:eq|ne|lt|le|gt|ge:VALUE, FIELD:in:V1|V2|..., FIELD:isnull, FIELD:notnull);
- *     prints "deleted ROWS MS" (ROWS: the rows matching, deleted before or not)
+ *     prints "deleted ROWS MS" (ROWS: the rows newly deleted)
  * serve                               prints "ready", then per line "WAREHOUSE DB.TABLE TERM..." one
  *                                     delete, printing "java ROWS MS" (the JVM kept warm)
  * compact WAREHOUSE DB.TABLE [GO-FILE|-] [KEY=VALUE ...]   Java's compaction of the table (append:
@@ -167,8 +167,9 @@ public class JavaDelete extends PaimonCheck {
         if (!t.primaryKeys().isEmpty()) {
             return deletePrimaryKeys(catalog, t, p, table);
         }
-        // the candidate splits (Paimon's own planning: statistics, file indexes), then each
-        // candidate file read whole, without its deletion vector, for the positions where p holds
+        // as Spark's DELETE: the candidate splits (Paimon's planning: statistics, file indexes)
+        // read with the predicate pushed down (index skipping) and the deletion vectors applied;
+        // each row where p holds gives its file and position (Spark's metadata columns)
         Snapshot snap = t.snapshotManager().latestSnapshot();
         ReadBuilder rb = t.newReadBuilder().withFilter(p);
         boolean unaware = t.coreOptions().bucket() == -1;
@@ -177,32 +178,23 @@ public class JavaDelete extends PaimonCheck {
         long deleted = 0;
         for (Split s : rb.newScan().plan().splits()) {
             DataSplit split = (DataSplit) s;
-            for (DataFileMeta file : split.dataFiles()) {
-                DataSplit one = DataSplit.builder().withSnapshot(split.snapshotId()).withPartition(split.partition())
-                        .withBucket(split.bucket()).withBucketPath(split.bucketPath())
-                        .withDataFiles(Collections.singletonList(file)).isStreaming(false).rawConvertible(true).build();
-                DeletionVector dv = DvCommit.newVector(t);
-                long pos = 0;
-                try (RecordReader<InternalRow> r = t.newReadBuilder().newRead().createReader(one)) {
-                    RecordReader.RecordIterator<InternalRow> it;
-                    while ((it = r.readBatch()) != null) {
-                        InternalRow row;
-                        while ((row = it.next()) != null) {
-                            if (p.test(row)) {
-                                dv.delete(pos);
-                            }
-                            pos++;
+            String key = split.partition().toString() + "/" + split.bucket();
+            try (RecordReader<InternalRow> r = rb.newRead().createReader(split)) {
+                RecordReader.RecordIterator<InternalRow> it;
+                while ((it = r.readBatch()) != null) {
+                    FileRecordIterator<InternalRow> fit = (FileRecordIterator<InternalRow>) it;
+                    InternalRow row;
+                    while ((row = fit.next()) != null) {
+                        if (p.test(row)) {
+                            groups.computeIfAbsent(key, k -> new LinkedHashMap<>())
+                                    .computeIfAbsent(fit.filePath().getName(), k -> DvCommit.newVector(t))
+                                    .delete(fit.returnedPosition());
+                            groupSplit.put(key, split);
+                            deleted++;
                         }
-                        it.releaseBatch();
                     }
+                    it.releaseBatch();
                 }
-                if (dv.isEmpty()) {
-                    continue;
-                }
-                deleted += dv.getCardinality();  // (matching rows, deleted before or not)
-                String key = split.partition().toString() + "/" + split.bucket();
-                groups.computeIfAbsent(key, k -> new LinkedHashMap<>()).put(file.fileName(), dv);
-                groupSplit.put(key, split);
             }
         }
         List<CommitMessage> messages = new ArrayList<>();
