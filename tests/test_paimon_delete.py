@@ -74,7 +74,7 @@ def _keep(reference: pa.Table, selected_i) -> pa.Table:
     return reference.filter(keep).drop_columns(["i"]).sort_by("id")
 
 
-def _duckdb_selected(reference: pa.Table, sql: str) -> set[int]:
+def duckdb_selected(reference: pa.Table, sql: str) -> set[int]:
     duckdb = pytest.importorskip("duckdb")
     con = duckdb.connect()
     con.register("t", reference)
@@ -89,13 +89,13 @@ def test_sql_delete_removes_exactly_the_selected_rows(name, tmp_path):
     path = _copy(name, tmp_path)
     ref = written()
     sql = "status = 'rare' OR (amount BETWEEN 100 AND 140 AND price > 12.5) OR name LIKE 'name-39_'"
-    selected = _duckdb_selected(ref, sql)
+    selected = duckdb_selected(ref, sql)
     report = paimon.delete(path, sql)
     assert report.committed and report.rows_deleted == len(selected) == sum(report.rows_by_file.values())
     assert _rows(path).equals(_keep(ref, selected))
     # a second delete merges into the vectors the first one wrote
     sql2 = "status IS NULL AND amount < 700"
-    selected |= _duckdb_selected(ref, sql2)
+    selected |= duckdb_selected(ref, sql2)
     report = paimon.delete(path, sql2)
     assert report.committed and report.attempts == 1
     assert _rows(path).equals(_keep(ref, selected))
@@ -275,7 +275,7 @@ def test_another_delete_commits_meanwhile(tmp_path):
     report = delete_rows.run_delete(path, "status = 'rare'", filesystem=None, storage_options=None, dry_run=False,
                                     confirm=None, runner=runner)  # fmt: skip
     assert report.committed and report.attempts == 2 and calls == [4]  # read once (the bitmaps rule out partition b)
-    selected = _duckdb_selected(ref, "status = 'rare'") | _duckdb_selected(ref, "amount < 30")
+    selected = duckdb_selected(ref, "status = 'rare'") | duckdb_selected(ref, "amount < 30")
     assert _rows(path).equals(_keep(ref, selected))
     assert paimon.open_table(path).snapshot_id == 6
 
@@ -313,7 +313,7 @@ def test_file_compacted_away_meanwhile_is_read_on_its_successor(tmp_path):
     assert report.attempts == 2 and len(calls) == 2 and len(calls[1]) == 1 and calls[1][0] not in calls[0]
     after = paimon.open_table(path)
     assert old.name not in {f.name for f in after.files} and calls[1][0] in report.rows_by_file
-    assert _rows(path).equals(_keep(ref, _duckdb_selected(ref, "status = 'rare'")))
+    assert _rows(path).equals(_keep(ref, duckdb_selected(ref, "status = 'rare'")))
 
 
 CRASH = """
@@ -335,7 +335,7 @@ def test_killed_at_each_write_point(tmp_path, point):
     done = subprocess.run([sys.executable, "-c", CRASH, path], env=env, capture_output=True, timeout=120)
     assert done.returncode == -9, done.stderr.decode()[-500:]
     mid = paimon.open_table(path)
-    selected = _duckdb_selected(ref, "status = 'rare' OR amount < 40")
+    selected = duckdb_selected(ref, "status = 'rare' OR amount < 40")
     if mid.snapshot_id == before:
         assert _rows(path).equals(_keep(ref, set()))
     else:
@@ -348,7 +348,7 @@ def test_killed_at_each_write_point(tmp_path, point):
 # ----------------------------------------------------------------------------------------
 # Differential: random deletes on every table, against the rows in memory
 # ----------------------------------------------------------------------------------------
-def _random_filter(rng: random.Random, ref: pa.Table):
+def random_filter(rng: random.Random, ref: pa.Table):
     """(SQL text or a pc.Expression, the set of ``i`` it selects in memory)."""
     ids = ref.column("id").to_pylist()
     atoms = [
@@ -372,7 +372,7 @@ def _random_filter(rng: random.Random, ref: pa.Table):
     if rng.random() < 0.2:
         sql, expr = f"NOT ({sql})", ~expr
     if rng.random() < 0.5:
-        return sql, _duckdb_selected(ref, sql)
+        return sql, duckdb_selected(ref, sql)
     return expr, set(ref.filter(expr).column("i").to_pylist())
 
 
@@ -384,12 +384,12 @@ def test_differential_random_deletes(seed, tmp_path):
     ref = written()
     deleted: set[int] = set()
     for _ in range(3):
-        where, selected = _random_filter(rng, ref)
+        where, selected = random_filter(rng, ref)
         report = paimon.delete(path, where)
         assert report.rows_deleted == len(selected - deleted), (name, where)
         deleted |= selected
         assert _rows(path).equals(_keep(ref, deleted)), (name, where)
-        probe, probe_selected = _random_filter(rng, ref)
+        probe, probe_selected = random_filter(rng, ref)
         live = ref.filter(pc.invert(pc.is_in(ref.column("i"), pa.array(sorted(deleted), pa.int64()))))
         expected = live.filter(pc.is_in(live.column("i"), pa.array(sorted(probe_selected), pa.int64())))
         assert _rows(path, probe).equals(expected.drop_columns(["i"]).sort_by("id")), (name, where, probe)

@@ -33,6 +33,7 @@ tables with ``deletion-vectors.enabled``, read, not copied:
 
 from __future__ import annotations
 
+import difflib
 import io
 import posixpath
 import time
@@ -141,7 +142,11 @@ class Matcher:
         if self.columns is not None:
             missing = [c for c in self.columns if c not in schema.names]
             if missing and where.kind != "polars":  # (Polars names its own missing column)
-                raise OptionError(f"{_given(where.interface, where.text)}: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
+                close = difflib.get_close_matches(missing[0], schema.names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise OptionError(
+                    f"{_given(where.interface, where.text)}: no column {missing[0]!r}{hint} (columns: {', '.join(schema.names)})"
+                )
 
     def check(self) -> None:
         """Fail as evaluating the filter fails, whether or not any row is read."""
