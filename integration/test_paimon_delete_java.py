@@ -316,9 +316,9 @@ def test_differential_random_tables(version, tmp_path, seed):
     rng = random.Random(seed * 31 + (version == "master"))
     kind = rng.choice(["append", "flat", "bucketed", "pk"])
     rows, files = rng.randrange(300, 3000), rng.randint(1, 5)
-    options = [f"file-index.bloom-filter.id.items={rows}"]
+    options = []
     if rng.random() < 0.7:
-        options += ["file-index.bloom-filter.columns=id", "file-index.bitmap.columns=status"]
+        options += ["file-index.bloom-filter.columns=id", f"file-index.bloom-filter.id.items={rows}", "file-index.bitmap.columns=status"]
     if version == "master" and rng.random() < 0.5:
         options.append("deletion-vectors.bitmap64=true")
     warehouse = tmp_path / "w"
