@@ -14,14 +14,14 @@ tables with ``deletion-vectors.enabled``, read, not copied:
    positions, 32- or 64-bit as ``deletion-vectors.bitmap64`` says, written into new
    deletion-vectors index files and a new index manifest exactly as Java's maintainers lay
    them out (:mod:`.dvindex`). Data files are never rewritten.
-3. **Primary-key tables** (merge engines ``deduplicate`` and ``first-row``). Java's
-   ``DELETE`` writes retract records that its commit compacts at once (a deletion-vector
-   table waits for the compaction of level 0), which leaves deletion vectors on the rows the
-   batch read showed; this writes that end state directly. For ``deduplicate``, versions of a
-   deleted key still in level-0 files (written with ``write-only``, not yet compacted: batch
-   reads do not see them) are deleted too, as the retract record would: the key stays
-   deleted when Java compacts them (``first-row`` keeps Java's behaviour: only the rows
-   read). No changelog is written, so tables with a ``changelog-producer`` are refused.
+3. **Primary-key tables** (``deduplicate``; Java refuses deletion vectors with ``first-row``,
+   ``partial-update`` and ``aggregation`` tables are refused here). Java's ``DELETE`` writes retract records that its commit compacts at
+   once (a deletion-vector table waits for the compaction of level 0), which leaves deletion
+   vectors on the rows the batch read showed; this writes that end state directly. Versions
+   of a deleted key still in level-0 files (written with ``write-only``, not yet compacted:
+   batch reads do not see them) are deleted too, as the retract record would: the key stays
+   deleted when Java compacts them. No changelog is written, so tables with a
+   ``changelog-producer`` are refused.
 4. **Commit.** One snapshot through Paimon's protocol (:mod:`.commit`, shared with
    :mod:`.rewrite`): the index files and manifest lists are written under fresh names, the
    snapshot is created only if absent; ``commitKind`` is what Java writes for the delete
@@ -60,7 +60,7 @@ from .metadata import DataFile, plain_name, read_avro_file, read_bytes, read_sch
 from .rewrite import default_threads, resolve_table
 from .table import PaimonTable
 
-MERGE_ENGINES = ("deduplicate", "first-row")
+MERGE_ENGINES = ("deduplicate",)  # (Java refuses deletion vectors with first-row; partial-update and aggregation: refused)
 POSTPONE_BUCKET = -2
 
 
@@ -324,7 +324,7 @@ class _Plan:
     matcher: Matcher
     tasks: list[MatchTask]
     files: dict[str, DataFile]  # every live file by name
-    level0: dict[tuple[bytes, int], list[DataFile]]  # deduplicate tables: level-0 files per bucket
+    level0: dict[tuple[bytes, int], list[DataFile]]  # primary-key tables: level-0 files per bucket
     skipped: int
     unaware: bool
 
@@ -363,6 +363,8 @@ def check_table(path: str, options: Mapping[str, str], primary_keys: list[str]) 
                 f"{path}: merge-engine={engine!r}: arrowidx.paimon.delete supports {' and '.join(MERGE_ENGINES)}"
                 " primary-key tables (delete from this one with Spark's DELETE FROM)"
             )
+        if _on(options, "pk-clustering-override"):
+            raise UnsupportedTableError(f"{path}: pk-clustering-override=true is not supported by arrowidx.paimon.delete")
         producer = options.get("changelog-producer", "none")
         if producer != "none":
             raise UnsupportedTableError(
@@ -380,7 +382,7 @@ def _plan(fs: pafs.FileSystem, path: str, where: Where) -> _Plan:
     matcher = where.compile(table.schema)
     matcher.check()
     snapshot = None if table.snapshot_id is None else read_snapshot(fs, path, table.snapshot_id)
-    dedup = bool(keys) and options.get("merge-engine", "deduplicate") == "deduplicate"
+    dedup = bool(keys)  # (deduplicate: check_table refuses the others)
     unaware = not keys and str(options.get("bucket", "-1")).strip() == "-1"
     if snapshot is None:
         return _Plan(table, None, options, schema_id, matcher, [], {}, {}, 0, unaware)
@@ -447,7 +449,7 @@ class _Vectors:
 
 
 def _superseded(fs: pafs.FileSystem, plan: _Plan, bucket_files: list[DataFile], deleted: pa.Table) -> dict[str, np.ndarray]:
-    """Positions of the rows of level-0 files holding a deleted key (deduplicate tables)."""
+    """Positions of the rows of level-0 files holding a deleted key (primary-key tables)."""
     keys = deleted.column_names
     deleted = deleted.group_by(keys).aggregate([])
     out: dict[str, np.ndarray] = {}
@@ -572,8 +574,7 @@ def _commit(fs: pafs.FileSystem, path: str, plan: _Plan, changed: dict, report: 
     index = read_index_files(fs, path, snapshot, "Paimon 0.9" if generation == (0, 9) else "Paimon >= 1.0", lists.schema_and_codec()[1])
     bitmap64 = _on(plan.options, "deletion-vectors.bitmap64")
     writer = IndexFileWriter(fs, path, bitmap64, on_write=lambda: fault_point("paimon-dv-written"))
-    dedup = bool(plan.table.primary_keys) and plan.options.get("merge-engine", "deduplicate") == "deduplicate"
-    kind = "COMPACT" if dedup or generation < (1, 3) else "OVERWRITE"
+    kind = "COMPACT" if plan.table.primary_keys or generation < (1, 3) else "OVERWRITE"
     try:
         manifest = apply_changes(fs, path, index, changed, unaware=plan.unaware, writer=writer, target=target_size(plan.options))
         report.snapshot_id, _ = commit_snapshot(
