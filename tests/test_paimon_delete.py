@@ -247,11 +247,26 @@ def test_primary_key_level0_versions_of_deleted_keys(tmp_path):
     assert marked == {500, 501}
 
 
-def test_refused_primary_key_tables(tmp_path):
-    path = str(tmp_path / "pk_first_row")
-    shutil.copytree(HERE / "paimon_tables" / "shapes-0.9.0" / "db.db" / "pk_first_row", path)
-    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+@pytest.mark.parametrize("option, message", [
+    (("merge-engine", "partial-update"), "supports deduplicate primary-key tables"),
+    (("changelog-producer", "lookup"), "readers of the table's changelog would not see it"),
+    (("bucket", "-2"), "postpone"),
+    (("deletion-vectors.enabled", "false"), r"'deletion-vectors.enabled' = 'true'"),
+])  # fmt: skip
+def test_refused_primary_key_tables(tmp_path, option, message):
+    """Tables this cannot delete from as Java does are refused, saying why (the option set
+    in a copy's schema), before anything is written."""
+    import json
+
+    path = _copy("pk_dv", tmp_path)
+    schema = Path(path) / "schema" / "schema-0"
+    doc = json.loads(schema.read_text())
+    doc["options"][option[0]] = option[1]
+    schema.write_text(json.dumps(doc))
+    before = sorted(p.name for p in Path(path).rglob("*"))
+    with pytest.raises(UnsupportedTableError, match=message):
         paimon.delete(path, "id = 1")
+    assert sorted(p.name for p in Path(path).rglob("*")) == before
 
 
 # ----------------------------------------------------------------------------------------
