@@ -310,7 +310,7 @@ def test_dir_of_the_package_is_the_documented_names():
 
     names = dir(arrowidx)
     assert not {"Any", "TYPE_CHECKING", "annotations", "importlib"} & set(names)
-    assert set(names) == set(arrowidx.__all__) | {"__version__", "errors", "facts", "paimon", "polars", "spark", "sql"}
+    assert set(names) == set(arrowidx.__all__) | {"__version__", "errors", "facts", "options", "paimon", "polars", "spark", "sql"}
     for name in names:
         getattr(arrowidx, name)  # each one is there
     used = set(re.findall(r"\barrowidx\.([A-Za-z_]\w*)", _docs_text()))

@@ -55,7 +55,7 @@ __all__ = [
 
 
 #: the documented subpackages and modules, imported on first use too (``arrowidx.paimon``)
-_SUBMODULES = ["errors", "facts", "paimon", "polars", "spark", "sql"]
+_SUBMODULES = ["errors", "facts", "options", "paimon", "polars", "spark", "sql"]
 
 
 def __getattr__(name: str) -> Any:

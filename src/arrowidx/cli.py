@@ -9,6 +9,7 @@
     arrowidx query PATH --where "status = 'PENDING' AND amount > 100" --columns id,amount
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
+    arrowidx paimon delete TABLE --where "id = 42" [--dry-run | --yes]   # a Paimon table's rows
 
 ``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
 ``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
@@ -442,6 +443,38 @@ def cmd_paimon_rewrite_index(args) -> int:
     return 0
 
 
+def cmd_paimon_delete(args) -> int:
+    from .paimon import delete as paimon_delete
+    from .paimon.delete_rows import where_of
+
+    def confirm(report) -> bool:
+        if not args.json:
+            print(f"rows matching {args.where!r} not deleted yet:")
+            for name, count in sorted(report.rows_by_file.items()):
+                print(f"  {name:52} {count:>12,}")
+            print(f"  {'total':52} {report.rows_deleted:>12,} in {len(report.rows_by_file)} data file(s)"
+                  f" ({report.files_skipped} ruled out by partitions, statistics or indexes)")  # fmt: skip
+            if report.superseded:
+                print(f"  and {report.superseded:,} not yet compacted version(s) of the deleted keys")
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError("not deleting: stdin is not a terminal, so nobody can confirm; pass --yes to delete"
+                             " without asking, or --dry-run to only count")  # fmt: skip
+        answer = input(f"delete {report.rows_deleted:,} row(s) from {args.path}? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    report = paimon_delete(args.path, where_of(args.where, "--where"), dry_run=args.dry_run, confirm=None if args.dry_run else confirm,
+                           progress=False if args.quiet else None, storage_options=_storage(args))  # fmt: skip
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    elif report.rows_deleted == 0 and report.superseded == 0:
+        print(f"nothing to delete: no live row matches {args.where!r}")
+    else:
+        print(report)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arrowidx", description="Paimon-compatible file indexes and deletion vectors for Parquet datasets.",
@@ -536,6 +569,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_paimon_rewrite_index)
+    p = paimon.add_parser("delete", help="delete rows matching a SQL WHERE clause from a Paimon table (deletion vectors)")
+    p.add_argument("path", help="the table directory (<warehouse>/<db>.db/<table>) or its URI")
+    p.add_argument("--where", required=True, help="SQL boolean expression; TRUE deletes every row")
+    p.add_argument("--dry-run", action="store_true", help="only count the rows per data file, delete nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report (with per-file counts) as JSON")
+    p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                   help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable")  # fmt: skip
+    p.set_defaults(func=cmd_paimon_delete)
     return parser
 
 

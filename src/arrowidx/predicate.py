@@ -288,6 +288,25 @@ def _parse(expr: pc.Expression):
     return tree
 
 
+def expression_columns(expr: pc.Expression | None) -> set[str] | None:
+    """The top-level column names a pyarrow Expression reads anywhere in it (also inside
+    calls no index answers); None when it holds a part this cannot read (a nested field
+    reference): then every column is needed."""
+    if expr is None:
+        return set()
+    out: set[str] = set()
+    stack = [parse(expr)]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, _Field):
+            out.add(t.name)
+        elif isinstance(t, _Call):
+            stack.extend(t.args)
+        elif isinstance(t, _Unknown):
+            return None
+    return out
+
+
 _CHECKED: list[tuple[object, pa.Schema]] = []  # the shapes of the last filters found valid
 
 
