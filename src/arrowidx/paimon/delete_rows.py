@@ -48,13 +48,14 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import OptionError, PaimonTableError, UnsupportedTableError
 from ..filters import user_filter
-from ..lake.layout import fault_point
+from ..lake.commit import retry_on_conflict
 from ..lake.read import expression_mask
 from ..predicate import check_expression, expression_columns
-from .commit import ManifestLists, commit_snapshot, retry_on_conflict
+from .commit import ManifestLists, commit_snapshot
 from .dvindex import IndexFileWriter, apply_changes, read_index_files, target_size
 from .metadata import DataFile, plain_name, read_avro_file, read_bytes, read_schema, read_snapshot
 from .rewrite import default_threads, resolve_table
