@@ -22,6 +22,7 @@ import pytest
 
 import arrowidx
 from arrowidx.cli import PREVIEW_ROWS, build_parser, main
+from arrowidx.storage import as_store
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
@@ -239,7 +240,7 @@ def _index_file(root: str, rel: str) -> str:
 
     from arrowidx.lake.commit import load_manifest
 
-    return os.path.join(root, load_manifest(pafs.LocalFileSystem(), root).files[rel].index.file)
+    return os.path.join(root, load_manifest(as_store(pafs.LocalFileSystem()), root).files[rel].index.file)
 
 
 def test_inspect_checks_index_bytes_and_counts_stale_files(lake, capsys):

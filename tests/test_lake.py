@@ -24,6 +24,7 @@ import arrowidx
 from arrowidx import CorruptIndexError
 from arrowidx.index import INDEX_TYPES
 from arrowidx.lake.commit import load_manifest
+from arrowidx.storage import as_store
 
 from .conftest import tables_equal
 
@@ -227,7 +228,7 @@ def test_corrupt_index_file_raises_or_falls_back(tmp_path, damage):
     arrowidx.build(root, OPTIONS, progress=False)
     (index_file,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
     data = bytearray(open(index_file, "rb").read())
-    entry = load_manifest(pafs.LocalFileSystem(), root).files["part-001.parquet"]
+    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files["part-001.parquet"]
     if damage == "the container header":
         data[0:8] = b"garbage!"
     else:

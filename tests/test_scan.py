@@ -16,6 +16,7 @@ import pytest
 
 import arrowidx
 from arrowidx import ArrowIdxError
+from arrowidx.storage import as_store
 
 from .conftest import tables_equal
 
@@ -215,15 +216,15 @@ def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(t, tmp_path / rel)
     root = str(tmp_path)
-    local = discover(pafs.LocalFileSystem(), root)
+    local = discover(as_store(pafs.LocalFileSystem()), root)
     wrapped = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # not a LocalFileSystem: generic listing
-    assert local == ["/" + p.lstrip("/") for p in discover(wrapped, root)]
+    assert local == ["/" + p.lstrip("/") for p in discover(as_store(wrapped), root)]
     assert local == sorted(f.path for f in ds.dataset(root).get_fragments())
     assert [os.path.relpath(p, root) for p in local] == [
         "a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet"
     ]
     with pytest.raises(FileNotFoundError):
-        discover(pafs.LocalFileSystem(), str(tmp_path / "missing"))
+        discover(as_store(pafs.LocalFileSystem()), str(tmp_path / "missing"))
 
 
 def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
@@ -236,9 +237,9 @@ def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
     (tmp_path / "a").mkdir()
     pq.write_table(pa.table({"x": [1]}), tmp_path / "a" / "x.parquet")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
+    assert discover(as_store(pafs.LocalFileSystem()), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
     (tmp_path / "a" / "loop").symlink_to(tmp_path)
-    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
+    assert discover(as_store(pafs.LocalFileSystem()), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
 
 
 @pytest.mark.parametrize("threads", [True, False])

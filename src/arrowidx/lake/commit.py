@@ -33,7 +33,7 @@ from typing import TypeVar
 from .. import facts
 from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError
-from ..storage import ObjectInfo, Store, as_store, local_path
+from ..storage import ObjectInfo, Store, local_path
 from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
 from .manifest import Manifest
 
@@ -58,7 +58,7 @@ def manifest_infos(store: Store, root: str) -> dict[int, ObjectInfo]:
     and change stamp tell a manifest edited in place from the one parsed before)."""
     meta = join(root, META_DIR)
     out = {}
-    for info in as_store(store).list(meta, recursive=False, hidden=True, missing_ok=True):
+    for info in store.list(meta, recursive=False, hidden=True, missing_ok=True):
         m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
         if m and int(m.group(1)) > 0:
             out[int(m.group(1))] = info
@@ -99,7 +99,7 @@ def read_manifest(store: Store, root: str, version: int) -> Manifest:
     """Manifest ``version``, validated (errors name the file and the field, and for the
     newest version what to do)."""
     path = join(root, manifest_path(version))
-    ensure_inside(as_store(store).fs, root, path, "manifest")
+    ensure_inside(store, root, path, "manifest")
     try:
         return Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
     except CorruptManifestError as e:
@@ -139,7 +139,7 @@ def load_manifest_shared(store: Store, root: str) -> Manifest:
         return Manifest()
     version = max(infos)
     info = infos[version]
-    key = ("manifest", as_store(store).key, root, version, info.size, info.mtime_ns, info.stamp)
+    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
 
     def make() -> tuple[Manifest, int]:
         manifest = read_manifest(store, root, version)
@@ -175,11 +175,10 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
     :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot create a file
     only if it is absent.
     """
-    store = as_store(store)
     meta = join(root, META_DIR)
     if local_path(store.fs, meta) is not None:
         os.makedirs(local_path(store.fs, meta), exist_ok=True)
-        ensure_inside(store.fs, root, meta, "folder")
+        ensure_inside(store, root, meta, "folder")
     if latest_version(store, root) != base_version:
         raise _conflict(root, base_version)
     manifest.version = base_version + 1
@@ -224,7 +223,7 @@ def _remove_quietly(store: Store, paths: list[str]) -> None:
 def require_commit(store: Store, root: str) -> None:
     """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
     manifest version (put-if-absent): asked by writers before they upload anything."""
-    as_store(store).require_create(join(root, manifest_path(1)))
+    store.require_create(join(root, manifest_path(1)))
 
 
 def check_base(store: Store, root: str, base_version: int) -> None:

@@ -118,7 +118,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
     data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options)
-    fs, root = data.fs, data.root
+    store, root = data.store, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
     rels = list(data.files)
@@ -126,7 +126,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     pushdown = match.pushdown
     if rels and pushdown is not None:
         check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows())  # an invalid filter fails whether or not an index decides
-    infos = file_infos(fs, root, rels)
+    infos = file_infos(store, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
@@ -182,8 +182,8 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         report.seconds = time.perf_counter() - start
         return report
     if changed:
-        require_commit(data.store, root)  # a store that cannot commit refuses before anything is uploaded
-        check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
+        require_commit(store, root)  # a store that cannot commit refuses before anything is uploaded
+        check_base(store, root, base_version)  # committed meanwhile: plan again before uploading
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector
@@ -191,7 +191,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         for kind64, vectors in by_kind.items():
             blob, ranges = write_deletion_vectors(vectors, bitmap64=kind64)
             name = f"{DELETION_DIR}/{uuid.uuid4().hex}.dv"
-            write_atomic(fs, join(root, name), blob, root=root)
+            write_atomic(store, join(root, name), blob, root=root)
             written.append(join(root, name))
             fault_point("deletion-written")
             for rel, (offset, length) in ranges.items():
@@ -199,11 +199,11 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
                 manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64, digest)
         report.files_changed = sorted(changed)
         try:
-            manifest = commit_manifest(fs, root, manifest, base_version)
+            manifest = commit_manifest(store, root, manifest, base_version)
         except CommitConflictError:
             for path in written:  # never referenced by any manifest: remove before planning again
                 try:
-                    data.store.delete(path)
+                    store.delete(path)
                 except (OSError, ArrowIdxError):
                     pass  # vacuum removes it later
             raise

@@ -454,7 +454,7 @@ class LakeFiles:
 
         def make():
             if ref.layout is not None and ref.embedded is None:
-                ensure_inside(self.fs, self.root, source, "index file")
+                ensure_inside(self.store, self.root, source, "index file")
                 container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source,
                                             listed=entry.where_listed())  # fmt: skip
                 return FileIndex(container, ref.arrow_schema(), name=source), 1024
@@ -494,7 +494,7 @@ class LakeFiles:
         return facts.DELETIONS.get(self.vector_key(entry), lambda: _sized_vector(self._read_vector(entry, path)))
 
     def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
-        ensure_inside(self.fs, self.root, path, "deletion file")
+        ensure_inside(self.store, self.root, path, "deletion file")
         try:
             record = self.store.get_range(path, entry.deletion.offset, deletion_record_length(entry.deletion), "deletion-vectors file")
         except FileNotFoundError:
@@ -505,7 +505,7 @@ class LakeFiles:
         """The vectors of ``entries`` (all in one deletion file) read in one call (nearby
         ranges in one request on object stores) and kept in the process's store."""
         path = join(self.root, entries[0].deletion.file)
-        ensure_inside(self.fs, self.root, path, "deletion file")
+        ensure_inside(self.store, self.root, path, "deletion file")
         records = [(e.deletion.offset, deletion_record_length(e.deletion)) for e in entries]
         try:
             blobs = self.store.get_ranges(path, records, "deletion-vectors file")

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import CorruptIndexError, CorruptManifestError, OptionError, StaleDeletionError
-from ..storage import ObjectInfo, Store, as_store
+from ..storage import ObjectInfo, Store
 from .footer import Footer
 from .layout import ensure_inside, join, read_bytes
 from .manifest import DeletionRef, FileEntry, checksum
@@ -109,8 +109,7 @@ def load_index_bytes(store: Store, root: str, entry: FileEntry) -> bytes | None:
             raise CorruptIndexError(f"embedded index is not base64: {e}", source=source) from None
     else:
         source = join(root, ref.file)
-        store = as_store(store)
-        ensure_inside(store.fs, root, source, "index file")
+        ensure_inside(store, root, source, "index file")
         data = read_bytes(store, source, "index file")
     if len(data) != ref.size:
         raise CorruptIndexError(f"index holds {len(data)} bytes, the manifest says {ref.size}{entry.where_listed()};"

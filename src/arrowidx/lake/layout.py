@@ -21,10 +21,8 @@ import os
 import posixpath
 from collections.abc import Iterable
 
-import pyarrow.fs as pafs
-
 from ..errors import ArrowIdxError, CorruptIndexError
-from ..storage import ObjectInfo, Store, as_store, local_path
+from ..storage import ObjectInfo, Store, local_path
 
 META_DIR = "_arrowidx"
 INDEX_DIR = f"{META_DIR}/index"
@@ -41,12 +39,12 @@ def join(root: str, rel: str) -> str:
     return posixpath.join(root, rel) if root not in ("", ".") else rel
 
 
-def ensure_inside(fs: pafs.FileSystem, root: str, path: str, what: str) -> None:
+def ensure_inside(store: Store, root: str, path: str, what: str) -> None:
     """Refuse ``path`` (under ``root``) when symlinks take it outside the root."""
-    local = local_path(fs, path)
+    local = local_path(store.fs, path)
     if local is None:
         return  # object stores have no symlinks
-    base = os.path.realpath(local_path(fs, root) or root)
+    base = os.path.realpath(local_path(store.fs, root) or root)
     real = os.path.realpath(local)
     if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
         raise ArrowIdxError(
@@ -55,31 +53,30 @@ def ensure_inside(fs: pafs.FileSystem, root: str, path: str, what: str) -> None:
         )
 
 
-def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
+def read_bytes(store: Store, path: str, what: str = "file") -> bytes:
     """The bytes of ``path``; a missing file is a :class:`CorruptIndexError` naming it (the
     dataset lost it), any other failure a :class:`~arrowidx.errors.StorageError` (access,
     network) naming it."""
     try:
-        return as_store(fs).get(path, what)
+        return store.get(path, what)
     except FileNotFoundError:
         hint = "; rebuild with arrowidx build" if what == "index file" else ""
         raise CorruptIndexError(f"{what} is missing (deleted or never written){hint}", source=path) from None
 
 
-def write_atomic(fs: pafs.FileSystem | Store, path: str, data: bytes, root: str | None = None) -> None:
+def write_atomic(store: Store, path: str, data: bytes, root: str | None = None) -> None:
     """Write the complete object ``path`` (a temporary file moved into place on local disks,
     fsync'd first). With ``root``, refuse a folder that symlinks lead outside it."""
-    store = as_store(fs)
     if root is not None:
         folder = posixpath.dirname(path)
-        if isinstance(store.fs, pafs.LocalFileSystem) or local_path(store.fs, folder) is not None:
+        if local_path(store.fs, folder) is not None:
             os.makedirs(local_path(store.fs, folder), exist_ok=True)
-        ensure_inside(store.fs, root, folder, "folder")
+        ensure_inside(store, root, folder, "folder")
     store.put(path, data)
 
 
 
-def file_infos(fs: pafs.FileSystem | Store, root: str, rel_paths: Iterable[str]) -> dict[str, ObjectInfo | None]:
+def file_infos(store: Store, root: str, rel_paths: Iterable[str]) -> dict[str, ObjectInfo | None]:
     """Per relative path, its :class:`~arrowidx.storage.ObjectInfo` (None: no such file)."""
     rel_paths = list(rel_paths)
-    return dict(zip(rel_paths, as_store(fs).stat([join(root, p) for p in rel_paths])))
+    return dict(zip(rel_paths, store.stat([join(root, p) for p in rel_paths])))

@@ -426,11 +426,11 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
     default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
     their types (:mod:`arrowidx.lake.partitions`)."""
-    fs, root, explicit = resolve(source, filesystem, storage_options)
+    store, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         if explicit:
-            root = manifest_root(fs, root)
-        return IndexedDataset(fs, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
+            root = manifest_root(store, root)
+        return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
     only = sorted(posixpath.relpath(p, root) for p in explicit) if explicit is not None else None  # a .parquet file or a list of files: only those
-    return IndexedDataset(fs, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,
+    return IndexedDataset(store, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,
                           only=only)  # fmt: skip

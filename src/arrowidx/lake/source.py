@@ -22,19 +22,26 @@ from .layout import META_DIR, join
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
-            storage_options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str, list[str] | None]:  # fmt: skip
-    """``(filesystem, root, explicit files or None)`` for a path, a URI, a ``.parquet`` file,
-    a list of paths or a Dataset (``filesystem``: pyarrow or fsspec).
+            storage_options: Mapping[str, Any] | None = None) -> tuple[Store, str, list[str] | None]:  # fmt: skip
+    """``(store, root, explicit files or None)`` for a path, a URI, a ``.parquet`` file, a
+    list of paths or a Dataset (``filesystem``: pyarrow or fsspec).
 
     The one place a store is named: object-store URIs (``s3://bucket/lake``, ``gs://``,
     ``az://``) open their :class:`~arrowidx.objectstore.ObjectStore` with
     ``storage_options`` (or the ``AWS_*``/``GOOGLE_*``/``AZURE_*`` environment variables);
-    the filesystem returned is its pyarrow filesystem, which
-    :func:`~arrowidx.storage.as_store` maps back to the store. A URI and ``filesystem=``
-    together are refused (which one names the store?), as are ``storage_options`` without
-    an object-store URI. For a ``pyarrow.dataset.FileSystemDataset`` the root is the common
+    any other filesystem becomes its :class:`~arrowidx.storage.Store` here
+    (:func:`~arrowidx.storage.as_store`), which the layers below carry (a pyarrow
+    filesystem only where pyarrow scans: ``store.fs``). A URI and ``filesystem=`` together
+    are refused (which one names the store?), as are ``storage_options`` without an
+    object-store URI. For a ``pyarrow.dataset.FileSystemDataset`` the root is the common
     directory of its files; for a list, the common directory of the paths.
     """
+    where, root, files = _locate(source, filesystem, storage_options)
+    return (where if isinstance(where, Store) else as_store(where)), root, files
+
+
+def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[str] | None]:
+    """:func:`resolve` with the object store, or the pyarrow filesystem, found."""
     from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
     from ..objectstore import is_object_store_uri, open_store
 
@@ -60,10 +67,10 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
         paths = [first] + [_same_store(store, u, storage_options) for u in remote[1:]]
         if isinstance(source, str):
             if first.endswith(".parquet") and store.stat([first])[0] is not None:
-                return store.fs, posixpath.dirname(first), [first]
-            return store.fs, first.rstrip("/"), None
+                return store, posixpath.dirname(first), [first]
+            return store, first.rstrip("/"), None
         root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
-        return store.fs, root, paths
+        return store, root, paths
     filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
@@ -120,18 +127,18 @@ def _local(path: str) -> str:
     return os.path.abspath(path) if "://" not in path else path
 
 
-def discover(fs: pafs.FileSystem | Store, root: str) -> list[str]:
+def discover(store: Store, root: str) -> list[str]:
     """Data files under ``root`` as pyarrow.dataset finds them (skipping ``_``/``.`` names,
     and folders so named: ``_arrowidx/`` is never walked)."""
-    return [info.path for info in as_store(fs).list(root)]
+    return [info.path for info in store.list(root)]
 
 
-def manifest_root(fs: pafs.FileSystem, folder: str) -> str:
+def manifest_root(store: Store, folder: str) -> str:
     """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
     the root of a Hive layout whose files all sit in one partition folder."""
     probe = folder
     while True:
-        if fs.get_file_info(join(probe, META_DIR)).type == pafs.FileType.Directory:
+        if store.list(join(probe, META_DIR), recursive=False, hidden=True, missing_ok=True):
             return probe
         parent = posixpath.dirname(probe)
         if not parent or parent == probe:

@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
-from ..storage import as_store
 from .commit import latest_hint, manifest_versions, read_manifest
 from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
 from .source import resolve
@@ -86,10 +85,9 @@ def vacuum(
     ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the current version's files.
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
     cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
-    fs, root, _ = resolve(source, filesystem, storage_options)
-    store = as_store(fs)
+    store, root, _ = resolve(source, filesystem, storage_options)
     listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours
-    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(fs, root):
+    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(store.fs, root):
         raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
     versions = manifest_versions(store, root)
     report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
@@ -101,7 +99,7 @@ def vacuum(
     for version in reversed(versions):
         if successor_ms is not None and successor_ms < cutoff_ms:
             break  # superseded before the retention: no reader can still need it (nor older ones)
-        manifest = read_manifest(fs, root, version)  # a retained manifest must be readable
+        manifest = read_manifest(store, root, version)  # a retained manifest must be readable
         kept.append(version)
         for entry in manifest.files.values():
             if entry.index is not None and entry.index.file is not None:
@@ -110,8 +108,8 @@ def vacuum(
                 referenced.add(entry.deletion.file)
         successor_ms = manifest.created_ms
     report.kept_versions = sorted(kept)
-    if latest_hint(fs, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
-        write_atomic(fs, join(root, LATEST), str(versions[-1]).encode(), root=root)
+    if latest_hint(store, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
+        write_atomic(store, join(root, LATEST), str(versions[-1]).encode(), root=root)
         report.latest_repaired = True
     doomed: list[tuple[str, int]] = [
         (manifest_path(v), -1) for v in versions if v < min(kept)

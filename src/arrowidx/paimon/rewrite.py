@@ -705,8 +705,8 @@ def resolve_table(path: Any, filesystem: Any = None, storage_options: Mapping[st
     if is_object_store_uri(path) or storage_options:  # object stores are named in one place
         from ..lake.source import resolve
 
-        fs, path, _ = resolve(path, filesystem, storage_options)
-        return fs, path.rstrip("/")
+        store, path, _ = resolve(path, filesystem, storage_options)
+        return store.fs, path.rstrip("/")  # (its Store is registered for it: storage.as_store)
     fs = as_filesystem(filesystem)
     if fs is None:
         if "://" in path:

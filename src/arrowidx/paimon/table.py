@@ -47,6 +47,7 @@ from ..lake.plans import Explain, FilePlan, decided_why
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
 from ..predicate import Node, bind, columns_named
 from ..result import REMAIN
+from ..storage import Store, as_store
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (
     DataFile,
@@ -119,8 +120,9 @@ def _snapshot_id(snapshot: Any) -> int | None:
 class PaimonTable:
     """One snapshot of a Paimon table (see :func:`open_table`)."""
 
-    def __init__(self, fs: pafs.FileSystem, path: str, snapshot: int | None = None, threads: int | None = None):
-        self.fs = fs
+    def __init__(self, fs: pafs.FileSystem | Store, path: str, snapshot: int | None = None, threads: int | None = None):
+        self.store = as_store(fs)  # what metadata and index files are read through
+        self.fs = fs = self.store.fs  # pyarrow reads the data files through it
         self.path = path.rstrip("/")
         self.threads = threads or min(8, os.cpu_count() or 1)
         snapshot = _snapshot_id(snapshot)
@@ -741,8 +743,8 @@ def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs
     if is_object_store_uri(path) or storage_options:
         from ..lake.source import resolve
 
-        filesystem, path, _ = resolve(path, filesystem, storage_options)
-        return PaimonTable(filesystem, path, snapshot)
+        store, path, _ = resolve(path, filesystem, storage_options)
+        return PaimonTable(store, path, snapshot)
     if filesystem is None:
         if "://" in path:
             filesystem, path = pafs.FileSystem.from_uri(path)

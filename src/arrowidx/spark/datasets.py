@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pyarrow.fs as pafs
-
 from .. import facts
 from ..lake.commit import read_manifest
 from ..lake.manifest import Manifest
 from ..lake.scan import IndexedDataset
+from ..storage import Store
 
 
-def dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
+def dataset_at(store: Store, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
     """An :class:`IndexedDataset` showing manifest ``version``, kept open per worker process
     (:data:`arrowidx.facts.OPEN`: shared by the reader and the mapInArrow filter).
 
@@ -20,12 +19,12 @@ def dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "
     """
 
     def make() -> tuple[IndexedDataset, int]:
-        data = IndexedDataset(fs, root, on_corrupt=on_corrupt, threads=1)
+        data = IndexedDataset(store, root, on_corrupt=on_corrupt, threads=1)
         if data.manifest.version != version:
             if version == 0:
                 data.manifest = Manifest()
             else:
-                data.manifest = read_manifest(fs, root, version)  # validated, errors name the file
+                data.manifest = read_manifest(store, root, version)  # validated, errors name the file
         return data, 4 << 20
 
-    return facts.OPEN.get(("spark dataset at", fs.type_name, root, version, on_corrupt), make)
+    return facts.OPEN.get(("spark dataset at", store.key, root, version, on_corrupt), make)

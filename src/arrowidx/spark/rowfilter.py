@@ -48,8 +48,8 @@ class DeletionAndIndexFilter:
         row_index_column: str = "row_index",
         drop_metadata: bool = False,
     ):
-        self.fs, self.root, _ = resolve(path, filesystem)
-        self.version = latest_version(self.fs, self.root)
+        self.store, self.root, _ = resolve(path, filesystem)
+        self.version = latest_version(self.store, self.root)
         self.filter = filter
         self.file_path_column = file_path_column
         self.row_index_column = row_index_column
@@ -89,7 +89,7 @@ class DeletionAndIndexFilter:
         return keep
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        data = dataset_at(self.fs, self.root, self.version)
+        data = dataset_at(self.store, self.root, self.version)
         rules: dict[str, Any] = {}
         drop = [self.file_path_column, self.row_index_column] if self.drop_metadata else []
         for batch in batches:

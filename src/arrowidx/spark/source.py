@@ -34,7 +34,6 @@ from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset
 from ..lake.source import resolve
 from ..sizes import parse_memory_size
-from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import dataset_at
 from .native import native_frame, plan_route, spark_uri
@@ -163,13 +162,13 @@ def planning_dataset(
     indexes, footers and deletion vectors are cached per file identity) and refreshed: the
     manifest re-read when its version changed, the files listed and stat-ed again. What is
     kept only saves time: every query refreshes it."""
-    fs, root, _ = resolve(path, None, storage_options)
-    key = ("spark planning dataset", as_store(fs).key, root, on_corrupt)
+    store, root, _ = resolve(path, None, storage_options)
+    key = ("spark planning dataset", store.key, root, on_corrupt)
     data = facts.OPEN.peek(key)
     if data is not None:
         data.refresh()
         return data
-    return facts.OPEN.get(key, lambda: (IndexedDataset(fs, root, on_corrupt=on_corrupt), 4 << 20))
+    return facts.OPEN.get(key, lambda: (IndexedDataset(store, root, on_corrupt=on_corrupt), 4 << 20))
 
 
 class _Reader(DataSourceReader):
@@ -193,8 +192,8 @@ class _Reader(DataSourceReader):
     @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
-            fs, root, _ = resolve(self.path, None, self.storage)
-            data = dataset_at(fs, root, self.version, self.on_corrupt)
+            store, root, _ = resolve(self.path, None, self.storage)
+            data = dataset_at(store, root, self.version, self.on_corrupt)
             data.restat(list(self.files))
         else:
             data = planning_dataset(self.path, self.on_corrupt, self.storage)
@@ -231,8 +230,8 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        fs, root, _ = resolve(self.path, None, self.storage)
-        data = dataset_at(fs, root, partition.version, self.on_corrupt)
+        store, root, _ = resolve(self.path, None, self.storage)
+        data = dataset_at(store, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
@@ -291,8 +290,8 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def schema(self):
         self._check_path()
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        data = IndexedDataset(fs, root)
+        store, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(store, root)
         load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
         return arrow_to_spark_schema(data.schema)
 
