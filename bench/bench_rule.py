@@ -1,5 +1,5 @@
 """What exactness costs (issue 38): the statistics rule (``arrowidx.statistics``) and the check
-that an invalid filter fails whatever the indexes decide (``predicate.check_expression``).
+that an invalid filter fails whatever the indexes decide (``expression.check_expression``).
 
 Two parts, in one run:
 
@@ -31,7 +31,7 @@ from bench_scan import lakes, queries  # noqa: E402
 from common import machine, print_table  # noqa: E402
 
 import arrowidx  # noqa: E402
-from arrowidx import predicate  # noqa: E402
+from arrowidx import expression, facts  # noqa: E402
 from arrowidx import statistics as rule  # noqa: E402
 from arrowidx.lake import plan, read, scan  # noqa: E402
 
@@ -67,22 +67,22 @@ def _costs(make) -> tuple[float, float, float]:
 
     def new_shape():
         rule._LAST.clear()
-        predicate._CHECKED.clear()
-        predicate._VALID.clear()
+        facts.VALID_SHAPES.clear()
+        facts.VALID_FILTERS.clear()
         e = make(next(counter))
         rule.statistics_filter(e, SCHEMA)
-        predicate.check_expression(e, SCHEMA)
+        expression.check_expression(e, SCHEMA)
 
     def new_value():
         e = make(next(counter))
         rule.statistics_filter(e, SCHEMA)
-        predicate.check_expression(e, SCHEMA)
+        expression.check_expression(e, SCHEMA)
 
     same = make(7)
 
     def again():
         rule.statistics_filter(same, SCHEMA)
-        predicate.check_expression(same, SCHEMA)
+        expression.check_expression(same, SCHEMA)
 
     # (building the expression is in the first two: measure it alone and take it out)
     build = _per_call_us(lambda: make(next(counter)))

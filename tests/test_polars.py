@@ -304,7 +304,7 @@ def test_translations_are_remembered_per_predicate_and_schema(monkeypatch):
     calls = []
     real = module._translate
     monkeypatch.setattr(module, "_translate", lambda e, s: calls.append(str(e)) or real(e, s))
-    monkeypatch.setattr(module, "_REMEMBERED", [])
+    arrowidx.facts.POLARS_TRANSLATIONS.clear()
     schema = FRAME_TABLE.schema
     expr = (pl.col("i64") == 2) & (pl.col("s") == "b")
     first = apl.translate(expr, schema)

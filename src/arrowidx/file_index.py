@@ -180,9 +180,12 @@ class FileIndex:
         raise on the data too); a column that merely has no index answers REMAIN."""
         if not isinstance(expr, pc.Expression):
             return
-        from .predicate import expression_fields
+        from .expression import expression_columns
 
-        names = expression_fields(expr)
+        try:
+            names = expression_columns(expr)
+        except Exception:  # noqa: BLE001 (an Expression the parser does not know)
+            names = None
         if names is None:  # an Expression the parser does not know: binding decides (REMAIN)
             return
         for name in sorted(names):

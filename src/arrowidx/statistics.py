@@ -49,7 +49,6 @@ there too).
 from __future__ import annotations
 
 import operator
-import threading
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -57,6 +56,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import facts
 from .predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
 
 _NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
@@ -77,9 +77,6 @@ class StatisticsFilter:
 
 
 _NOTHING = StatisticsFilter(None, False)
-_REMEMBERED = 16
-_LAST: list[tuple[pc.Expression, pa.Schema, StatisticsFilter]] = []
-_LAST_LOCK = threading.Lock()
 
 
 def statistics_filter(expr, schema: pa.Schema) -> StatisticsFilter:
@@ -89,15 +86,13 @@ def statistics_filter(expr, schema: pa.Schema) -> StatisticsFilter:
         return StatisticsFilter(None, True)
     if not isinstance(expr, pc.Expression):
         return _NOTHING
-    with _LAST_LOCK:
-        for e, s, found in _LAST:
-            if (e is expr or e.equals(expr)) and (s is schema or s.equals(schema)):
-                return found
-    node, exact = sound_node(bind(expr, schema), schema)
-    found = StatisticsFilter(to_expression(node, schema), exact)
-    with _LAST_LOCK:
-        _LAST.insert(0, (expr, schema, found))
-        del _LAST[_REMEMBERED:]
+    found = facts.STATISTICS_FILTERS.find(
+        lambda key: (key[0] is expr or key[0].equals(expr)) and (key[1] is schema or key[1].equals(schema))
+    )  # (remembered for the last filters: a query asks it per file)
+    if found is None:
+        node, exact = sound_node(bind(expr, schema), schema)
+        found = StatisticsFilter(to_expression(node, schema), exact)
+        facts.STATISTICS_FILTERS.add((expr, schema), found)
     return found
 
 

@@ -27,9 +27,9 @@ import pyarrow.fs as pafs
 from .._faults import fault_point
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import ArrowIdxError, CommitConflictError
+from ..expression import check_expression
 from ..filters import user_filter
 from ..options import DELETION_KEYS, check_option_keys
-from ..predicate import check_expression
 from .build import _progress
 from .commit import check_base, commit_manifest, require_commit, with_commit_retries
 from .freshness import check_stale_option, entry_is_fresh

@@ -31,9 +31,9 @@ from .. import facts
 from .._lazy import lazy_module
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError, CorruptIndexError
+from ..expression import columns_named
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
-from ..predicate import columns_named
 from ..storage import ObjectInfo, Store
 from .commit import latest_version, load_manifest_shared
 from .footer import NO_DATA_FILES, Footer, read_footer, stray_file_hint

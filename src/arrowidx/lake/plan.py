@@ -37,9 +37,10 @@ import pyarrow.compute as pc
 
 from .. import facts
 from ..errors import ArrowIdxError
+from ..expression import check_expression, expression_text
 from ..file_index import FileIndex
 from ..filters import Filter, user_filter
-from ..predicate import bind, check_expression, expression_text, is_exact, needles
+from ..predicate import bind, is_exact, needles
 from ..result import SKIP
 from . import directory
 from .directory import KeyDirectory, Member, build_directory

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArrowIdxError
+from ..expression import expression_text
 from ..file_index import FileIndex
-from ..predicate import expression_text
 from ..result import REMAIN, IndexResult
 
 

@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from .. import facts
 from .._lazy import lazy_module
 from .._roaring import positions_of
 from ..deletion import DeletionVector
@@ -531,9 +532,6 @@ FILTER_MIN_ROWS = TAKE_MIN_ROWS
 _POLARS_OPS = {"eq": "__eq__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}
 
 
-_LAST_POLARS_FILTER: tuple = (None, None, None)  # (expression, schema, predicate)
-
-
 def polars_filter(expr, schema: pa.Schema):
     """``expr`` as a Polars predicate selecting exactly the rows pyarrow's filter selects,
     or None: a top-level AND of comparisons (and their NOT) and IN lists without NULL, each
@@ -544,16 +542,16 @@ def polars_filter(expr, schema: pa.Schema):
 
     The last answer is remembered (a query repeated asks again): found only for an equal
     expression (``Expression.equals``: typed literals) and an equal schema, and a Polars
-    expression is immutable."""
-    global _LAST_POLARS_FILTER
-    last_expr, last_schema, last = _LAST_POLARS_FILTER
-    if isinstance(expr, pc.Expression) and last_expr is not None:
-        if (last_expr is expr or last_expr.equals(expr)) and (last_schema is schema or last_schema.equals(schema)):
-            return last
-    predicate = _polars_filter(expr, schema)
-    if isinstance(expr, pc.Expression):
-        _LAST_POLARS_FILTER = (expr, schema, predicate)
-    return predicate
+    expression is immutable (:data:`arrowidx.facts.POLARS_FILTERS`)."""
+    if not isinstance(expr, pc.Expression):
+        return _polars_filter(expr, schema)
+    held = facts.POLARS_FILTERS.find(
+        lambda key: (key[0] is expr or key[0].equals(expr)) and (key[1] is schema or key[1].equals(schema))
+    )
+    if held is None:
+        held = (_polars_filter(expr, schema),)  # (a tuple: None is an answer too)
+        facts.POLARS_FILTERS.add((expr, schema), held)
+    return held[0]
 
 
 def _polars_filter(expr, schema: pa.Schema):
@@ -677,27 +675,22 @@ def column_bytes(metadata, groups: list[int], columns: list[str], *, compressed:
     return total
 
 
-_FRAGMENT_TYPES: dict[tuple, tuple] = {}  # see _fragment_types
-_FRAGMENT_TYPES_MAX = 4096
-
-
 def _fragment_types(fragment: ds.ParquetFileFragment, schema: pa.Schema, columns: list[str]) -> tuple[list[pa.DataType] | None, bool]:
     """:func:`_polars_types` of the fragment's file, and whether ``columns`` are all of its
     columns in file order (a Polars scan of it then needs no select). Remembered per
     fragment and schema object (~50 us a file per query otherwise): a fragment's physical
     schema is loaded once and never changes, and the entry holds both objects, so their
     ``id`` cannot be reused while it stands."""
-    key = (id(fragment), id(schema), tuple(columns))
-    hit = _FRAGMENT_TYPES.get(key)
-    if hit is not None and hit[0] is fragment and hit[1] is schema:
-        return hit[2], hit[3]
-    physical = fragment.physical_schema
-    types = _polars_types(physical, schema, columns)
-    whole = list(columns) == physical.names
-    if len(_FRAGMENT_TYPES) >= _FRAGMENT_TYPES_MAX:
-        _FRAGMENT_TYPES.clear()
-    _FRAGMENT_TYPES[key] = (fragment, schema, types, whole)
-    return types, whole
+    key = ("fragment types", id(fragment), id(schema), tuple(columns))
+
+    def make() -> tuple[tuple, int]:
+        physical = fragment.physical_schema
+        return (fragment, schema, _polars_types(physical, schema, columns), list(columns) == physical.names), 256
+
+    hit = facts.DERIVED.get(key, make)  # (kept in arrowidx.facts)
+    if hit[0] is not fragment or hit[1] is not schema:  # (not kept: ARROWIDX_CACHE_MB=0)
+        hit = make()[0]
+    return hit[2], hit[3]
 
 
 def _polars_types(physical: pa.Schema, schema: pa.Schema, columns: list[str]) -> list[pa.DataType] | None:

@@ -51,10 +51,10 @@ import pyarrow.parquet as pq
 from .._faults import fault_point
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import OptionError, PaimonTableError, UnsupportedTableError
+from ..expression import check_expression, expression_columns
 from ..filters import user_filter
 from ..lake.commit import retry_on_conflict
 from ..lake.read import expression_mask
-from ..predicate import check_expression, expression_columns
 from .commit import ManifestLists, commit_snapshot
 from .dvindex import IndexFileWriter, apply_changes, read_index_files, target_size
 from .metadata import DataFile, plain_name, read_avro_file, read_bytes, read_schema, read_snapshot

@@ -40,12 +40,13 @@ import pyarrow.fs as pafs
 from .. import facts
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
+from ..expression import columns_named
 from ..file_index import FileIndex
 from ..filters import user_filter
 from ..lake.plan import decide_with_index, settle_status
 from ..lake.plans import Explain, FilePlan, decided_why
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
-from ..predicate import Node, bind, columns_named
+from ..predicate import Node, bind
 from ..result import REMAIN
 from ..storage import Store, as_store
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key

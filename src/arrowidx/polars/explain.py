@@ -8,9 +8,9 @@ from typing import Any
 import polars as pl
 import pyarrow.fs as pafs
 
+from ..expression import expression_text
 from ..lake.plans import Explain, FilePlan
 from ..lake.scan import IndexedDataset
-from ..predicate import expression_text
 from .plan import open_dataset, plan_scan
 from .translate import Translation
 

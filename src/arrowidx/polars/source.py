@@ -566,9 +566,6 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         yield from df.slice(start, length).iter_slices(size)
 
 
-_CHECKED: list[tuple[Any, dict]] = []  # the last predicates found valid, with their schema
-
-
 def _check_predicate(predicate, schema: dict) -> None:
     """Raise what Polars raises filtering a frame of ``schema`` with ``predicate`` (types
     that do not compare, a time zone against none), even when the indexes decide every file
@@ -576,12 +573,10 @@ def _check_predicate(predicate, schema: dict) -> None:
     the last predicates, by ``meta.eq``)."""
     if predicate is None:
         return
-    for known, known_schema in _CHECKED:
-        if known_schema is schema and known.meta.eq(predicate):
-            return
+    if facts.POLARS_VALID.find(lambda known: known[1] is schema and known[0].meta.eq(predicate)):
+        return
     pl.DataFrame(schema=schema).filter(predicate)
-    _CHECKED.insert(0, (predicate, schema))
-    del _CHECKED[16:]
+    facts.POLARS_VALID.add((predicate, schema), True)
 
 
 @dataclass(frozen=True)
