@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -125,6 +126,84 @@ class Opaque(Node):
 
     reason: str
     call: tuple[str, str] | None = None
+
+
+# --------------------------------------------------------------------------------------
+# One question asked of a bound predicate: a visitor
+# --------------------------------------------------------------------------------------
+
+R = TypeVar("R")
+
+
+class Visitor(Generic[R]):
+    """One question asked of a bound predicate, one visitor class per question (pyiceberg's
+    ``visit(expr, visitor)``): :meth:`visit` dispatches on the node's kind to
+    :meth:`compare`, :meth:`is_in`, :meth:`is_null` (the three fall back to :meth:`leaf`: a
+    condition on one column), :meth:`negation`, :meth:`conjunction`, :meth:`disjunction`,
+    :meth:`constant` and :meth:`opaque`. What a visitor does not answer goes to
+    :meth:`default`, which says what an unknown node means for that question (a visitor
+    that prunes answers conservatively there: a new kind of node can never cause a wrong
+    skip). Every walk of the bound tree derives from it: the indexes' answer
+    (:func:`evaluate`), exactness (:func:`is_exact`), what statistics may judge
+    (:mod:`arrowidx.statistics`), Paimon's manifest statistics (:mod:`arrowidx.paimon.stats`),
+    Spark SQL text (:mod:`arrowidx.spark.sparksql`)."""
+
+    def visit(self, node: Node) -> R:
+        method = _KINDS.get(type(node))
+        return self.default(node) if method is None else getattr(self, method)(node)
+
+    def default(self, node: Node) -> R:
+        raise NotImplementedError(f"{type(self).__name__} has no answer for {type(node).__name__}")
+
+    def leaf(self, node: Compare | IsIn | IsNull) -> R:
+        return self.default(node)
+
+    def compare(self, node: Compare) -> R:
+        return self.leaf(node)
+
+    def is_in(self, node: IsIn) -> R:
+        return self.leaf(node)
+
+    def is_null(self, node: IsNull) -> R:
+        return self.leaf(node)
+
+    def negation(self, node: Not) -> R:
+        return self.default(node)
+
+    def conjunction(self, node: And) -> R:
+        return self.default(node)
+
+    def disjunction(self, node: Or) -> R:
+        return self.default(node)
+
+    def constant(self, node: Const) -> R:
+        return self.default(node)
+
+    def opaque(self, node: Opaque) -> R:
+        return self.default(node)
+
+
+_KINDS = {
+    Compare: "compare", IsIn: "is_in", IsNull: "is_null", Not: "negation", And: "conjunction", Or: "disjunction",
+    Const: "constant", Opaque: "opaque",
+}  # fmt: skip
+
+
+class Rewriter(Visitor[Node]):
+    """A visitor that rebuilds the tree: NOT, AND and OR of their rewritten children (AND and
+    OR keep their logic), every other node as it is unless a method says otherwise."""
+
+    def default(self, node: Node) -> Node:
+        return node
+
+    def negation(self, node: Not) -> Node:
+        return Not(self.visit(node.child))
+
+    def conjunction(self, node: And) -> Node:
+        return And(tuple(self.visit(c) for c in node.children), node.kleene)
+
+    def disjunction(self, node: Or) -> Node:
+        return Or(tuple(self.visit(c) for c in node.children), node.kleene)
 
 
 # --------------------------------------------------------------------------------------
@@ -432,39 +511,55 @@ ReaderLookup = Callable[[str], Sequence[object]]
 
 def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     """Answer ``node`` with the index readers ``readers(column)`` gives for each column."""
-    if isinstance(node, Const):
+    return _Evaluate(schema, readers).visit(node)
+
+
+class _Evaluate(Visitor[Answer]):
+    """The indexes' answer: for every node a superset of its TRUE rows and of its FALSE rows."""
+
+    def __init__(self, schema: pa.Schema, readers: ReaderLookup):
+        self.schema, self.readers = schema, readers
+
+    def default(self, node: Node) -> Answer:
+        return UNKNOWN  # (Opaque, and any node this does not know: every row may match)
+
+    def constant(self, node: Const) -> Answer:
         return _CONST[node.value]
-    if isinstance(node, Opaque):
-        return UNKNOWN
-    if isinstance(node, Not):
-        inner = evaluate(node.child, schema, readers)
+
+    def negation(self, node: Not) -> Answer:
+        inner = self.visit(node.child)
         return Answer(lambda: inner.f, lambda: inner.t)
-    if isinstance(node, (And, Or)):
-        children = [_memo(lambda c=c: evaluate(c, schema, readers)) for c in node.children]
-        return _and(children) if isinstance(node, And) else _or(children)
-    column = node.column  # a leaf: Compare, IsIn or IsNull
-    column_readers = readers(column)
-    if not column_readers:
-        return UNKNOWN
-    lowered = _lowered(node, schema, column)
-    if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
-        return UNKNOWN
-    t_expr, f_expr = lowered
-    if len(column_readers) == 1:  # one index type on the column: its answer as it is
-        (reader,) = column_readers
-        return Answer(lambda: evaluate_keys(t_expr, reader).t, lambda: evaluate_keys(f_expr, reader).t)
 
-    def side(expr) -> IndexResult:
-        # Several index types on one column: AND their answers, stopping at the first
-        # that rules every row out (Java's FileIndexPredicate does the same).
-        result = REMAIN
-        for reader in column_readers:
-            result = result & evaluate_keys(expr, reader).t
-            if not result.remain:
-                break
-        return result
+    def conjunction(self, node: And) -> Answer:
+        return _and([_memo(lambda c=c: self.visit(c)) for c in node.children])
 
-    return Answer(lambda: side(t_expr), lambda: side(f_expr))
+    def disjunction(self, node: Or) -> Answer:
+        return _or([_memo(lambda c=c: self.visit(c)) for c in node.children])
+
+    def leaf(self, node: Compare | IsIn | IsNull) -> Answer:
+        column = node.column
+        column_readers = self.readers(column)
+        if not column_readers:
+            return UNKNOWN
+        lowered = _lowered(node, self.schema, column)
+        if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
+            return UNKNOWN
+        t_expr, f_expr = lowered
+        if len(column_readers) == 1:  # one index type on the column: its answer as it is
+            (reader,) = column_readers
+            return Answer(lambda: evaluate_keys(t_expr, reader).t, lambda: evaluate_keys(f_expr, reader).t)
+
+        def side(expr) -> IndexResult:
+            # Several index types on one column: AND their answers, stopping at the first
+            # that rules every row out (Java's FileIndexPredicate does the same).
+            result = REMAIN
+            for reader in column_readers:
+                result = result & evaluate_keys(expr, reader).t
+                if not result.remain:
+                    break
+            return result
+
+        return Answer(lambda: side(t_expr), lambda: side(f_expr))
 
 
 def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
@@ -578,35 +673,61 @@ def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
     -0.0, where IEEE and Java ordering, whose union we answer, agree). TopN relies on it: picking the top rows among a superset of the
     matching rows could drop a matching row.
     """
-    if isinstance(node, Const):
+    return _Exact(schema, readers).visit(node)
+
+
+class _Exact(Visitor[bool]):
+    """Whether :func:`evaluate`'s TRUE side is exactly pyarrow's selection."""
+
+    def __init__(self, schema: pa.Schema, readers: ReaderLookup):
+        self.schema, self.readers = schema, readers
+
+    def default(self, node: Node) -> bool:
+        return False  # (Opaque: no index answers it exactly)
+
+    def constant(self, node: Const) -> bool:
         return True
-    if isinstance(node, Opaque):
-        return False
-    if isinstance(node, Not):
-        return is_exact(node.child, schema, readers)
-    if isinstance(node, (And, Or)):
-        return node.kleene and all(is_exact(c, schema, readers) for c in node.children)
-    column = next(iter(node.columns()))
-    if schema.get_field_index(column) < 0:
-        return False  # bound to another schema: not answerable here
-    try:
-        ptype = paimon_type(schema.field(column).type)
-    except ArrowIdxError:
-        return False
-    if ptype.lossy:
-        return False
-    needed = {"is_null"} if isinstance(node, IsNull) else {"in", "is_null"} if isinstance(node, IsIn) else {node.op, "is_null"}
-    exact = [r for r in readers(column) if needed <= getattr(r, "exact_ops", frozenset())]
-    if not exact:
-        return False
-    if ptype.is_float:
-        # IEEE and Java ordering disagree only on NaN and -0.0, in the rows or in the
-        # literal (``x > -0.0``: IEEE drops 0.0, Java keeps it; ``x < NaN``: IEEE selects
-        # nothing, Java every number): exact only if neither holds one.
-        if isinstance(node, Compare) and _nan_or_negative_zero(node.literal.as_py()):
+
+    def negation(self, node: Not) -> bool:
+        return self.visit(node.child)
+
+    def conjunction(self, node: And | Or) -> bool:
+        return node.kleene and all(self.visit(c) for c in node.children)
+
+    def disjunction(self, node: Or) -> bool:
+        return self.conjunction(node)
+
+    def compare(self, node: Compare) -> bool:
+        return self.answered_exactly(node, {node.op, "is_null"})
+
+    def is_in(self, node: IsIn) -> bool:
+        return self.answered_exactly(node, {"in", "is_null"})
+
+    def is_null(self, node: IsNull) -> bool:
+        return self.answered_exactly(node, {"is_null"})
+
+    def answered_exactly(self, node: Compare | IsIn | IsNull, needed: set[str]) -> bool:
+        """Some index on the leaf's column answers the operations ``needed`` exactly."""
+        column = node.column
+        if self.schema.get_field_index(column) < 0:
+            return False  # bound to another schema: not answerable here
+        try:
+            ptype = paimon_type(self.schema.field(column).type)
+        except ArrowIdxError:
             return False
-        reader = exact[0]
-        if not {"eq"} <= reader.exact_ops:
+        if ptype.lossy:
             return False
-        return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
-    return True
+        exact = [r for r in self.readers(column) if needed <= getattr(r, "exact_ops", frozenset())]
+        if not exact:
+            return False
+        if ptype.is_float:
+            # IEEE and Java ordering disagree only on NaN and -0.0, in the rows or in the
+            # literal (``x > -0.0``: IEEE drops 0.0, Java keeps it; ``x < NaN``: IEEE selects
+            # nothing, Java every number): exact only if neither holds one.
+            if isinstance(node, Compare) and _nan_or_negative_zero(node.literal.as_py()):
+                return False
+            reader = exact[0]
+            if not {"eq"} <= reader.exact_ops:
+                return False
+            return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
+        return True

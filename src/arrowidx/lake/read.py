@@ -47,7 +47,7 @@ from .. import facts
 from .._lazy import lazy_module
 from .._roaring import positions_of
 from ..deletion import DeletionVector
-from ..predicate import Compare
+from ..predicate import And, Compare, IsIn, Node, Not, Visitor, bind
 from ..result import bitmap_to_mask
 from ..statistics import statistics_filter
 
@@ -555,38 +555,59 @@ def polars_filter(expr, schema: pa.Schema):
 
 
 def _polars_filter(expr, schema: pa.Schema):
-    from ..predicate import And, Compare, IsIn, Not, bind
-
-    node = bind(expr, schema)
-    import polars as pl
-
-    def kind(t: pa.DataType) -> str | None:
-        if pa.types.is_integer(t):
-            return "integer"
-        return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else None
-
-    def plain(column: str, t: pa.DataType) -> bool:
-        """An integer or string column, and values of its kind (cast to it by ``bind``)."""
-        return kind(schema.field(column).type) is not None and kind(t) == kind(schema.field(column).type)
-
-    def term(n):
-        negate = isinstance(n, Not)
-        n = n.child if negate else n
-        if isinstance(n, Compare) and n.literal.is_valid and plain(n.column, n.literal.type):
-            out = getattr(pl.col(n.column), _POLARS_OPS[n.op])(pl.lit(n.literal.as_py()))
-        elif isinstance(n, IsIn) and not negate and not n.null_in_set and plain(n.column, n.values.type):
-            out = pl.col(n.column).is_in(pl.Series(n.values).implode())
-        else:
-            return None
-        return ~out if negate else out
-
-    def conjuncts(n):
-        return [c for child in n.children for c in conjuncts(child)] if isinstance(n, And) else [n]
-
-    parts = [term(c) for c in conjuncts(node)]
+    parts = _PolarsTerms(schema).visit(bind(expr, schema))
     if not parts or any(p is None for p in parts):
         return None
+    import polars as pl
+
     return pl.all_horizontal(parts) if len(parts) > 1 else parts[0]
+
+
+def _kind(t: pa.DataType) -> str | None:
+    if pa.types.is_integer(t):
+        return "integer"
+    return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else None
+
+
+class _PolarsTerms(Visitor[list]):
+    """The conjuncts of a top-level AND as Polars predicates of the same meaning (None for a
+    conjunct that has none): comparisons (and their NOT) and IN lists without NULL between an
+    integer or string column and values of its kind."""
+
+    def __init__(self, schema: pa.Schema, negated: bool = False):
+        self.schema, self.negated = schema, negated
+
+    def default(self, node: Node) -> list:
+        return [None]
+
+    def conjunction(self, node: And) -> list:
+        if self.negated:
+            return [None]
+        return [term for child in node.children for term in self.visit(child)]
+
+    def negation(self, node: Not) -> list:
+        if self.negated:
+            return [None]
+        (term,) = _PolarsTerms(self.schema, negated=True).visit(node.child)
+        return [None if term is None else ~term]
+
+    def _plain(self, column: str, t: pa.DataType) -> bool:
+        """An integer or string column, and values of its kind (cast to it by ``bind``)."""
+        return _kind(self.schema.field(column).type) is not None and _kind(t) == _kind(self.schema.field(column).type)
+
+    def compare(self, node: Compare) -> list:
+        if not (node.literal.is_valid and self._plain(node.column, node.literal.type)):
+            return [None]
+        import polars as pl
+
+        return [getattr(pl.col(node.column), _POLARS_OPS[node.op])(pl.lit(node.literal.as_py()))]
+
+    def is_in(self, node: IsIn) -> list:
+        if self.negated or node.null_in_set or not self._plain(node.column, node.values.type):
+            return [None]
+        import polars as pl
+
+        return [pl.col(node.column).is_in(pl.Series(node.values).implode())]
 
 
 def filter_with_polars(

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or
+from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, Rewriter, Visitor
 from .metadata import UNKNOWN
 
 
@@ -49,53 +49,83 @@ def _in_range(s: ColumnStats, op: str, v: Any) -> bool:
 
 def may_match(node: Node, stats: dict[str, ColumnStats]) -> tuple[bool, bool]:
     """``(may be TRUE, may be FALSE)`` for some row of a file with ``stats``; conservative."""
-    if isinstance(node, Const):
+    return _MayMatch(stats).visit(node)
+
+
+class _MayMatch(Visitor[tuple[bool, bool]]):
+    """``(may be TRUE, may be FALSE)`` of a node for some row of a file with ``stats``."""
+
+    def __init__(self, stats: dict[str, ColumnStats]):
+        self.stats = stats
+
+    def default(self, node: Node) -> tuple[bool, bool]:
+        return True, True  # (Opaque, and anything not known: both may be)
+
+    def constant(self, node: Const) -> tuple[bool, bool]:
         return (node.value is True, node.value is False)
-    if isinstance(node, Not):
-        t, f = may_match(node.child, stats)
+
+    def negation(self, node: Not) -> tuple[bool, bool]:
+        t, f = self.visit(node.child)
         return f, t
-    if isinstance(node, And):
-        parts = [may_match(c, stats) for c in node.children]
+
+    def conjunction(self, node: And) -> tuple[bool, bool]:
+        parts = [self.visit(c) for c in node.children]
         return all(t for t, _ in parts), any(f for _, f in parts)
-    if isinstance(node, Or):
-        parts = [may_match(c, stats) for c in node.children]
+
+    def disjunction(self, node: Or) -> tuple[bool, bool]:
+        parts = [self.visit(c) for c in node.children]
         return any(t for t, _ in parts), all(f for _, f in parts)
-    if isinstance(node, IsNull):
-        s = stats.get(node.column)
+
+    def is_null(self, node: IsNull) -> tuple[bool, bool]:
+        s = self.stats.get(node.column)
         if s is None or s.nulls is None:
             return True, True
         return s.nulls > 0, s.nulls < s.rows
-    if isinstance(node, (Compare, IsIn)):
-        s = stats.get(node.column)
-        if s is None:
+
+    def compare(self, node: Compare) -> tuple[bool, bool]:
+        s = self._comparable(node.column, null_in_set=False)
+        if not isinstance(s, ColumnStats):
+            return s
+        try:
+            return _in_range(s, node.op, node.literal.as_py()), True
+        except TypeError:
             return True, True
-        if s.nulls is not None and s.nulls >= s.rows and not (isinstance(node, IsIn) and node.null_in_set):
-            return False, False  # every value NULL: the comparison is never TRUE nor FALSE
-        if not _comparable(s):
+
+    def is_in(self, node: IsIn) -> tuple[bool, bool]:
+        s = self._comparable(node.column, null_in_set=node.null_in_set)
+        if not isinstance(s, ColumnStats):
+            return s
+        if node.null_in_set:
             return True, True
         try:
-            if isinstance(node, Compare):
-                return _in_range(s, node.op, node.literal.as_py()), True
-            if node.null_in_set:
-                return True, True
             return any(_in_range(s, "eq", v) for v in node.values.to_pylist()), True
         except TypeError:
             return True, True
-    return True, True
+
+    def _comparable(self, column: str, *, null_in_set: bool) -> ColumnStats | tuple[bool, bool]:
+        """The column's statistics when min/max can judge a comparison, else the answer."""
+        s = self.stats.get(column)
+        if s is None:
+            return True, True
+        if s.nulls is not None and s.nulls >= s.rows and not null_in_set:
+            return False, False  # every value NULL: the comparison is never TRUE nor FALSE
+        if not _comparable(s):
+            return True, True
+        return s
 
 
 def rename_columns(node: Node, mapping: dict[str, str | None]) -> Node:
     """``node`` with columns renamed by ``mapping``; a column mapped to None (absent from
     an old file, or of another type there) makes its leaf Opaque."""
-    if isinstance(node, (Compare, IsIn, IsNull)):
-        new = mapping.get(node.column, node.column)
+    return _Rename(mapping).visit(node)
+
+
+class _Rename(Rewriter):
+    def __init__(self, mapping: dict[str, str | None]):
+        self.mapping = mapping
+
+    def leaf(self, node: Compare | IsIn | IsNull) -> Node:
+        new = self.mapping.get(node.column, node.column)
         if new is None:
             return Opaque(f"{node.column} not in this file's schema")
         return dataclasses.replace(node, column=new) if new != node.column else node
-    if isinstance(node, Not):
-        return Not(rename_columns(node.child, mapping))
-    if isinstance(node, And):
-        return And(tuple(rename_columns(c, mapping) for c in node.children))
-    if isinstance(node, Or):
-        return Or(tuple(rename_columns(c, mapping) for c in node.children))
-    return node
