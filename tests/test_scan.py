@@ -559,7 +559,7 @@ _FILTER_TABLE = pa.table({
 def test_polars_filter_selects_what_pyarrow_selects(expr):
     """Every filter given a Polars form selects exactly pyarrow's rows (NULLs included)."""
     pl = pytest.importorskip("polars")
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     predicate = polars_filter(expr, _FILTER_TABLE.schema)
     assert predicate is not None
@@ -583,7 +583,7 @@ def test_polars_filter_selects_what_pyarrow_selects(expr):
     ids=str,
 )
 def test_filters_without_an_exact_polars_form_stay_with_pyarrow(expr):
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     assert polars_filter(expr, _FILTER_TABLE.schema) is None
 
@@ -592,7 +592,7 @@ def test_polars_filter_asked_again_answers_as_the_first_time():
     """polars_filter remembers its last answer: an equal filter built anew gets it, the
     same filter under another schema or another filter does not."""
     pytest.importorskip("polars")
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     schema = _FILTER_TABLE.schema
     first = polars_filter(pc.field("i") == 5, schema)

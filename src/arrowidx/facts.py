@@ -165,7 +165,7 @@ STATISTICS_FILTERS = Recent("statistics filters", 16)
 POLARS_TRANSLATIONS = Recent("polars translations", 16)
 POLARS_VALID = Recent("valid polars predicates", 16)
 
-#: pyarrow filters as Polars predicates of the same meaning (arrowidx.lake.read.polars_filter)
+#: pyarrow filters as Polars predicates of the same meaning (arrowidx.lake.polars_filter)
 POLARS_FILTERS = Recent("polars forms of filters", 4)
 
 MEMOS = (PARSED, VALID_FILTERS, VALID_SHAPES, STATISTICS_FILTERS, POLARS_TRANSLATIONS, POLARS_VALID, POLARS_FILTERS)

@@ -24,11 +24,10 @@ import dataclasses
 import difflib
 import os
 import posixpath
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +49,7 @@ from ..file_index import write_file_index
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
+from ..progress import progress_bar
 from ..storage import ObjectInfo, Store, storage_error
 from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
 from .footer import NO_DATA_FILES, read_footer
@@ -186,25 +186,6 @@ def _check_columns(store: Store, root: str, rels: list[str], options: Mapping[st
     if wanted and rels:
         hints = [f"{w!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(w, sorted(seen), n=1)) else repr(w) for w in sorted(wanted)]
         raise OptionError(f"column(s) {', '.join(hints)} to index are not a column of any data file (columns: {', '.join(sorted(seen))})")
-
-
-def show_progress(progress: bool | None) -> bool:
-    """``progress=None`` (the default everywhere): a bar only when stderr is a terminal."""
-    if progress is None:
-        isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty())
-    return bool(progress)
-
-
-def _progress(total: int, enabled: bool | None, what: str) -> Callable[[], None]:
-    if not show_progress(enabled) or total == 0:
-        return lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return lambda: None
-    bar = tqdm(total=total, unit="file", desc=what, leave=False)
-    return bar.update
 
 
 @dataclass
@@ -444,7 +425,7 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
                       on_stale_deletions=on_stale_deletions, storage_options=storage_options)  # fmt: skip
     if will_commit(plan):
         require_commit(plan.store, plan.root)  # a store that cannot commit refuses before anything is uploaded
-    tick = _progress(len(plan.todo), progress, "arrowidx build")
+    tick = progress_bar(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 
     def work(rel: str) -> FileEntry:

@@ -30,7 +30,7 @@ from ..errors import ArrowIdxError, CommitConflictError
 from ..expression import check_expression
 from ..filters import user_filter
 from ..options import DELETION_KEYS, check_option_keys
-from .build import _progress
+from ..progress import progress_bar
 from .commit import check_base, commit_manifest, require_commit, with_commit_retries
 from .freshness import check_stale_option, entry_is_fresh
 from .layout import DELETION_DIR, file_infos, join, write_atomic
@@ -137,7 +137,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
-    tick = _progress(len(rels), progress, "arrowidx delete")
+    tick = progress_bar(len(rels), progress, "arrowidx delete")
 
     read_columns = sorted(data.lake.columns_of(pushdown) | set(match.residual.columns if match.residual else ()))
 

@@ -253,10 +253,10 @@ def run_local(threads: int | None = None, progress: bool | None = None) -> Runne
     """Match files on a thread pool of this process (pyarrow releases the GIL)."""
 
     def run(fs: pafs.FileSystem, tasks: list[MatchTask], where: Where, schema: pa.Schema) -> list[MatchResult]:
-        from ..lake.build import _progress
+        from ..progress import progress_bar
 
         matcher = where.compile(schema)
-        tick = _progress(len(tasks), progress, "arrowidx paimon delete")
+        tick = progress_bar(len(tasks), progress, "arrowidx paimon delete")
 
         def work(task: MatchTask) -> MatchResult:
             out = match_file(fs, task, matcher)

@@ -51,7 +51,7 @@ from ..errors import (
     UnsupportedTableError,
 )
 from ..index import INDEX_TYPES
-from ..index.container import Container, java_string_hash, write_container
+from ..index.container import write_container
 from ..lake.commit import retry_on_conflict
 from ..options import (
     GLOBAL_KEYS,
@@ -70,6 +70,7 @@ from .commit import (
     create_if_absent,
     read_file,
 )
+from .javalayout import INDEX_SUFFIX, java_layout, next_index_name, old_header
 from .metadata import (
     AvroFile,
     DataFile,
@@ -86,7 +87,6 @@ from .metadata import (
 )
 
 BATCH_ROWS = 256 * 1024
-INDEX_SUFFIX = ".index"
 POSTPONE_BUCKET = -2
 
 
@@ -131,110 +131,6 @@ class FileResult:
     size: int = 0
 
 
-class _JavaMapOrder:
-    """The iteration order of a ``java.util.HashMap<String, ...>``: by bucket at the capacity
-    its largest size needed, then, within a bucket, ``put`` keys after and ``computeIfAbsent``
-    keys before the ones already there (removals and resizes keep the order)."""
-
-    def __init__(self) -> None:
-        self.pos: dict[str, int] = {}
-        self.count = 0
-        self.peak = 0
-
-    def put(self, key: str, head: bool = False) -> None:
-        if key not in self.pos:
-            self.count += 1
-            self.pos[key] = -self.count if head else self.count
-            self.peak = max(self.peak, len(self.pos))
-
-    def remove(self, key: str) -> None:
-        self.pos.pop(key, None)
-
-    def keys(self) -> list[str]:
-        capacity = 16
-        while self.peak > capacity * 3 // 4:
-            capacity *= 2
-
-        def bucket(key: str) -> int:
-            h = java_string_hash(key) & 0xFFFFFFFF
-            return (h ^ (h >> 16)) & (capacity - 1)
-
-        return sorted(self.pos, key=lambda k: (bucket(k), self.pos[k]))
-
-
-def _java_order(keys: Iterable[str], head: bool = False) -> list[str]:
-    m = _JavaMapOrder()
-    for k in keys:
-        m.put(k, head)
-    return m.keys()
-
-
-def java_layout(built: dict[tuple[str, str], bytes | None], old: dict[str, list[str]] | None) -> dict[str, dict[str, bytes | None]]:
-    """``{column: {type: bytes}}`` in the order Java's ``FileIndexProcessor`` serializes it.
-
-    ``DataFileIndexWriter`` keeps type -> column -> writer maps (types added with
-    ``computeIfAbsent``, columns with ``put``, in the options' order) and serializes into a
-    column -> type map (``computeIfAbsent`` / ``put``); the processor then merges that into the
-    map it loaded from the file's old ``.index`` file (``old``: header columns and types, read
-    into a map with ``computeIfAbsent``), after removing what is not configured."""
-    types = _java_order([t for _, t in built], head=True)
-    by_type = {t: _java_order([c for c, tt in built if tt == t]) for t in types}
-    serial = _JavaMapOrder()
-    serial_types: dict[str, _JavaMapOrder] = {}
-    for t in types:
-        for c in by_type[t]:
-            serial.put(c, head=True)
-            serial_types.setdefault(c, _JavaMapOrder()).put(t)
-    new = {c: serial_types[c].keys() for c in serial.keys()}
-    outer = _JavaMapOrder()
-    inner: dict[str, _JavaMapOrder] = {}
-    if old:
-        header = _java_order(old, head=True)
-        for column in header:  # readAll: computeIfAbsent(column).put(type)
-            outer.put(column, head=True)
-            inner[column] = _JavaMapOrder()
-            for t in _java_order(old[column]):
-                inner[column].put(t)
-        for column in header:  # remove what is not configured
-            if column not in new:
-                outer.remove(column)
-                continue
-            for t in old[column]:
-                if t not in new[column]:
-                    inner[column].remove(t)
-    for column, column_types in new.items():  # computeIfAbsent(column).putAll(types)
-        outer.put(column, head=True)
-        order = inner.setdefault(column, _JavaMapOrder())
-        for t in column_types:
-            order.put(t)
-    return {c: {t: built[(c, t)] for t in inner[c].keys()} for c in outer.keys()}
-
-
-def next_index_name(name: str) -> str:
-    """The name Java gives a data file's next index file (``DataFilePathFactory
-    .createNewFileIndexFilePath``): ``x.parquet.index`` -> ``x.parquet-1.index`` ->
-    ``x.parquet-2.index``."""
-    dot = name.rfind(".")
-    dash = name.rfind("-")
-    if dash != -1 and dot > dash:
-        try:
-            return f"{name[: dash + 1]}{int(name[dash + 1 : dot]) + 1}{INDEX_SUFFIX}"
-        except ValueError:
-            pass
-    return f"{name[:dot]}-1{INDEX_SUFFIX}"
-
-
-def _old_header(fs: pafs.FileSystem, path: str) -> dict[str, list[str]] | None:
-    data = read_file(fs, path)
-    if data is None:
-        return None
-    try:
-        container = Container(memoryview(data), path)
-    except ArrowIdxError:
-        return None  # Java could not load it either: it only decides an order
-    return {c: list(by_type) for c, by_type in container.entries.items()}
-
-
 def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
     """The file-index container Java writes for the task's data file (b"" for no index)."""
     options = dict(task.options)
@@ -265,7 +161,7 @@ def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
     if rows != task.rows:
         raise PaimonTableError(f"{task.data_path}: data file holds {rows} rows, its manifest entry says {task.rows}")
     old_files = [e for e in task.old_extra if e.endswith(INDEX_SUFFIX)]
-    old = _old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
+    old = old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
     return write_container(java_layout({key: w.finish() for key, (_, w) in writers.items()}, old))
 
 
@@ -689,9 +585,9 @@ def run_local(threads: int | None = None, progress: bool | None = None) -> Runne
     """Index tasks on a thread pool of this process (:func:`default_threads` unless given)."""
 
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
-        from ..lake.build import _progress
+        from ..progress import progress_bar
 
-        return index_files(fs, tasks, write, threads or default_threads(), _progress(len(tasks), progress, "indexing"))
+        return index_files(fs, tasks, write, threads or default_threads(), progress_bar(len(tasks), progress, "indexing"))
 
     return run
 
