@@ -21,8 +21,8 @@ pytest.importorskip("fastavro")
 
 from arrowidx import paimon
 from arrowidx.errors import OptionError, UnsupportedTableError
-from arrowidx.paimon.metadata import partition_stats, read_avro_file
 from arrowidx.paimon.javalayout import next_index_name
+from arrowidx.paimon.metadata import partition_stats, read_avro_file
 
 HERE = Path(__file__).resolve().parent
 SHAPES = HERE / "paimon_tables" / "shapes-0.9.0" / "db.db"
