@@ -26,7 +26,9 @@ def lake(tmp_path) -> str:
     return root
 
 
-def test_a_commit_writes_its_artifacts_before_the_manifest_and_a_refused_one_removes_them(lake):
+def test_a_commit_writes_its_artifacts_before_the_manifest_and_a_refused_one_removes_them(lake, monkeypatch):
+    from arrowidx.lake import commit as commit_module
+
     store, root, _ = resolve(lake)
     first, second = load_manifest(store, root), load_manifest(store, root)
     committed = commit_manifest(store, root, first, first.version, artifacts={"_arrowidx/lakeindex/a.bin": b"first"})
@@ -34,6 +36,13 @@ def test_a_commit_writes_its_artifacts_before_the_manifest_and_a_refused_one_rem
         assert f.read() == b"first"
     with pytest.raises(CommitConflictError):  # the version it planned on is gone
         commit_manifest(store, root, second, second.version, artifacts={"_arrowidx/lakeindex/b.bin": b"second"})
+    # the race: the other writer commits between the version check and the exclusive create
+    real = commit_module.latest_version
+    checks = iter([second.version])
+    monkeypatch.setattr(commit_module, "latest_version", lambda *a: next(checks, None) or real(*a))
+    with pytest.raises(CommitConflictError):
+        commit_manifest(store, root, second, second.version, artifacts={"_arrowidx/lakeindex/b.bin": b"second"})
+    monkeypatch.setattr(commit_module, "latest_version", real)
     assert not os.path.exists(os.path.join(root, "_arrowidx", "lakeindex", "b.bin"))  # referenced by no version
     assert load_manifest(store, root).version == committed.version
     with pytest.raises(ValueError, match="not under _arrowidx"):
