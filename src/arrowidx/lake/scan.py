@@ -52,20 +52,21 @@ from .._lazy import lazy_module
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
-from ..filters import Filter, user_filter
+from ..filters import Filter, user_columns, user_filter
 from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
 from ..statistics import statistics_filter
 from ..storage import ObjectInfo, Store, as_store
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
-from .footer import Footer, read_footer
+from .footer import Footer, content_xxh64, read_footer
 from .layout import (
     META_DIR,
     FileEntry,
     Manifest,
     _listed,
     check_stale_option,
+    current_manifest,
     deletion_record_length,
     deletion_vector_of,
     ensure_inside,
@@ -74,7 +75,6 @@ from .layout import (
     join,
     latest_version,
     load_index_bytes,
-    manifest_infos,
     read_manifest,
     resolve,
 )
@@ -86,6 +86,7 @@ from .partitions import (
     with_pruned,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
+from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -130,12 +131,12 @@ def _stat_pool() -> ThreadPoolExecutor:
 def load_manifest_shared(store: Store, root: str) -> Manifest:
     """The current manifest of ``root``: its version listed now, its content parsed once
     per process (a manifest version is created once and never rewritten). Readers only:
-    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change."""
-    infos = manifest_infos(store, root)
-    if not infos:
+    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change.
+    A version ``LATEST`` names that is missing raises
+    :class:`~arrowidx.errors.MissingManifestError` (:func:`~arrowidx.lake.layout.current_manifest`)."""
+    version, info = current_manifest(store, root)
+    if info is None:
         return Manifest()
-    version = max(infos)
-    info = infos[version]
     key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
     return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
 
@@ -340,6 +341,7 @@ class IndexedDataset:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
         self.manifest: Manifest = load_manifest_shared(self.store, root)
+        self._committed = self.manifest  # the version as committed (manifest: as read, see use_manifest)
         self._lock = threading.Lock()
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
         self._infos: dict[str, ObjectInfo | None] = {}
@@ -360,6 +362,17 @@ class IndexedDataset:
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
+        self.use_manifest(self.manifest)
+
+    def use_manifest(self, manifest: Manifest) -> None:
+        """Read the committed ``manifest`` (the current version, or one a query is pinned
+        to): with tombstones, a data file it does not list whose content a tombstone holds
+        (moved back, restored) is read with those deletions (:mod:`arrowidx.lake.tombstones`)."""
+        self._committed = manifest
+        if manifest.tombstones:
+            unlisted = {rel: self._info(rel) for rel in self.files if rel not in manifest.files}
+            manifest = with_returned_files(manifest, unlisted, self.content_xxh64)
+        self.manifest = manifest
 
     @property
     def format(self) -> ds.ParquetFileFormat:
@@ -406,13 +419,16 @@ class IndexedDataset:
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
         files' sizes and times."""
-        if self.manifest.version == 0 or latest_version(self.store, self.root) != self.manifest.version:
-            self.manifest = load_manifest_shared(self.store, self.root)
+        committed = self._committed
+        if committed.version == 0 or latest_version(self.store, self.root) != committed.version:
+            committed = load_manifest_shared(self.store, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
+        if committed is not self._committed or committed.tombstones:
+            self.use_manifest(committed)
         if not self._listed_now:
             self.forget_file_infos()
 
@@ -481,7 +497,7 @@ class IndexedDataset:
         if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
             return known[2]
         fresh = entry_is_fresh(entry, self._info(entry.path), lambda: self.read_footer(entry.path),
-                               on_stale_deletions=self.on_stale_deletions)  # fmt: skip
+                               content=lambda: self.content_xxh64(entry.path), on_stale_deletions=self.on_stale_deletions)  # fmt: skip
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
 
@@ -516,6 +532,15 @@ class IndexedDataset:
             return footer, footer.metadata.serialized_size
 
         return facts.FOOTERS.get(self._fact_key("footer", rel), make)
+
+    def content_xxh64(self, rel: str) -> str:
+        """The XXH64 of the data file's whole content (what identifies it when its change
+        stamp is not the one indexed), read once per file identity in the process."""
+        info = self._info(rel)
+        if info is None:
+            raise FileNotFoundError(join(self.root, rel))
+        make = lambda: (content_xxh64(self.store, join(self.root, rel), info.size), 64)  # noqa: E731
+        return facts.DERIVED.get(self._fact_key("content", rel), make)
 
     def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
         """pyarrow's fragment of one data file (its partition expression, footer loaded by
@@ -863,7 +888,7 @@ class IndexedDataset:
         """
         expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
-            check_expression(expr, self.schema, rows=self._may_hold_rows())
+            check_expression(expr, self.schema, rows=self._may_hold_rows(), where=self.root)
         view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
         if view is not self:
             return with_pruned(self, view, view.plan(expr, statistics=statistics))
@@ -1144,7 +1169,7 @@ class IndexedDataset:
         key directory ruled out left out)."""
         if not self.files:
             return _Route([], one_pass=True)
-        check_expression(filter, self.schema, rows=self._may_hold_rows())
+        check_expression(filter, self.schema, rows=self._may_hold_rows(), where=self.root)
         view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
         if view is not self:
             return view._route(filter)
@@ -1172,10 +1197,19 @@ class IndexedDataset:
         files itself (its own statistics pruning, same cost); otherwise the surviving row
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
+        ``columns``: names (one ``str`` is one column); an unknown one raises
+        :class:`~arrowidx.predicate.UnknownColumnError` here, as pyarrow raises.
         """
+        return self._batches(filter, self._user_columns(columns))
+
+    def _user_columns(self, columns) -> list[str] | None:
+        """``columns=`` as a list of this dataset's column names (:func:`arrowidx.filters.user_columns`)."""
+        return user_columns(columns, self.schema, self.root) if columns is not None else None
+
+    def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         route = self._route(filter)
@@ -1234,11 +1268,12 @@ class IndexedDataset:
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for b in self.to_batches(filter, columns):
+            for b in self._batches(filter, columns):
                 yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
 
         return pa.RecordBatchReader.from_batches(schema, batches())
@@ -1263,7 +1298,8 @@ class IndexedDataset:
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
-        (``filter``: a ``pc.Expression``, or SQL text)."""
+        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
@@ -1287,7 +1323,7 @@ class IndexedDataset:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+            return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
         if filter is None:
             self.forget_file_infos()
@@ -1298,7 +1334,7 @@ class IndexedDataset:
                 total += (entry.rows if self._fresh(entry) else self.row_count(rel)) - (dv.cardinality if dv else 0)
             return total
         columns = sorted(self.bind_columns(filter)) or [self.schema.names[0]]
-        return sum(b.num_rows for b in self.to_batches(filter, columns))
+        return sum(b.num_rows for b in self._batches(filter, columns))
 
 
 @dataclass
