@@ -35,7 +35,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import ArrowIdxError, MissingFilterError, OptionError, UnsupportedTypeError, UnsupportedValueError
+from .errors import (
+    ArrowIdxError,
+    MissingFilterError,
+    OptionError,
+    UnsupportedTypeError,
+    UnsupportedValueError,
+)
 from .filters import require_delete_filter, user_filter
 from .sql import WhereError, parse_where
 

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._bytes import as_buffer
 from .arrow_input import arrow_schema, record_batches
@@ -24,7 +23,6 @@ from .options import ColumnIndexSpec, parse_index_options
 from .predicate import UnknownColumnError, bind, check_fields, evaluate, is_exact  # noqa: F401 (UnknownColumnError: importable here too)
 from .result import REMAIN, SKIP, IndexResult
 from .types import column_keys, paimon_type
-
 
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 

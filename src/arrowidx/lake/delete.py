@@ -47,8 +47,8 @@ from .layout import (
     write_atomic,
 )
 from .scan import dataset as open_dataset
-from .tombstones import bury
 from .scan import expression_mask
+from .tombstones import bury
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 

@@ -26,7 +26,17 @@ import pyarrow.fs as pafs
 from ..deletion import read_deletion_vectors
 from ..errors import ArrowIdxError
 from ..storage import as_store
-from .layout import DELETION_DIR, LATEST, Manifest, join, latest_hint, manifest_path, metadata_listing, read_manifest, resolve
+from .layout import (
+    DELETION_DIR,
+    LATEST,
+    Manifest,
+    join,
+    latest_hint,
+    manifest_path,
+    metadata_listing,
+    read_manifest,
+    resolve,
+)
 
 
 @dataclass

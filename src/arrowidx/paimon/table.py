@@ -43,7 +43,20 @@ from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
 from ..filters import user_columns, user_filter
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, check_fields, is_exact
+from ..predicate import (
+    And,
+    Compare,
+    Const,
+    IsIn,
+    IsNull,
+    Node,
+    Not,
+    Opaque,
+    Or,
+    bind,
+    check_fields,
+    is_exact,
+)
 from ..result import REMAIN, IndexResult
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (

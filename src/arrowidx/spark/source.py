@@ -137,7 +137,7 @@ def check_source_options(options: Mapping[str, object], *, call: str = 'spark.re
     option names in lower case: they are compared so. ``storage.<key>`` options are an
     object store's ``storage_options``."""
     known = {k.lower(): k for k in accepted}
-    for key, value in options.items():
+    for key in options:
         name = str(key)
         if name.lower() in known or name.lower().startswith(STORAGE_PREFIX):
             continue
