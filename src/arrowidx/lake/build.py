@@ -99,6 +99,9 @@ class BuildReport:
     tombstoned: dict[str, int] = field(default_factory=dict)
     restored: dict[str, int] = field(default_factory=dict)
     forgotten: dict[str, int] = field(default_factory=dict)
+    # files whose content is the one indexed under a new change stamp (copied, touched): the
+    # entry took the new stamp, so no reader hashes them again
+    restamped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         if not self.changed:
@@ -109,7 +112,9 @@ class BuildReport:
         return (
             f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
             f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
-            f" {len(self.removed)} removed, in {self.seconds:.2f}s" + self.deletions_text()
+            f" {len(self.removed)} removed, in {self.seconds:.2f}s"
+            + (f"; {len(self.restamped)} re-stamped (same content, new stamp)" if self.restamped else "")
+            + self.deletions_text()
         )
 
     def deletions_text(self) -> str:
@@ -267,6 +272,9 @@ class BuildPlan:
     started: float
     on_stale_deletions: str = "raise"
     repaired: list[str] = field(default_factory=list)  # unchanged files whose index failed its checksum
+    # unchanged files whose content is the one indexed but whose change stamp is not (a copied
+    # lake, a touch): their entries take the new stamp, so readers need not hash them again
+    restamped: list[str] = field(default_factory=list)
 
 
 def _columns_value(value: str) -> list[str]:
@@ -342,15 +350,18 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
         if missing:
             raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
         infos = {rel: info for rel, info in found.items() if info is not None}
-    todo, unchanged, repaired = [], [], []
+    todo, unchanged, repaired, restamped = [], [], [], []
     for rel in rels:
-        entry = manifest.files.get(rel)
-        same = entry is not None and _entry_fresh(fs, root, entry, infos[rel], on_stale_deletions) and entry.index is not None
-        same = same and entry.content_xxh64 is not None  # (indexed before content hashes: indexed again, once)
+        entry, info = manifest.files.get(rel), infos[rel]
+        fresh = entry is not None and _entry_fresh(fs, root, entry, info, on_stale_deletions)
+        same = fresh and entry.index is not None and entry.content_xxh64 is not None  # (else indexed again, once)
         if same and incremental and manifest.options == options and not _index_ok(fs, root, entry):
             same = False
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content, proved: trust the new stamp
+            restamped.append(rel)
     _check_columns(fs, root, todo, options)
     if explicit is None:  # every data file was listed: an entry whose file is gone leaves
         removed = sorted(set(manifest.files) - set(rels))
@@ -365,7 +376,7 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
                 f" dataset's options. Build the whole dataset ({root}) to change them"
             )
     return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
-                     on_stale_deletions, repaired)  # fmt: skip
+                     on_stale_deletions, repaired, restamped)  # fmt: skip
 
 
 def _options_text(options: Mapping[str, str]) -> str:
@@ -392,8 +403,8 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     tombstone holds gets its deletions back (:mod:`arrowidx.lake.tombstones`)."""
     manifest = plan.manifest
     report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
-                         options=dict(plan.options))  # fmt: skip
-    if not built and not plan.removed and manifest.options == plan.options and plan.base_version > 0:
+                         options=dict(plan.options), restamped=plan.restamped)  # fmt: skip
+    if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0:
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
@@ -550,4 +561,4 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
 
 def will_commit(plan: BuildPlan) -> bool:
     """Whether this plan commits a manifest version (else the build changes nothing)."""
-    return bool(plan.todo or plan.removed or plan.manifest.options != plan.options or plan.base_version == 0)
+    return bool(plan.todo or plan.removed or plan.restamped or plan.manifest.options != plan.options or plan.base_version == 0)

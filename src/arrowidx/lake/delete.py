@@ -151,6 +151,8 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         fresh = entry is not None and entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel),
                                                      content=lambda rel=rel: data.content_xxh64(rel),
                                                      on_stale_deletions=on_stale_deletions)  # fmt: skip
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content (proved), a new stamp
         if not fresh:
             if entry is not None:  # changed, and read-full: its deletions stay with the content that left
                 bury(manifest, entry, base_version + 1)

@@ -65,8 +65,8 @@ from .layout import (
     FileEntry,
     Manifest,
     _listed,
+    check_latest,
     check_stale_option,
-    current_manifest,
     deletion_record_length,
     deletion_vector_of,
     ensure_inside,
@@ -75,6 +75,7 @@ from .layout import (
     join,
     latest_version,
     load_index_bytes,
+    metadata_listing,
     read_manifest,
     resolve,
 )
@@ -134,11 +135,23 @@ def load_manifest_shared(store: Store, root: str) -> Manifest:
     writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change.
     A version ``LATEST`` names that is missing raises
     :class:`~arrowidx.errors.MissingManifestError` (:func:`~arrowidx.lake.layout.current_manifest`)."""
-    version, info = current_manifest(store, root)
-    if info is None:
-        return Manifest()
-    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
-    return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+    infos, latest = metadata_listing(store, root)
+    version = max(infos) if infos else 0
+    pending = None
+    if latest is not None:  # (read beside the manifest where a read is a round trip)
+        if store.quick_reads:
+            check_latest(store, root, version, latest)
+        else:
+            pending = facts.executor().submit(check_latest, store, root, version, latest)
+    try:
+        if not version:
+            return Manifest()
+        info = infos[version]
+        key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
+        return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+    finally:
+        if pending is not None:
+            pending.result()  # a missing newer version raises here, whatever was read
 
 
 def _sized(manifest: Manifest) -> tuple[Manifest, int]:
