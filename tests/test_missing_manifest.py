@@ -41,7 +41,7 @@ def lost(tmp_path):
 
 def message(root) -> str:
     return (
-        f"{root}/_arrowidx: LATEST names manifest version 3, but manifest-00000003.json is not on disk (the newest"
+        f"{root}/_arrowidx/LATEST: names manifest version 3, but manifest-00000003.json is not on disk (the newest"
         " there is version 2): reading version 2 would bring back every row deleted after it. Restore the missing"
         f" manifest(s) (a backup, the rest of a sync), or accept the rollback to version 2: arrowidx.accept_rollback({root!r})"
         f" (CLI: arrowidx accept-rollback {root}), which says which deletions it undoes"
@@ -80,7 +80,7 @@ def test_a_dataset_open_before_the_loss_refuses_at_its_next_refresh(tmp_path):
     arrowidx.delete(root, "id < 3", progress=False)
     data = arrowidx.dataset(root)
     os.remove(os.path.join(root, "_arrowidx", "manifest-00000002.json"))
-    with pytest.raises(MissingManifestError, match="LATEST names manifest version 2, but manifest-00000002.json"):
+    with pytest.raises(MissingManifestError, match="LATEST: names manifest version 2, but manifest-00000002.json"):
         data.refresh()
 
 

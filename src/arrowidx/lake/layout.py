@@ -693,12 +693,12 @@ def check_latest(store: Store, root: str, newest: int, latest: ObjectInfo | None
     if store.stat([join(root, manifest_path(named))])[0] is not None:
         return  # committed after our listing: this reader reads the version it listed
     raise MissingManifestError(
-        f"LATEST names manifest version {named}, but {posixpath.basename(manifest_path(named))} is not on disk (the"
+        f"names manifest version {named}, but {posixpath.basename(manifest_path(named))} is not on disk (the"
         f" newest there is version {newest}): reading version {newest} would bring back every row deleted after"
         f" it. Restore the missing manifest(s) (a backup, the rest of a sync), or accept the rollback to version"
         f" {newest}: arrowidx.accept_rollback({root!r}) (CLI: arrowidx accept-rollback {root}), which says which"
         " deletions it undoes",
-        source=join(root, META_DIR), version=named, newest=newest,
+        source=join(root, LATEST), version=named, newest=newest,
     )  # fmt: skip
 
 

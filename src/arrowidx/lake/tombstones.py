@@ -82,7 +82,11 @@ def with_returned_files(manifest: Manifest, infos: Mapping[str, ObjectInfo | Non
         if info is None or rel in manifest.files or info.size not in sizes:
             continue
         current = view if view is not None else manifest
-        tombstone = matching(current, rel, info.size, content(rel))
+        try:
+            digest = content(rel)
+        except FileNotFoundError:
+            continue  # gone since it was listed
+        tombstone = matching(current, rel, info.size, digest)
         if tombstone is None:
             continue
         if view is None:
