@@ -132,3 +132,29 @@ def test_a_version_committed_after_the_listing_is_not_missing(tmp_path):
     arrowidx.delete(root, "id < 3", progress=False)  # version 2, LATEST = 2
     _, latest = metadata_listing(store, root)
     check_latest(store, root, max(listed), latest)  # newest listed 1, LATEST 2, manifest 2 there: no error
+
+
+def test_a_store_whose_reads_are_round_trips_checks_latest_beside_the_manifest(tmp_path):
+    """On a store whose reads are not quick (object stores; here fsspec's memory filesystem),
+    LATEST is read on the I/O pool while the manifest is: the refusal is the same."""
+    import fsspec
+    import pyarrow.fs as pafs
+
+    memory = fsspec.filesystem("memory")
+    root = f"/issue47-missing-{os.getpid()}-{tmp_path.name}"
+    memory.mkdirs(root, exist_ok=True)
+    fs = pafs.PyFileSystem(pafs.FSSpecHandler(memory))
+    try:
+        assert not as_store(fs).quick_reads
+        pq.write_table(pa.table({"id": pa.array(IDS, pa.int64())}), f"{root}/p.parquet", filesystem=fs)
+        arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, filesystem=fs, progress=False)
+        arrowidx.delete(root, "id < 3", filesystem=fs, progress=False)
+        assert arrowidx.dataset(root, filesystem=fs).count_rows() == 7
+        memory.rm(f"{root}/_arrowidx/manifest-00000002.json")
+        with pytest.raises(MissingManifestError) as info:
+            arrowidx.dataset(root, filesystem=fs)
+        assert (info.value.version, info.value.newest) == (2, 1)
+        assert arrowidx.accept_rollback(root, filesystem=fs).missing == [2]
+        assert arrowidx.dataset(root, filesystem=fs).count_rows() == 10
+    finally:
+        memory.rm(root, recursive=True)
