@@ -30,7 +30,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import MissingFilterError
-from .predicate import UnknownColumnError
 from .sql import Residual, compile_where
 
 __all__ = ["Filter", "require_delete_filter", "user_columns", "user_filter"]
@@ -170,5 +169,7 @@ def user_columns(columns: str | Sequence[str] | None, schema: pa.Schema, where: 
         if not isinstance(name, str):
             raise UnsupportedInputError(f"{where}: {argument} takes column names (str), got {type(name).__name__} {name!r}")
         if name not in known:
+            from .predicate import UnknownColumnError  # (the error's class is pyarrow's too: imported when raised)
+
             raise UnknownColumnError.naming(name, known, where, argument)
     return names
