@@ -341,25 +341,6 @@ def test_an_unreachable_store_is_unavailable_not_corrupt(aws_env):
         arrowidx.dataset("s3://nobody-listens/lake", storage_options=options)
 
 
-def test_object_store_docs(s3, aws_env, tmp_path, monkeypatch):
-    """The examples of docs/object-stores.md run against the server (lake my-bucket/lake)."""
-    import re
-
-    try:
-        s3.create_bucket("my-bucket")
-    except Exception:  # noqa: BLE001 (already there: a rerun against the same server)
-        pass
-    fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, access_key="k", secret_key="s", region="us-east-1")
-    table = _table(8).select(["id", "status"]).slice(0, 4000)
-    for i in range(2):
-        pq.write_table(table.slice(i * 2000, 2000), f"my-bucket/lake/part-{i}.parquet", filesystem=fs)
-    monkeypatch.chdir(tmp_path)
-    page = Path(__file__).resolve().parents[1] / "docs" / "object-stores.md"
-    namespace: dict = {"__name__": "__docs__"}
-    for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)):
-        exec(compile(block, f"object-stores.md[block {i}]", "exec"), namespace)
-
-
 def test_paimon_rewrite_on_s3(s3, tmp_path):
     """Issue 42 on an object store: a Java-written Paimon table uploaded to the server,
     its file index rewritten with storage_options (the snapshot created put-if-absent),

@@ -638,7 +638,7 @@ def test_read_refuses_files_changed_since_planned(spark, lake, monkeypatch):
     applied: the query fails instead, naming read()."""
     from arrowidx.lake.scan import IndexedDataset
 
-    monkeypatch.setattr(IndexedDataset, "file_identity", lambda self, rel: (rel, 7, 0))
+    monkeypatch.setattr(IndexedDataset, "_file_identity", lambda self, rel: (rel, 7, 0))
     df = spark_mod.read(spark, lake["root"], "id > 5")
     with pytest.raises(Exception, match="changed after arrowidx.spark.read planned"):
         df.count()

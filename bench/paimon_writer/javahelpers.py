@@ -28,7 +28,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CACHE = Path(os.environ.get("ARROWIDX_CACHE", Path.home() / ".cache" / "arrowidx"))
 BUILD = ROOT / "build" / "paimon-java"
-SOURCES = {"0.9.0": ["WriteBench.java", "PaimonCheck.java"], "master": ["WriteBench.java", "PaimonCheck.java", "JavaRewrite.java"]}
+SOURCES = {
+    "0.9.0": ["WriteBench.java", "PaimonCheck.java", "JavaDelete.java", "v09/DvCommit.java"],
+    "master": ["WriteBench.java", "PaimonCheck.java", "JavaRewrite.java", "JavaDelete.java", "master/DvCommit.java"],
+}
 JVM_TEST = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss4m", "-Xmx1g"]
 OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in ("java.nio", "sun.nio.ch", "java.lang", "java.util")]
 

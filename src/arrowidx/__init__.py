@@ -58,7 +58,13 @@ __all__ = [
 ]
 
 
+#: the documented subpackages and modules, imported on first use too (``arrowidx.paimon``)
+_SUBMODULES = ["errors", "facts", "options", "paimon", "polars", "spark", "sql"]
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'arrowidx' has no attribute {name!r}")
@@ -68,7 +74,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The documented names only (not this module's own imports)."""
+    return sorted([*__all__, *_SUBMODULES, "__version__"])
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly

@@ -169,7 +169,9 @@ def user_columns(columns: str | Sequence[str] | None, schema: pa.Schema, where: 
         if not isinstance(name, str):
             raise UnsupportedInputError(f"{where}: {argument} takes column names (str), got {type(name).__name__} {name!r}")
         if name not in known:
-            from .predicate import UnknownColumnError  # (the error's class is pyarrow's too: imported when raised)
+            from .predicate import (
+                UnknownColumnError,  # (the error's class is pyarrow's too: imported when raised)
+            )
 
             raise UnknownColumnError.naming(name, known, where, argument)
     return names

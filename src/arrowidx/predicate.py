@@ -259,6 +259,25 @@ def _parse(expr: pc.Expression):
     return tree
 
 
+def expression_columns(expr: pc.Expression | None) -> set[str] | None:
+    """The top-level column names a pyarrow Expression reads anywhere in it (also inside
+    calls no index answers); None when it holds a part this cannot read (a nested field
+    reference): then every column is needed."""
+    if expr is None:
+        return set()
+    out: set[str] = set()
+    stack = [parse(expr)]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, _Field):
+            out.add(t.name)
+        elif isinstance(t, _Call):
+            stack.extend(t.args)
+        elif isinstance(t, _Unknown):
+            return None
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # Names: a field a filter or a projection names must be a column
 # --------------------------------------------------------------------------------------
@@ -288,32 +307,17 @@ class UnknownColumnError(ArrowIdxError, pa.ArrowInvalid):
                    column=column, columns=columns)  # fmt: skip
 
 
-def field_names(expr) -> set[str] | None:
-    """Every column name ``expr`` (a ``pc.Expression``) references, outside nested field
-    references (None when its tree cannot be read: pyarrow then decides)."""
-    names: set[str] = set()
-
-    def walk(t) -> None:
-        if isinstance(t, _Field):
-            names.add(t.name)
-        elif isinstance(t, _Call):
-            for a in t.args:
-                walk(a)
-
-    try:
-        walk(parse(expr))
-    except Exception:  # noqa: BLE001 - an Expression the parser does not know
-        return None
-    return names
-
-
 def check_fields(expr, schema: pa.Schema, where: str, argument: str = "filter=") -> None:
     """:class:`UnknownColumnError` for the first name ``expr`` references that is not a
     column of ``schema`` (nothing for other expressions)."""
     if not isinstance(expr, pc.Expression):
         return
     columns = schema.names
-    for name in sorted(field_names(expr) or ()):
+    try:
+        names = expression_columns(expr)
+    except Exception:  # noqa: BLE001 - an Expression the parser does not know: pyarrow decides
+        return
+    for name in sorted(names or ()):
         if name not in columns:
             raise UnknownColumnError.naming(name, columns, where, argument)
 

@@ -48,12 +48,14 @@ from ..errors import (
     CorruptIndexError,
     OptionError,
     StaleDeletionError,
+    UnsupportedTypeError,
 )
 from ..file_index import write_file_index
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
+from ..options import merge_index_options as merge_options
 from ..storage import ObjectInfo, as_store, storage_error
-from .footer import content_xxh64, read_footer
+from .footer import NO_DATA_FILES, content_xxh64, read_footer
 from .layout import (
     INDEX_DIR,
     FileEntry,
@@ -104,6 +106,11 @@ class BuildReport:
     restamped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
+        if not (self.indexed or self.unchanged):
+            return (
+                f"manifest v{self.version} at {self.root}: no data files to index: {NO_DATA_FILES}; the options"
+                " are stored: run the build again once it holds Parquet files"
+            )
         if not self.changed:
             return (
                 f"nothing changed: manifest v{self.version} at {self.root} already indexes all"
@@ -156,6 +163,8 @@ def index_one_file(
         container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
+    except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
+        raise UnsupportedTypeError(f"{join(root, rel)}: {e}") from None
     except OSError as e:
         raise storage_error(e, join(root, rel), "data file") from None
     except pa.ArrowException as e:  # the footer parsed, the data does not
@@ -275,45 +284,6 @@ class BuildPlan:
     # unchanged files whose content is the one indexed but whose change stamp is not (a copied
     # lake, a touch): their entries take the new stamp, so readers need not hash them again
     restamped: list[str] = field(default_factory=list)
-
-
-def _columns_value(value: str) -> list[str]:
-    return [c.strip() for c in value.split(",") if c.strip()]
-
-
-def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *, replace: bool = False,
-                  drop: Iterable[str] = ()) -> dict[str, str]:  # fmt: skip
-    """The options a build uses: ``stored`` plus ``new`` (column lists are united, other keys
-    overridden), minus the ``drop`` entries (``"column"`` or ``"column:type"``); with
-    ``replace=True`` only ``new``."""
-    out = {} if replace else dict(stored)
-    for key, value in (new or {}).items():
-        key, value = str(key), str(value)
-        if key.endswith(".columns") and key in out:
-            value = ",".join(dict.fromkeys(_columns_value(out[key]) + _columns_value(value)))
-        out[key] = value
-    for item in drop:
-        column, _, index_type = str(item).partition(":")
-        column, index_type = column.strip(), index_type.strip()
-        found = False
-        for key in [k for k in out if k.endswith(".columns")]:
-            kind = key[len("file-index.") : -len(".columns")]
-            if index_type and kind != index_type:
-                continue
-            columns = _columns_value(out[key])
-            if column in columns:
-                found = True
-                columns.remove(column)
-                if columns:
-                    out[key] = ",".join(columns)
-                else:
-                    del out[key]
-                for k in [k for k in out if k.startswith(f"file-index.{kind}.{column}.")]:
-                    del out[k]
-        if not found:
-            indexed = sorted(f"{c}:{k[len('file-index.') : -len('.columns')]}" for k, v in out.items() if k.endswith(".columns") for c in _columns_value(v))
-            raise OptionError(f"drop {item!r}: no such index; indexed are {', '.join(indexed) or 'none'}")
-    return out
 
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,

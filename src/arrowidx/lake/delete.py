@@ -148,29 +148,29 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
-        fresh = entry is not None and entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel),
-                                                     content=lambda rel=rel: data.content_xxh64(rel),
+        fresh = entry is not None and entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel),
+                                                     content=lambda rel=rel: data._content_xxh64(rel),
                                                      on_stale_deletions=on_stale_deletions)  # fmt: skip
         if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
             entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content (proved), a new stamp
         if not fresh:
             if entry is not None:  # changed, and read-full: its deletions stay with the content that left
                 bury(manifest, entry, base_version + 1)
-            footer = data.read_footer(rel)
+            footer = data._read_footer(rel)
             manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
-    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+    read_columns = sorted(data._bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
 
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
         plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
             return rel, None
-        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
+        read = data._read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
         if read is None:
             return rel, np.zeros(0, dtype=np.uint64)
         table, row_numbers = read
@@ -210,7 +210,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
         for rel in changed:  # deletions belong to content: name it (files never indexed, or indexed before content hashes)
             if manifest.files[rel].content_xxh64 is None:
-                manifest.files[rel].content_xxh64 = data.content_xxh64(rel)
+                manifest.files[rel].content_xxh64 = data._content_xxh64(rel)
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector

@@ -19,6 +19,7 @@ when the footer is larger than that tail.
 
 from __future__ import annotations
 
+import posixpath
 import struct
 from dataclasses import dataclass
 
@@ -57,6 +58,20 @@ def fingerprint(tail_bytes: bytes, size: int) -> str:
     return f"{size}:{xxhash.xxh64_hexdigest(tail_bytes)}"
 
 
+#: What a dataset reads, for messages about a folder without data files.
+NO_DATA_FILES = "its folder holds no files but hidden ones (names starting with '_' or '.')"
+
+
+def stray_file_hint(path: str) -> str:
+    """Advice for a file of a dataset folder that is not Parquet (``README.txt``): every file
+    under the folder is a data file, as for ``pyarrow.dataset`` and Spark, except hidden ones."""
+    name = posixpath.basename(path)
+    if name.endswith(".parquet"):
+        return ""
+    return (f"; every file under a dataset folder is read as Parquet, except names starting with '_' or '.'"
+            f" (as _SUCCESS): move {name} out of the folder or rename it to _{name}")  # fmt: skip
+
+
 def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None) -> Footer:
     """Read and parse the footer of the Parquet file at ``path``.
 
@@ -70,11 +85,11 @@ def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None)
             raise FileNotFoundError(path)
         size = info.size
     if size < 12:
-        raise CorruptIndexError(f"not a Parquet file ({size} bytes)", source=path)
+        raise CorruptIndexError(f"not a Parquet file ({size} bytes){stray_file_hint(path)}", source=path)
     start = max(0, size - TAIL_BYTES)
     tail = store.get_range(path, start, size - start, "data file")
     if tail[-4:] != MAGIC:
-        raise CorruptIndexError("not a Parquet file (no PAR1 magic at the end)", source=path)
+        raise CorruptIndexError(f"not a Parquet file (no PAR1 magic at the end){stray_file_hint(path)}", source=path)
     (length,) = struct.unpack("<I", tail[-8:-4])
     if length + 12 > size:
         raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)

@@ -272,7 +272,8 @@ def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
     try:
         return as_store(fs).get(path, what)
     except FileNotFoundError:
-        raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
+        hint = "; rebuild with arrowidx build" if what == "index file" else ""
+        raise CorruptIndexError(f"{what} is missing (deleted or never written){hint}", source=path) from None
 
 
 def checksum(data: bytes) -> str:
@@ -388,6 +389,14 @@ class Manifest:
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
     tombstones: list[Tombstone] = field(default_factory=list)  # deletions kept for content that left
+
+    def __repr__(self) -> str:
+        indexed = sum(e.index is not None for e in self.files.values())
+        deleted = sum(e.deletion.cardinality for e in self.files.values() if e.deletion is not None)
+        options = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items())) or "none"
+        where = f" from {self.source}" if self.source else ""
+        return (f"Manifest(version {self.version}{where}: {len(self.files)} file(s), {indexed} indexed,"
+                f" {deleted:,} row(s) deleted; options {options})")  # fmt: skip
 
     def copy(self) -> Manifest:
         """A copy whose files, entries and tombstones a writer may change (index and deletion
@@ -747,7 +756,36 @@ def load_manifest(fs: pafs.FileSystem, root: str) -> Manifest:
 def read_manifest(fs: pafs.FileSystem, root: str, version: int) -> Manifest:
     path = join(root, manifest_path(version))
     ensure_inside(fs, root, path, "manifest")
-    return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
+    try:
+        return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
+    except CorruptManifestError as e:
+        advice = _damaged_manifest_advice(fs, root, version)
+        if not advice:
+            raise
+        message = e.detail[len(e.field) + 2 :] if e.field and e.detail.startswith(f"{e.field}: ") else e.detail
+        raise CorruptManifestError(f"{message}; {advice}", source=e.source, field=e.field) from None
+
+
+def _damaged_manifest_advice(fs: pafs.FileSystem, root: str, version: int) -> str:
+    """What to do when the newest manifest does not validate (the lake cannot be read: an
+    older version would bring deleted rows back, so none is read in its place)."""
+    versions = manifest_versions(fs, root)
+    if not versions or versions[-1] != version:
+        return ""
+    older = [v for v in versions if v < version]
+    if not older:
+        return (f"the dataset's only manifest version is damaged: restore {manifest_path(version)} from a backup,"
+                f" or move it out of {META_DIR}/, accept the rollback (arrowidx.accept_rollback({root!r}), CLI:"
+                f" arrowidx accept-rollback {root}) and run arrowidx build again (deleted rows then come back)")  # fmt: skip
+    previous = older[-1]
+    try:
+        Manifest.from_json(read_bytes(fs, join(root, manifest_path(previous)), "manifest"), "", expect_version=previous)
+    except ArrowIdxError:
+        return f"version {previous} is damaged too: restore {manifest_path(version)} from a backup"
+    return (f"the dataset cannot be read while its newest version ({version}) is damaged: restore the file"
+            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/ and"
+            f" accepting the rollback (arrowidx.accept_rollback({root!r}), CLI: arrowidx accept-rollback {root});"
+            f" what version {version} committed, a build or a delete, is then undone: run it again")  # fmt: skip
 
 
 def commit_manifest(fs: pafs.FileSystem | Store, root: str, manifest: Manifest, base_version: int) -> Manifest:

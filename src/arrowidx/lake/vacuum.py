@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..storage import as_store
 from .layout import (
     DELETION_DIR,
@@ -76,27 +76,47 @@ class VacuumReport:
         )
 
 
-def _seconds(older_than: float | timedelta) -> float:
-    seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else float(older_than)
-    if not seconds >= 0:
-        raise ArrowIdxError(f"older_than must be a duration >= 0, got {older_than!r}")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(older_than: float | str | timedelta, what: str = "older_than") -> float:
+    """Seconds in ``older_than``: a number of seconds, a ``timedelta``, or text such as
+    ``"3600"``, ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"``. Anything else is an
+    :class:`~arrowidx.errors.OptionError` naming ``what`` (the argument or flag)."""
+    try:
+        if isinstance(older_than, timedelta):
+            seconds = older_than.total_seconds()
+        elif isinstance(older_than, str):
+            text = older_than.strip().lower()
+            unit = text[-1:] if text[-1:] in _UNITS else "s"
+            seconds = float(text[:-1] if text[-1:] in _UNITS else text) * _UNITS[unit]
+        elif isinstance(older_than, bool):
+            raise TypeError
+        else:
+            seconds = float(older_than)
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or not seconds >= 0 or seconds == float("inf"):
+        raise OptionError(f"{what}={older_than!r} is not a duration: give seconds (3600), a datetime.timedelta,"
+                          " or text such as '30m', '12h' or '7d'")  # fmt: skip
     return seconds
 
 
 def vacuum(
     source: Any,
-    older_than: float | timedelta = DEFAULT_RETENTION,
+    older_than: float | str | timedelta = DEFAULT_RETENTION,
     *,
     filesystem: pafs.FileSystem | None = None,
     dry_run: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> VacuumReport:
-    """Remove what no retained manifest version references (``older_than``: seconds or a
-    ``timedelta``; default 7 days). Never removes the current version's files. Tombstones
-    (deletions kept for files that left the lake) dropped longer ago than ``older_than`` are
-    dropped first, in a new manifest version (``report.tombstones_dropped``).
+    """Remove what no retained manifest version references (``older_than``: seconds, a
+    ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the
+    current version's files. Tombstones (deletions kept for files that left the lake)
+    dropped longer ago than ``older_than`` are dropped first, in a new manifest version
+    (``report.tombstones_dropped``).
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
-    cutoff_ms = (time.time() - _seconds(older_than)) * 1000
+    cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
     fs, root, _ = resolve(source, filesystem, storage_options)
     store = as_store(fs)
     current_manifest(store, root)  # a missing newest version: refused (MissingManifestError), nothing removed

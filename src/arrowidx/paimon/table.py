@@ -321,6 +321,11 @@ class PaimonTable:
         self._bound_filters: list[_BoundFilter] = []  # the latest first
         self._polars_scans: dict[str, Any] = {}  # data file name -> its pl.scan_parquet
 
+    def __repr__(self) -> str:
+        snapshot = "no snapshot" if self._snapshot is None else f"snapshot {self.snapshot_id}"
+        keys = f", primary key {', '.join(self.primary_keys)}" if self.primary_keys else ""
+        return f"PaimonTable({self.path!r}, {snapshot}, schema {self.table_schema.id}{keys}: {', '.join(self.schema.names)})"
+
     @property
     def snapshot_id(self) -> int | None:
         return None if self._snapshot is None else int(self._snapshot["id"])

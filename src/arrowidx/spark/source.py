@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import functools
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ _LOG = logging.getLogger("arrowidx.spark")
 class FilePartition(InputPartition):
     """Data files to read in one task, at the manifest version the query was planned on;
     ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
-    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
+    (see :meth:`arrowidx.lake.scan.IndexedDataset._read_plans`)."""
 
     def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
         super().__init__((paths, version, one_pass))
@@ -164,6 +165,26 @@ def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
     return found or None
 
 
+def _said_to_spark(method):
+    """A planning method of the data source whose arrowidx errors Spark shows as their message
+    alone: ``[PYTHON_DATA_SOURCE_ERROR] ...: arrowidx.sql.WhereError: where: unknown column
+    ...``, not a traceback of arrowidx's frames with the message at its end. PySpark's worker
+    prints only the message when ``SPARK_HIDE_TRACEBACK`` is set (what the session setting
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for every UDF); it is set
+    here, in the planning worker that raises, only when the error is arrowidx's own."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ArrowIdxError:
+            if "PYTHON_WORKER_FACTORY_SECRET" in os.environ:  # (in a Spark Python worker only)
+                os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+            raise
+
+    return wrapper
+
+
 _PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
 _PLANNED_LOCK = threading.Lock()
 
@@ -213,6 +234,7 @@ class _Reader(DataSourceReader):
         self.files = json.loads(options["files"]) if options.get("files") else None
         self.version = int(options["version"]) if options.get("version") else None
 
+    @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
             fs, root, _ = resolve(self.path, None, self.storage)
@@ -287,12 +309,14 @@ class ArrowIdxDataSource(DataSource):
     Spark log (:func:`warn_unfiltered`).
     """
 
+    @_said_to_spark
     def __init__(self, options) -> None:
         super().__init__(options)
         # called once per DataFrame: when it is loaded (later queries unpickle this instance),
         # on the driver: a typo is refused before any job
         check_source_options(options)
         if not any(options.get(k) for k in ("where", "filter", "files")):
+            self._check_path()  # a missing dataset is said first, and alone
             warn_unfiltered(str(options.get("path", "")))
 
     @classmethod
@@ -305,10 +329,20 @@ class ArrowIdxDataSource(DataSource):
             raise ArrowIdxError('give the dataset path: spark.read.format("arrowidx").load(path)')
         return path
 
-    def schema(self):
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
+    def _check_path(self) -> None:
+        path = absolute(self._path())
+        if "://" not in path and not os.path.exists(path):
+            raise ArrowIdxError(f"spark.read.format('arrowidx').load({self._path()!r}): {path}: no such dataset directory")
 
+    @_said_to_spark
+    def schema(self):
+        self._check_path()
+        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(fs, root)
+        load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
+        return arrow_to_spark_schema(data.schema)
+
+    @_said_to_spark
     def reader(self, schema) -> DataSourceReader:
         return _Reader(self._path(), schema, self.options)
 
@@ -426,7 +460,7 @@ def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: lis
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    read = data._read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
     tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
     tables = [t for t in tables if t.num_rows]
     if not tables:
