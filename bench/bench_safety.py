@@ -36,7 +36,7 @@ CHILD = textwrap.dedent("""
     import pyarrow.compute as pc
     import arrowidx
     kind, root = sys.argv[1], sys.argv[2]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if kind == "build":
         arrowidx.build(root, {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "status"},
                        progress=False, incremental=False)
@@ -44,14 +44,16 @@ CHILD = textwrap.dedent("""
         arrowidx.build(root, progress=False)
     else:  # one cold needle in a fresh process
         n = arrowidx.dataset(root).to_table(filter=pc.field("id") == 123_456_789, columns=["id"]).num_rows
-    print(json.dumps({"ms": (time.perf_counter() - start) * 1000}))
+    print(json.dumps({"ms": (time.perf_counter() - start) * 1000, "cpu_ms": (time.process_time() - cpu) * 1000}))
 """)
 
 
-def run(src: Path, kind: str, root: str) -> float:
+def run(src: Path, kind: str, root: str) -> tuple[float, float]:
+    """Wall and CPU milliseconds (all threads) of one call in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(src))
     out = subprocess.run([sys.executable, "-c", CHILD, kind, root], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["ms"]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return got["ms"], got["cpu_ms"]
 
 
 def make_lake(root: Path, files: int, rows: int) -> None:
@@ -67,8 +69,11 @@ def make_lake(root: Path, files: int, rows: int) -> None:
         pq.write_table(table, root / f"part-{i:03d}.parquet", row_group_size=128 * 1024)
 
 
-def spread(times: list[float]) -> str:
-    return f"{statistics.median(times):8.0f} ms (min {min(times):.0f}, max {max(times):.0f})"
+def spread(times: list[tuple[float, float]]) -> str:
+    """Median wall time (min-max), and median CPU time: CPU moves less with the machine's load."""
+    wall = [w for w, _ in times]
+    cpu = statistics.median(c for _, c in times)
+    return f"{statistics.median(wall):6.0f} ms ({min(wall):.0f}-{max(wall):.0f}), CPU {cpu:5.0f} ms"
 
 
 def main() -> None:
@@ -90,7 +95,7 @@ def main() -> None:
             shutil.copytree(work / "data", work / name)
             lakes[name] = str(work / name)
         srcs = {"ours": OURS, "base": base}
-        results: dict[str, dict[str, list[float]]] = {n: {} for n in srcs}
+        results: dict[str, dict[str, list[tuple[float, float]]]] = {n: {} for n in srcs}
         for _ in range(args.rounds):
             for name, src in srcs.items():
                 shutil.rmtree(Path(lakes[name]) / "_arrowidx", ignore_errors=True)
@@ -102,9 +107,9 @@ def main() -> None:
                 results[name].setdefault("cold needle, copied lake", []).append(run(src, "query", str(copy)))
                 results[name].setdefault("incremental build, copied lake", []).append(run(src, "rebuild", str(copy)))
                 results[name].setdefault("cold needle, copied lake after that build", []).append(run(src, "query", str(copy)))
-        print(f"\n{'measure':44} {'this branch':>36} {'baseline':>36}")
+        print(f"\n{'measure (wall: median (min-max); CPU: median)':44} {'this branch':>38} {'baseline':>38}")
         for measure in results["ours"]:
-            print(f"{measure:44} {spread(results['ours'][measure]):>36} {spread(results['base'][measure]):>36}")
+            print(f"{measure:44} {spread(results['ours'][measure]):>38} {spread(results['base'][measure]):>38}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
