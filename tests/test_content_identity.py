@@ -10,6 +10,7 @@ Expected rows come from ``pyarrow.parquet.read_table(...).filter(...)`` of the f
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -22,6 +23,7 @@ import pytest
 
 import arrowidx
 import arrowidx.facts
+from arrowidx.cli import main
 from arrowidx.errors import StaleDeletionError
 
 N = 100_000  # 800 KB of int64: the values changed are far from the last 64 KiB
@@ -84,7 +86,7 @@ def test_a_rewrite_does_not_take_the_old_deletions(lake):
     assert full.to_table(filter=pc.field("id") < 20).equals(truth(lake, pc.field("id") < 20))
 
 
-def test_a_copied_lake_keeps_its_indexes_and_deletions_and_a_build_takes_its_stamps(lake, tmp_path):
+def test_a_copied_lake_keeps_its_indexes_and_deletions_and_a_build_takes_its_stamps(lake, tmp_path, capsys):
     arrowidx.delete(lake, pc.field("id") < 5, progress=False)
     copy = str(tmp_path / "copy")
     shutil.copytree(lake, copy)  # new inodes and change times, the same bytes (and mtimes)
@@ -94,6 +96,8 @@ def test_a_copied_lake_keeps_its_indexes_and_deletions_and_a_build_takes_its_sta
     assert data.to_table().equals(expected)  # the deletions still apply
     assert [p.status for p in data.explain(pc.field("id") == 7).files] == ["remain"]  # (not "stale": the file indexed)
     assert data.to_table(filter=NEEDLE).num_rows == 0
+    assert main(["inspect", copy, "--json"]) == 0  # the copy's files are the ones indexed
+    assert [f["state"] for f in json.loads(capsys.readouterr().out)["files"]] == ["ok"]
     report = arrowidx.build(copy, progress=False)
     assert (report.indexed, report.unchanged, report.restamped) == ([], ["a.parquet"], ["a.parquet"])
     again = arrowidx.build(copy, progress=False)
