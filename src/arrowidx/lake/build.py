@@ -427,8 +427,10 @@ def build(
     ``file-index.in-manifest-threshold``), added to the options the dataset was built with
     before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
     ``replace=True`` uses ``options`` alone. Incremental by default: a file whose content
-    (fingerprint) and options are unchanged keeps its index, unless the index fails its
-    checksum; files that disappeared leave the manifest; a build that changes nothing
+    (the XXH64 of the whole file) and options are unchanged keeps its index, unless the index
+    fails its checksum; files that disappeared leave the manifest (their deletions kept as
+    tombstones for their content: ``report.tombstoned``, re-applied when it returns:
+    ``report.restored``); a build that changes nothing
     commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
     when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
     after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).

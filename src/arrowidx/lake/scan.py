@@ -501,7 +501,7 @@ class IndexedDataset:
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
-        by the store's change stamp, else by the footer's fingerprint), remembered per file
+        by the store's change stamp, else by the content hash), remembered per file
         identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
@@ -619,8 +619,8 @@ class IndexedDataset:
     def _prepare(self, files: list[str], expr=None, *, columns: frozenset[str] | None = None) -> None:
         """Read, on the process's I/O pool (in this thread where reads are quick: a local
         disk), what planning ``files`` for ``expr`` needs that
-        the process does not hold yet: the footers of files whose freshness needs their
-        fingerprint (their change stamp is not the one indexed), and the bytes of the
+        the process does not hold yet: the content hash (or footer) of files whose freshness
+        needs it (their change stamp is not the one indexed), and the bytes of the
         indexes of ``expr``'s columns (one ranged read per file, when the manifest records
         where they lie). Nothing else: footers and deletion vectors of the files the
         indexes keep are read by :meth:`_prepare_kept`."""
