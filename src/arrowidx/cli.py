@@ -156,8 +156,8 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
             row["problem"] = "added after the last build: read in full; run arrowidx build to index it"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, lambda: data._read_footer(rel),  # by content, not mtime
-                                       content=lambda: data._content_xxh64(rel))  # fmt: skip
+                fresh = entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel),  # by content, not mtime
+                                       content=lambda rel=rel: data._content_xxh64(rel))  # fmt: skip
             except StaleDeletionError as e:
                 fresh, row["state"] = False, "STALE DELETIONS"
                 row["problem"] = f"{e}"
