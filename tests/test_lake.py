@@ -142,10 +142,14 @@ def test_indexes_prune_files_and_row_groups(lake):
 
 
 def test_stale_file_is_read_in_full(tmp_path):
+    """``on_stale_deletions="read-full"``: the changed file is read as it is now (every row,
+    its deleted rows back), and every other file keeps its deletions. The reference is the
+    rows in memory: the fresh files minus the deleted rows, plus the stale file whole."""
     root = str(tmp_path)
     write_lake(root, files=3)
     arrowidx.build(root, OPTIONS, progress=False)
-    arrowidx.delete(root, pc.field("status") == "paid", progress=False)
+    deleted = pc.field("status") == "paid"
+    assert arrowidx.delete(root, deleted, progress=False).rows_deleted > 0
     # Replace a data file: its index and its deletion vector no longer describe it.
     path = os.path.join(root, "part-001.parquet")
     table = pq.read_table(path)
@@ -156,19 +160,22 @@ def test_stale_file_is_read_in_full(tmp_path):
     data = arrowidx.dataset(root, on_stale_deletions="read-full")
     plan = data.explain(pc.field("status") == "shipped")
     assert [p.status for p in plan.files if p.path == "part-001.parquet"] == ["stale"]
-    expected = pc.field("status") == "shipped"
-    got = data.to_table(filter=expected)
-    plain = ds.dataset(root, format="parquet").to_table(filter=expected)
-    # Non-stale files keep their deletions; the stale file is read as it is now.
-    assert got.num_rows == plain.num_rows
+    files = {name: pq.read_table(os.path.join(root, name)) for name in ("part-000.parquet", "part-001.parquet", "part-002.parquet")}
+    rows = pa.concat_tables([t if name == "part-001.parquet" else t.filter(alive(deleted)) for name, t in files.items()])
+    assert files["part-001.parquet"].filter(deleted).num_rows > 0  # the stale file's deleted rows come back
+    for expr in (None, deleted, pc.field("status") == "shipped", pc.field("id") > 10_100):
+        got = data.to_table(filter=expr)
+        expected = rows if expr is None else rows.filter(expr)
+        assert tables_equal(got, expected), f"{expr}: {got.num_rows} rows, expected {expected.num_rows}"
+        assert data.count_rows(expr) == expected.num_rows, expr
     data.on_stale_deletions = "raise"  # the same open dataset, told to refuse it again
     with pytest.raises(arrowidx.StaleDeletionError, match=r"part-001\.parquet"):
-        data.to_table(filter=expected)
+        data.to_table(filter=deleted)
     data.on_stale_deletions = "read-full"
     # A stale index alone (no deletions in that file) just means: read it in full.
     arrowidx.build(root, OPTIONS, progress=False, on_stale_deletions="read-full")
     pq.write_table(table.slice(0, 50), path)
-    assert_same(root, pc.field("status") == "shipped", deleted=pc.field("status") == "paid")
+    assert_same(root, pc.field("status") == "shipped", deleted=deleted)
 
 
 def test_file_rewritten_between_two_queries_of_one_open_dataset_is_read_as_it_is_now(tmp_path):
