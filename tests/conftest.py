@@ -36,6 +36,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"golden file-index answers: {TALLY['equal']} equal to Java's, {TALLY['narrower']} narrower"
             f" (sound, exact where Java is not), {TALLY['known']} known deviations (xfail),"
+            f" {TALLY['sound only']} only checked sound (sub-millisecond literals on a millisecond column),"
             f" {TALLY['skipped']} skipped with a reason"
         )
 
