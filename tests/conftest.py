@@ -10,6 +10,19 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(os.environ.get("ARROWIDX_GOLDEN", Path(__file__).resolve().parent / "golden")).resolve()
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def shared_dir(name: str) -> Path:
+    """``../shared/<name>`` seen from the repository root (the first ancestor of the
+    repository holding ``shared/<name>``), or ``$ARROWIDX_SHARED/<name>``. It may not exist:
+    tests needing it skip, saying where it was looked for."""
+    if os.environ.get("ARROWIDX_SHARED"):
+        return Path(os.environ["ARROWIDX_SHARED"]).resolve() / name
+    for parent in REPOSITORY.parents:
+        if (parent / "shared" / name).is_dir():
+            return parent / "shared" / name
+    return REPOSITORY.parent / "shared" / name
 
 
 @lru_cache(maxsize=1)
