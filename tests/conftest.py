@@ -54,6 +54,22 @@ def pytest_terminal_summary(terminalreporter):
         )
 
 
+def rows_in_memory(source, **dataset_options):
+    """Every row of a dataset's Parquet files, read whole (no filter: no row-group statistics
+    or partition pruning decide anything). ``dataset_options`` go to ``pyarrow.dataset.dataset``."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(source, **{"format": "parquet", **dataset_options}).to_table()
+
+
+def filtered_in_memory(table, expr=None, columns=None):
+    """What ``expr`` means: ``Table.filter`` on the rows in memory, then ``columns``. (Not a
+    file scan with the filter: its statistics pruning drops NaN rows and compares literals
+    uncast, the bug class the tests must catch.)"""
+    out = table if expr is None else table.filter(expr)
+    return out if columns is None else out.select(columns)
+
+
 def tables_equal(a, b) -> bool:
     """Row-for-row equality of two Arrow tables, treating NaN as equal to NaN."""
     import numpy as np
