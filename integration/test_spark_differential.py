@@ -8,10 +8,12 @@ through Spark's own Parquet reader on the same files (filter pushdown off, delet
 removed by id), compared by row (floats by their bits). A condition Spark refuses must be
 refused by ``arrowidx.spark.read`` too.
 
-Each lake asks many conditions in three Spark jobs (a union of one filtered scan per
-condition, for each reader), so that a ``make test`` run checks over 100 selective
-conditions (some rows, not all; the count is printed) in the time a few used to take:
-6 lakes in the fast profile, 25 with ``ARROWIDX_FUZZ=long``.
+Each lake asks many conditions in a few Spark jobs, so that a ``make test`` run checks over
+100 selective conditions (some rows, not all; the count is printed) in about the time a
+dozen used to take: Spark's reader and the source each evaluate every condition in one
+scan (a column per condition), the source's ``.filter()`` is asked the first, and
+``arrowidx.spark.read`` (which prunes) every selective one and a few others, in one union.
+5 lakes in the fast profile, 25 with ``ARROWIDX_FUZZ=long``.
 """
 
 from __future__ import annotations
@@ -60,11 +62,13 @@ _OTHER_LITERALS = {
     "d": ["DATE'2024-02-29'"],
     "u32": ["4294967295", "-1"],
 }
-CONDITIONS_PER_LAKE = 45
+CONDITIONS_PER_LAKE = 55
+READ_OTHERS_PER_LAKE = 3
 # ``spark.read.format("arrowidx")`` takes no load-time filter from ``.filter()`` (Spark filters
-# the rows every file gives, read through Python): its rows are checked on the first few
-# conditions of each lake, ``arrowidx.spark.read`` (which prunes) on all of them
-SOURCE_FILTERS_PER_LAKE = 10
+# the rows every file gives, read through Python, each scan a Python task per file): its
+# ``.filter()`` is asked the first condition of each lake, and one scan of it evaluates every
+# condition; ``arrowidx.spark.read`` (which prunes) is asked the selective ones and a few more
+SOURCE_FILTERS_PER_LAKE = 1
 
 
 def known_in_list_bug(condition: str) -> bool:
@@ -144,6 +148,14 @@ def _split(table: pa.Table, n: int, column: str = "_k") -> list[pa.Table]:
     return [table.filter(pc.field(column) == k).drop_columns([column]) for k in range(n)]
 
 
+def _selected(df, conditions: list[str]) -> list[pa.Table]:
+    """Per condition, the rows of ``df`` it selects (TRUE, as ``.filter()`` keeps), all
+    evaluated in one scan: a boolean column per condition."""
+    flags = [f"_c{k}" for k in range(len(conditions))]
+    table = df.select("*", *[F.expr(c).alias(f) for c, f in zip(conditions, flags)]).toArrow()
+    return [table.filter(pc.field(f) == True).drop_columns(flags) for f in flags]  # noqa: E712
+
+
 SPARK = tally("arrowidx.spark (source and read)")
 
 
@@ -155,7 +167,7 @@ def test_spark_source_matches_spark_parquet(spark):
 
 def _spark_examples(spark):
     @settings(
-        max_examples=25 if LONG else 6,
+        max_examples=25 if LONG else 5,
         deadline=None,
         derandomize=not LONG,
         database=None,
@@ -182,32 +194,47 @@ def _check_lake(spark, lake, texts: list[str]) -> None:
         if lake.deleted:
             theirs = theirs.filter(~F.col("rid").isin(sorted(lake.deleted)))
         total = lake.rows().num_rows
-        valid = []
-        for condition in dict.fromkeys(texts):
-            _, refused = call(theirs.filter, condition)  # Spark's analysis: no job
-            if refused is None:
-                valid.append(condition)
-                continue
-            SPARK.record(None, total)
-            _, ours_refused = call(read, spark, lake.root, condition)
-            assert ours_refused is not None, f"{condition}: Spark refuses it ({refused!r}), arrowidx.spark.read does not"
+        valid = list(dict.fromkeys(texts))
+        expected, refused = call(_selected, theirs, valid)
+        if refused is not None:  # Spark refuses some condition: which (its analysis, no job)
+            valid = [c for c in valid if _refused(spark, lake, theirs, c, total) is None]
+            expected = _selected(theirs, valid) if valid else []
         if not valid:
             return
-        expected = _split(_tagged([theirs.filter(c) for c in valid]).toArrow(), len(valid))
+        got = _selected(ours, valid)
         few = valid[:SOURCE_FILTERS_PER_LAKE]
-        got = _split(_tagged([ours.filter(c) for c in few]).toArrow(), len(few)) + [None] * (len(valid) - len(few))
-        for c in valid:
-            compile_where(c, schema)  # the same text as the load filter: never refused
-        loaded = _split(_tagged([read(spark, lake.root, c) for c in valid]).toArrow(), len(valid))
-        for condition, want, a, b in zip(valid, expected, got, loaded):
+        for condition, want, a in zip(few, expected, _split(_tagged([ours.filter(c) for c in few]).toArrow(), len(few))):
+            assert same_rows(a, want), f".filter({condition!r}) on the source: {a.num_rows} rows, Spark's reader {want.num_rows}"
+        # arrowidx.spark.read (planning, pruning and three readers) on every selective
+        # condition and a few others (those where an index keeps or skips whole files)
+        asked = [k for k, want in enumerate(expected) if 0 < want.num_rows < total]
+        asked += [k for k, want in enumerate(expected) if not 0 < want.num_rows < total][:READ_OTHERS_PER_LAKE]
+        for k in asked:
+            compile_where(valid[k], schema)  # the same text as the load filter: never refused
+        loaded = dict(zip(asked, _split(_tagged([read(spark, lake.root, valid[k]) for k in asked]).toArrow(), len(asked))))
+        for k, (condition, want, a) in enumerate(zip(valid, expected, got)):
+            assert same_rows(a, want), f"{condition} on the source's rows: {a.num_rows} rows, Spark's reader {want.num_rows}"
+            if k not in loaded:
+                continue
             SPARK.record(want.num_rows, total)
-            assert a is None or same_rows(a, want), f"{condition}: {a.num_rows} rows, Spark's reader {want.num_rows}"
+            b = loaded[k]
             if not same_rows(b, want) and known_in_list_bug(condition):
                 SPARK.known += 1  # the known bug above (its own test fails when it is fixed)
                 continue
             assert same_rows(b, want), f"load filter {condition}: {b.num_rows} rows, Spark's reader {want.num_rows}"
     finally:
         spark.conf.set(key, before)
+
+
+def _refused(spark, lake, theirs, condition: str, total: int):
+    """Spark's refusal of ``condition`` (None if it takes it); a refused condition must be
+    refused by ``arrowidx.spark.read`` too."""
+    _, refused = call(theirs.filter, condition)
+    if refused is not None:
+        SPARK.record(None, total)
+        _, ours_refused = call(read, spark, lake.root, condition)
+        assert ours_refused is not None, f"{condition}: Spark refuses it ({refused!r}), arrowidx.spark.read does not"
+    return refused
 
 
 def _canon(rows) -> list:

@@ -225,6 +225,11 @@ BIG_ROWS = [65_535, 65_536, 65_537, 70_001, 131_073]
 BIG_ROW_GROUPS = [4_096, 65_536, 1 << 20]
 
 
+def _skew(k: int) -> np.ndarray:
+    weights = 4.0 ** -np.arange(k)
+    return weights / weights.sum()
+
+
 def take(array: pa.Array, indices) -> pa.Array:
     """``array.take(indices)``, also for string_view (pyarrow 26 has no take kernel for it)."""
     if pa.types.is_string_view(array.type):
@@ -242,7 +247,9 @@ def file_rows(draw, columns: list[str], max_rows: int = 24, pools: dict | None =
     if big and draw(st.integers(0, 3)) == 0:
         n = draw(st.sampled_from(BIG_ROWS))
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-        rows = {c: take(pa.array(pools[c], BY_NAME[c].type), rng.integers(0, len(pools[c]), n)) for c in columns}
+        # skewed: each value of a pool four times rarer than the one before it, so that rare
+        # values leave sparse (array) containers on both sides of row 65,536
+        rows = {c: take(pa.array(pools[c], BY_NAME[c].type), rng.choice(len(pools[c]), n, p=_skew(len(pools[c])))) for c in columns}
         row_group_size = draw(st.sampled_from(BIG_ROW_GROUPS))
     else:
         n = draw(st.integers(min_rows, max_rows))
