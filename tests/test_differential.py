@@ -59,8 +59,8 @@ def indexed_tables(draw, sort_column: bool = False):
     first = [draw(st.sampled_from(RANGE_COLUMNS))] if sort_column else []
     rest = [c.name for c in COLUMNS if c.name not in first]
     columns = first + draw(st.lists(st.sampled_from(rest), min_size=0 if first else 1, max_size=3, unique=True))
-    pools = draw(value_pools(columns))
     big = draw(st.integers(0, 3)) == 0
+    pools = draw(value_pools(columns, 4 if big else 1))  # a big table's pool holds rare values (skewed draws)
     spec = draw(file_rows(columns, max_rows=40, pools=pools, big=big))
     options = draw(index_options(columns))
     if sort_column:
