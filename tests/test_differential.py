@@ -108,7 +108,7 @@ def test_file_index_matches_pyarrow():
     FILE_INDEX.check()
 
 
-@fuzz_settings(250)
+@fuzz_settings(160)
 @given(indexed_tables(), st.data())
 def _file_index_examples(case, data):
     table, options, columns, pools = case
@@ -233,7 +233,7 @@ def test_dataset_matches_pyarrow_dataset():
     DATASET.check()
 
 
-@fuzz_settings(60)
+@fuzz_settings(45)
 @given(lake_specs(names=FILTERABLE), st.data())
 def _dataset_examples(spec, data):
     opened = []

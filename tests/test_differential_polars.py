@@ -163,7 +163,7 @@ def test_polars_scan_matches_polars():
     POLARS.check()
 
 
-@fuzz_settings(40)
+@fuzz_settings(34)
 @given(lake_specs(max_files=4), st.data())
 def _polars_examples(spec, data):
     # a scan before the changes caches the dataset of this path: later scans must see the changes
