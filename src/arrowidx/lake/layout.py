@@ -78,7 +78,7 @@ FORMAT = "arrowidx-manifest"
 FORMAT_VERSION = 3  # 2: checksums, fingerprints, exclusive-create commits; 3: content hashes, tombstones
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 STALE_DELETIONS = ("raise", "read-full")
-FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path", "point=touch:/path"
 
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -200,9 +200,10 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
-    with SIGKILL or paused there. Used by
-    the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
+    time, ``sleep:SECONDS``, ``wait:PATH``: until that file exists, or ``touch:PATH``: create
+    that file) the process is killed with SIGKILL, paused or says it got there; several
+    items for one point run in order (``p=touch:/a,p=wait:/b``: a rendezvous of two
+    processes). Used by the crash and race tests in ``integration/``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
         return
@@ -214,6 +215,9 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("touch:"):
+            with open(action[6:], "a"):
+                pass
         elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
             deadline = time.monotonic() + 120
             while not os.path.exists(action[5:]) and time.monotonic() < deadline:
