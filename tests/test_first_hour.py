@@ -283,10 +283,13 @@ def test_a_damaged_newest_manifest_says_what_to_do(lake, capsys):
     arrowidx.facts.clear()
     code, _, err = run(capsys, "query", root)
     assert code == 1 and "manifest-00000002.json" in err
-    assert "go back to version 1 (intact) by moving the file out of _arrowidx/" in err
+    assert "go back to version 1 (intact) by moving the file out of _arrowidx/ and accepting the rollback" in err
     assert "restore the file from a backup" in err
     os.rename(newest, os.path.join(str(root), "..", "moved.json"))  # as the message says
     arrowidx.facts.clear()
+    with pytest.raises(arrowidx.MissingManifestError):  # a missing newest version is refused until accepted (issue 47)
+        arrowidx.dataset(root)
+    assert arrowidx.accept_rollback(root).missing == [2]
     assert arrowidx.dataset(root).count_rows() == rows.num_rows  # version 1: before the delete
 
 

@@ -27,7 +27,7 @@ pytest.importorskip("fastavro")
 from arrowidx import paimon
 from arrowidx.cli import main as cli
 from arrowidx.deletion import read_deletion_vectors
-from arrowidx.errors import OptionError, UnsupportedTableError
+from arrowidx.errors import MissingFilterError, OptionError, UnsupportedTableError
 from arrowidx.paimon import delete_rows
 from arrowidx.paimon.metadata import read_avro_file
 from arrowidx.sql import WhereError
@@ -122,7 +122,7 @@ def test_true_must_be_explicit(tmp_path):
     path = _copy("append_dv", tmp_path)
     before = paimon.open_table(path).snapshot_id
     for bad in (None, "", "   "):
-        with pytest.raises(OptionError, match="needs a condition"):
+        with pytest.raises(MissingFilterError, match="needs a condition"):
             paimon.delete(path, bad)
     with pytest.raises(OptionError, match="takes SQL text"):
         paimon.delete(path, 42)

@@ -11,16 +11,17 @@ import os
 import signal
 import time
 
-FAULTS_ENV = "ARROWIDX_FAULTS"  # "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path", "point=touch:/path"
 
 _fault_hits: dict[str, int] = {}
 
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
-    with SIGKILL or paused there. Used by
-    the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
+    time, ``sleep:SECONDS``, ``wait:PATH``: until that file exists, or ``touch:PATH``: create
+    that file) the process is killed with SIGKILL, paused or says it got there; several
+    items for one point run in order (``p=touch:/a,p=wait:/b``: a rendezvous of two
+    processes). Used by the crash and race tests in ``integration/``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
         return
@@ -32,6 +33,9 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("touch:"):
+            with open(action[6:], "a"):
+                pass
         elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
             deadline = time.monotonic() + 120
             while not os.path.exists(action[5:]) and time.monotonic() < deadline:

@@ -10,6 +10,7 @@
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
     arrowidx paimon delete TABLE --where "id = 42" [--dry-run | --yes]   # a Paimon table's rows
+    arrowidx accept-rollback PATH [--dry-run] [--json]   # LATEST names a lost manifest: go back on purpose
 
 ``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
 ``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
@@ -40,8 +41,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
-from .filters import user_filter
+from .errors import (
+    ArrowIdxError,
+    MissingFilterError,
+    OptionError,
+    UnsupportedTypeError,
+    UnsupportedValueError,
+)
+from .filters import require_delete_filter, user_filter
 from .options import OptionWarning
 from .sql import WhereError, parse_where
 
@@ -64,7 +71,7 @@ class UsageError(Exception):
     """A command line the user should fix (exit code 2)."""
 
 
-USER_ERRORS = (UsageError, WhereError, OptionError, UnsupportedTypeError, UnsupportedValueError)
+USER_ERRORS = (UsageError, WhereError, OptionError, UnsupportedTypeError, UnsupportedValueError, MissingFilterError)
 
 
 def _dump(obj) -> None:
@@ -149,7 +156,8 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
             row["problem"] = "added after the last build: read in full; run arrowidx build to index it"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, data.lake.read_footer(rel))  # by content, not mtime
+                fresh = entry_is_fresh(entry, info, lambda rel=rel: data.lake.read_footer(rel),  # by content, not mtime
+                                       content=lambda rel=rel: data.lake.content_xxh64(rel))  # fmt: skip
             except StaleDeletionError as e:
                 fresh, row["state"] = False, "STALE DELETIONS"
                 row["problem"] = f"{e}"
@@ -358,6 +366,7 @@ def _print_table(table: pa.Table) -> None:
 def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
+    require_delete_filter(args.where, call="delete", argument="--where")
     storage = _storage(args)
     data = dataset(args.path, storage_options=storage)
     expr = _where(data, args.where)
@@ -400,6 +409,17 @@ def cmd_vacuum(args) -> int:
     report = vacuum(args.path, older_than, dry_run=args.dry_run, storage_options=_storage(args))
     if args.json:
         _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+    return 0
+
+
+def cmd_accept_rollback(args) -> int:
+    from .lake import accept_rollback
+
+    report = accept_rollback(args.path, dry_run=args.dry_run, storage_options=_storage(args))
+    if args.json:
+        _dump({**dataclasses.asdict(report), "rows": report.rows})
     else:
         print(report)
     return 0
@@ -464,7 +484,7 @@ def cmd_paimon_delete(args) -> int:
         answer = input(f"delete {report.rows_deleted:,} row(s) from {args.path}? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 
-    report = paimon_delete(args.path, where_of(args.where, "--where"), dry_run=args.dry_run, confirm=None if args.dry_run else confirm,
+    report = paimon_delete(args.path, where_of(args.where, "--where", call="paimon delete"), dry_run=args.dry_run, confirm=None if args.dry_run else confirm,
                            progress=False if args.quiet else None, storage_options=_storage(args))  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
@@ -545,6 +565,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     p.add_argument("--json", action="store_true", help="print the report (kept versions, removed files) as JSON")
     p.set_defaults(func=cmd_vacuum)
+
+    p = sub.add_parser("accept-rollback", help="LATEST names a manifest that is lost: go back to the newest on disk"
+                       " (its deletions are undone; says which)")  # fmt: skip
+    p.add_argument("path")
+    p.add_argument("--dry-run", action="store_true", help="only say what would be undone")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_accept_rollback)
     for p in sub.choices.values():
         p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                        help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"

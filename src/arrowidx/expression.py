@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from . import facts
+from .errors import UnknownColumnError
 
 
 @dataclass(frozen=True)
@@ -173,10 +174,32 @@ def expression_columns(expr: pc.Expression | None) -> set[str] | None:
     return out
 
 
-def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
+# --------------------------------------------------------------------------------------
+# Names: a field a filter or a projection names must be a column
+# --------------------------------------------------------------------------------------
+
+
+def check_fields(expr, schema: pa.Schema, where: str, argument: str = "filter=") -> None:
+    """:class:`UnknownColumnError` for the first name ``expr`` references that is not a
+    column of ``schema`` (nothing for other expressions)."""
+    if not isinstance(expr, pc.Expression):
+        return
+    columns = schema.names
+    try:
+        names = expression_columns(expr)
+    except Exception:  # noqa: BLE001 - an Expression the parser does not know: pyarrow decides
+        return
+    for name in sorted(names or ()):
+        if name not in columns:
+            raise UnknownColumnError.naming(name, columns, where, argument)
+
+
+def check_expression(expr, schema: pa.Schema, *, rows: bool = True, where: str = "dataset") -> None:
     """Raise what pyarrow raises when ``Table.filter(expr)`` runs on data of ``schema``
     (an unknown column, a comparison without a kernel, a timestamp with a time zone against
-    one without, a filter that is not boolean), whether or not any row is ever read.
+    one without, a filter that is not boolean), whether or not any row is ever read. An
+    unknown column is :class:`UnknownColumnError` (an ``ArrowInvalid``, as pyarrow's own)
+    naming it, the closest column and the columns, for a call on ``where``.
 
     Indexes and statistics can decide every file without running pyarrow's kernels; the
     same query must still fail the same way as when they do not (issue 38). The filter is
@@ -194,6 +217,18 @@ def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
     zero rows raises only what binding raises), and so is the filter checked."""
     if expr is None or not isinstance(expr, pc.Expression):
         return
+    try:
+        _check_expression(expr, schema, rows)
+    except pa.ArrowInvalid as e:
+        if "No match for FieldRef" in str(e):
+            try:
+                check_fields(expr, schema, where)  # names the unknown column (else pyarrow's error stands)
+            except UnknownColumnError as unknown:
+                raise unknown from None
+        raise
+
+
+def _check_expression(expr: pc.Expression, schema: pa.Schema, rows: bool) -> None:
     if not rows:
         schema.empty_table().filter(expr)
         return

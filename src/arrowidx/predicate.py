@@ -299,6 +299,8 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
     if values is None:
         values = pa.array([], type=schema.field(column).type)
     null_in_set = values.null_count > 0
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.string())  # pyarrow 26 has no filter kernel for string_view (drop_null needs one)
     values = values.drop_null()
     col_type = schema.field(column).type
     casted = cast_literal_array(values, col_type)

@@ -4,8 +4,12 @@ A version exists exactly when its manifest (``_arrowidx/manifest-<N>.json``) was
 *one exclusive create* (:meth:`Store.create <arrowidx.storage.Store.create>`: a hard link of
 a complete file on local disks, put-if-absent on object stores) from a fully written
 temporary file. The newest manifest on disk is the current version; ``LATEST`` is rewritten
-after each commit for people and tools, but readers only compare it (a hint never outranks
-the manifests, as ``_last_checkpoint`` never outranks delta-rs's log). A crash at any
+after each commit for people and tools. Readers never obey it (a hint never outranks the
+manifests, as ``_last_checkpoint`` never outranks delta-rs's log), but when it names a
+version *newer* than any on disk, that version was lost (a partial sync, a lifecycle rule,
+an ``rm``) and reading the one left would undo its deletions: every read and write then
+raises :class:`~arrowidx.errors.MissingManifestError` until the manifest is restored or the
+rollback accepted (:func:`arrowidx.accept_rollback`, :mod:`.rollback`). A crash at any
 instant leaves the previous or the new version; of two writers racing for the same version
 exactly one wins, the other gets :class:`~arrowidx.errors.CommitConflictError` and plans
 again on the new version (:func:`retry_on_conflict`, the loop every writer shares: build,
@@ -32,7 +36,7 @@ from typing import TypeVar
 
 from .. import facts
 from .._faults import fault_point
-from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError
+from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError, MissingManifestError
 from ..storage import ObjectInfo, Store, local_path
 from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
 from .manifest import Manifest
@@ -56,13 +60,60 @@ def manifest_versions(store: Store, root: str) -> list[int]:
 def manifest_infos(store: Store, root: str) -> dict[int, ObjectInfo]:
     """The committed manifests on disk by version, as one listing finds them (their size
     and change stamp tell a manifest edited in place from the one parsed before)."""
+    return metadata_listing(store, root)[0]
+
+
+def metadata_listing(store: Store, root: str) -> tuple[dict[int, ObjectInfo], ObjectInfo | None]:
+    """One listing of ``_arrowidx/``: the manifests by version, and ``LATEST`` (None: absent)."""
     meta = join(root, META_DIR)
-    out = {}
+    out, latest = {}, None
     for info in store.list(meta, recursive=False, hidden=True, missing_ok=True):
-        m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
+        name = posixpath.basename(info.path)
+        m = _MANIFEST_NAME.fullmatch(name)
         if m and int(m.group(1)) > 0:
             out[int(m.group(1))] = info
-    return out
+        elif name == "LATEST":
+            latest = info
+    return out, latest
+
+
+def current_manifest(store: Store, root: str) -> tuple[int, ObjectInfo | None]:
+    """The current manifest version and its listing (``(0, None)``: never indexed): the
+    newest manifest on disk, unless ``LATEST`` names a newer one that is missing, which
+    raises :class:`~arrowidx.errors.MissingManifestError` (reading the version left would
+    silently undo the deletions of the lost one). One listing; ``LATEST`` itself is read
+    only when it changed (its stamp) since this process last read it."""
+    infos, latest = metadata_listing(store, root)
+    newest = max(infos) if infos else 0
+    if latest is not None:
+        check_latest(store, root, newest, latest)
+    return newest, infos.get(newest)
+
+
+def check_latest(store: Store, root: str, newest: int, latest: ObjectInfo | None = None) -> None:
+    """Raise :class:`~arrowidx.errors.MissingManifestError` when ``LATEST`` names a version
+    above ``newest`` (the newest listed) whose manifest is not on disk. A version committed
+    after the listing was made is not missing (its manifest exists when looked at)."""
+    named = _latest_named(store, root, latest)
+    if named is None or named <= newest:
+        return
+    if store.stat([join(root, manifest_path(named))])[0] is not None:
+        return  # committed after our listing: this reader reads the version it listed
+    raise MissingManifestError(
+        f"names manifest version {named}, but {posixpath.basename(manifest_path(named))} is not on disk (the"
+        f" newest there is version {newest}): reading version {newest} would bring back every row deleted after"
+        f" it. Restore the missing manifest(s) (a backup, the rest of a sync), or accept the rollback to version"
+        f" {newest}: arrowidx.accept_rollback({root!r}) (CLI: arrowidx accept-rollback {root}), which says which"
+        " deletions it undoes",
+        source=join(root, LATEST), version=named, newest=newest,
+    )  # fmt: skip
+
+
+def _latest_named(store: Store, root: str, info: ObjectInfo | None) -> int | None:
+    """The version ``LATEST`` names (None: missing or not a version number), read once per
+    change stamp of the file where the store gives stamps."""
+    key = ("LATEST", store.key, root, info.size, info.mtime_ns, info.stamp) if info is not None and info.stamp else None
+    return facts.MANIFESTS.get(key, lambda: (latest_hint(store, root), 64))
 
 
 def latest_hint(store: Store, root: str) -> int | None:
@@ -76,9 +127,9 @@ def latest_hint(store: Store, root: str) -> int | None:
 
 def latest_version(store: Store, root: str) -> int:
     """The current manifest version: the newest on disk (0 when never indexed). ``LATEST``
-    is ignored: a stale or damaged pointer cannot roll the dataset back."""
-    versions = manifest_versions(store, root)
-    return versions[-1] if versions else 0
+    is a hint that cannot roll the dataset back; naming a newer version that is missing, it
+    raises :class:`~arrowidx.errors.MissingManifestError` (:func:`current_manifest`)."""
+    return current_manifest(store, root)[0]
 
 
 def load_manifest(store: Store, root: str) -> Manifest:
@@ -119,33 +170,47 @@ def _damaged_manifest_advice(store: Store, root: str, version: int) -> str:
     older = [v for v in versions if v < version]
     if not older:
         return (f"the dataset's only manifest version is damaged: restore {manifest_path(version)} from a backup,"
-                f" or move it out of {META_DIR}/ and run arrowidx build again (deleted rows then come back)")  # fmt: skip
+                f" or move it out of {META_DIR}/, accept the rollback (arrowidx.accept_rollback({root!r}), CLI:"
+                f" arrowidx accept-rollback {root}) and run arrowidx build again (deleted rows then come back)")  # fmt: skip
     previous = older[-1]
     try:
         Manifest.from_json(read_bytes(store, join(root, manifest_path(previous)), "manifest"), "", expect_version=previous)
     except ArrowIdxError:
         return f"version {previous} is damaged too: restore {manifest_path(version)} from a backup"
     return (f"the dataset cannot be read while its newest version ({version}) is damaged: restore the file"
-            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/"
-            f" (what version {version} committed, a build or a delete, is then undone: run it again)")  # fmt: skip
+            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/ and"
+            f" accepting the rollback (arrowidx.accept_rollback({root!r}), CLI: arrowidx accept-rollback {root});"
+            f" what version {version} committed, a build or a delete, is then undone: run it again")  # fmt: skip
 
 
 def load_manifest_shared(store: Store, root: str) -> Manifest:
     """The current manifest of ``root``: its version listed now, its content parsed once
     per process (a manifest version is created once and never rewritten). Readers only:
-    writers load their own copy (:func:`load_manifest`) to change."""
-    infos = manifest_infos(store, root)
-    if not infos:
-        return Manifest()
-    version = max(infos)
-    info = infos[version]
-    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
+    writers load their own copy (:func:`load_manifest`) to change. A version ``LATEST``
+    names that is missing raises :class:`~arrowidx.errors.MissingManifestError`
+    (:func:`current_manifest`)."""
+    infos, latest = metadata_listing(store, root)
+    version = max(infos) if infos else 0
+    pending = None
+    if latest is not None:  # (read beside the manifest where a read is a round trip)
+        if store.quick_reads:
+            check_latest(store, root, version, latest)
+        else:
+            pending = facts.executor().submit(check_latest, store, root, version, latest)
+    try:
+        if not version:
+            return Manifest()
+        info = infos[version]
+        key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
 
-    def make() -> tuple[Manifest, int]:
-        manifest = read_manifest(store, root, version)
-        return manifest, 512 + 400 * len(manifest.files)
+        def make() -> tuple[Manifest, int]:
+            manifest = read_manifest(store, root, version)
+            return manifest, 512 + 400 * len(manifest.files)
 
-    return facts.MANIFESTS.get(key, make)
+        return facts.MANIFESTS.get(key, make)
+    finally:
+        if pending is not None:
+            pending.result()  # a missing newer version raises here, whatever was read
 
 
 # --------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..file_index import FileIndex
 from ..index.container import SparseContainer
 from ..storage import ObjectInfo, Store
 from .commit import latest_version, load_manifest_shared
-from .footer import NO_DATA_FILES, Footer, read_footer, stray_file_hint
+from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
 from .freshness import (
     check_stale_option,
     deletion_record_length,
@@ -54,6 +54,7 @@ from .partitions import (
     with_partition_fields,
 )
 from .read import statistics_groups
+from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -132,6 +133,7 @@ class LakeFiles:
             for fragment in source.get_fragments():
                 self.partition_expressions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
         self.manifest: Manifest = load_manifest_shared(store, root)
+        self.committed = self.manifest  # the version as committed (manifest: as read, see use_manifest)
         self._lock = threading.Lock()
         #: held by an adapter that plans from several threads (one plan of this snapshot at a time)
         self.planning_lock = threading.Lock()
@@ -152,6 +154,17 @@ class LakeFiles:
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): columns_of the last expression
         self._partition_dataset: tuple = (None, None)  # (files, their partition_dataset)
+        self.use_manifest(self.manifest)
+
+    def use_manifest(self, manifest: Manifest) -> None:
+        """Read the committed ``manifest`` (the current version, or one a query is pinned
+        to): with tombstones, a data file it does not list whose content a tombstone holds
+        (moved back, restored) is read with those deletions (:mod:`arrowidx.lake.tombstones`)."""
+        self.committed = manifest
+        if manifest.tombstones:
+            unlisted = {rel: self.info(rel) for rel in self.files if rel not in manifest.files}
+            manifest = with_returned_files(manifest, unlisted, self.content_xxh64)
+        self.manifest = manifest
 
     @property
     def format(self) -> ds.ParquetFileFormat:
@@ -191,13 +204,16 @@ class LakeFiles:
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
         files' sizes and times."""
-        if self.manifest.version == 0 or latest_version(self.store, self.root) != self.manifest.version:
-            self.manifest = load_manifest_shared(self.store, self.root)
+        committed = self.committed
+        if committed.version == 0 or latest_version(self.store, self.root) != committed.version:
+            committed = load_manifest_shared(self.store, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
+        if committed is not self.committed or committed.tombstones:
+            self.use_manifest(committed)
         if not self._listed_now:
             self.forget_file_infos()
 
@@ -309,7 +325,7 @@ class LakeFiles:
 
     def fresh(self, entry: FileEntry | None) -> bool:
         """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
-        by the store's change stamp, else by the footer's fingerprint), remembered per file
+        by the store's change stamp, else by the content hash), remembered per file
         identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
@@ -318,6 +334,7 @@ class LakeFiles:
         if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
             return known[2]
         fresh = entry_is_fresh(entry, self.info(entry.path), lambda: self.read_footer(entry.path),
+                               content=lambda: self.content_xxh64(entry.path),
                                on_stale_deletions=self.on_stale_deletions)  # fmt: skip
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
@@ -334,6 +351,15 @@ class LakeFiles:
             return footer, footer.metadata.serialized_size
 
         return facts.FOOTERS.get(self.fact_key("footer", rel), make)
+
+    def content_xxh64(self, rel: str) -> str:
+        """The XXH64 of the data file's whole content (what identifies it when its change
+        stamp is not the one indexed), read once per file identity in the process."""
+        info = self.info(rel)
+        if info is None:
+            raise FileNotFoundError(join(self.root, rel))
+        make = lambda: (content_xxh64(self.store, join(self.root, rel), info.size), 64)  # noqa: E731
+        return facts.DERIVED.get(self.fact_key("content", rel), make)
 
     def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
         """pyarrow's fragment of one data file (its partition expression, footer loaded by
@@ -541,8 +567,8 @@ class LakeFiles:
     def prepare(self, files: list[str], columns: frozenset[str]) -> None:
         """Read, on the process's I/O pool (in this thread where reads are quick: a local
         disk), what planning ``files`` for an expression reading ``columns`` needs that the
-        process does not hold yet: the footers of files whose freshness needs their
-        fingerprint (their change stamp is not the one indexed), and the bytes of the
+        process does not hold yet: the content hash (or footer) of files whose freshness
+        needs it (their change stamp is not the one indexed), and the bytes of the
         indexes of ``columns`` (one ranged read per file, when the manifest records where
         they lie). Nothing else: footers and deletion vectors of the files the indexes keep
         are read by :meth:`prepare_kept`."""

@@ -5,8 +5,8 @@ The seam between the manifest (:mod:`.manifest`, :mod:`.commit`) and reading: a 
 only these functions; how freshness and integrity are decided lives here.
 
 * A file is the one indexed when the store's change stamp is the one recorded
-  (:func:`same_by_stamp`: nothing read), else when its content fingerprint matches
-  (:func:`entry_is_fresh`, from its footer). A changed file is read in full; if rows were
+  (:func:`same_by_stamp`: nothing read), else when its content hash matches
+  (:func:`entry_is_fresh`; its footer's fingerprint for entries indexed before content hashes). A changed file is read in full; if rows were
   deleted from it, :class:`~arrowidx.errors.StaleDeletionError` unless
   ``on_stale_deletions="read-full"``.
 * Index bytes (:func:`load_index_bytes`) and deletion-vector records
@@ -47,29 +47,42 @@ def same_by_stamp(entry: FileEntry, info: ObjectInfo | None) -> bool:
     )  # fmt: skip
 
 
-def needs_footer(entry: FileEntry, info: ObjectInfo | None) -> bool:
-    """Whether :func:`entry_is_fresh` needs the data file's footer (its fingerprint)."""
-    return info is not None and info.size == entry.size and entry.fingerprint is not None and not same_by_stamp(entry, info)
+def by_tail(entry: FileEntry, info: ObjectInfo) -> bool:
+    """Whether :func:`entry_is_fresh` decides by the file's tail fingerprint (its footer)
+    rather than its whole content: for an entry indexed before content hashes existed, and on
+    a store without change stamps when the modification time is the one indexed (a copy
+    changes it, and then the content decides)."""
+    if entry.fingerprint is None:
+        return False
+    if entry.content_xxh64 is None:
+        return True
+    return entry.stamp is None and info.stamp is None and entry.mtime_ns is not None and info.mtime_ns == entry.mtime_ns
 
 
 def entry_is_fresh(entry: FileEntry, info: ObjectInfo | None, footer: Footer | Callable[[], Footer] | None = None, *,
-                   on_stale_deletions: str = "raise") -> bool:  # fmt: skip
+                   content: Callable[[], str] | None = None, on_stale_deletions: str = "raise") -> bool:  # fmt: skip
     """True when the data file is still the one ``entry`` describes (its index and deletion
     vector apply); False when it changed (read it in full, ignore its index).
 
     Identity is the content: the store's change stamp when it is the one recorded
-    (:func:`same_by_stamp`: nothing read), else the content fingerprint (size + XXH64 of the
-    file's tail with its footer; ``footer`` is the footer or a function reading it, called
-    only then), so copies keep their indexes and same-size same-mtime rewrites are caught;
-    entries without a fingerprint fall back to size + mtime. A changed file that has
-    deletions raises :class:`StaleDeletionError` unless ``on_stale_deletions="read-full"``.
+    (:func:`same_by_stamp`: nothing read); else the XXH64 of the whole file (``content``, a
+    function computing it, called only then: a copied lake is hashed once per process), so a
+    rewrite is caught whatever it keeps (size, mtime, footer). Two cases use the file's tail
+    fingerprint instead (``footer``: the footer or a function reading it; :func:`by_tail`):
+    an entry indexed before content hashes existed (``build`` re-indexes those), and a store
+    without change stamps whose modification time is the one indexed (the limit written in
+    docs/reliability.md). Entries without any fingerprint fall back to size + mtime. A
+    changed file that has deletions raises :class:`StaleDeletionError` unless
+    ``on_stale_deletions="read-full"``.
     """
     where = info.path if info is not None else entry.path
     if info is None or info.size != entry.size:
         fresh = False  # gone, or another size: nothing to read to see it
     elif same_by_stamp(entry, info):
         fresh = True
-    elif entry.fingerprint is not None and footer is not None:
+    elif by_tail(entry, info):
+        if footer is None:
+            raise ValueError("entry_is_fresh: this entry's identity is its fingerprint: pass the footer")
         footer = footer() if callable(footer) else footer
         fresh = footer.fingerprint == entry.fingerprint
         if fresh and footer.num_rows != entry.rows:
@@ -77,19 +90,31 @@ def entry_is_fresh(entry: FileEntry, info: ObjectInfo | None, footer: Footer | C
                 f"the manifest says {entry.rows} rows but the file has {footer.num_rows}; rebuild with arrowidx build",
                 source=where,
             )
-    elif entry.fingerprint is not None:
-        raise ValueError("entry_is_fresh: this entry's identity is its fingerprint: pass the footer")
+    elif entry.content_xxh64 is not None:
+        if content is None:
+            raise ValueError("entry_is_fresh: this entry's identity is its content: pass content=")
+        fresh = content() == entry.content_xxh64
     else:
         fresh = entry.matches(info)
     if not fresh and entry.deletion is not None and on_stale_deletions != "read-full":
         raise StaleDeletionError(
             f"changed since {entry.deletion.cardinality} row(s) were deleted from it (its content no longer"
-            " matches the manifest's fingerprint), so its deletion vector no longer applies. Restore the file,"
+            " matches the manifest's), so its deletion vector no longer applies. Restore the file,"
             " or pass on_stale_deletions='read-full' to read it in full (the deleted rows come back), or"
             " rebuild with build(..., on_stale_deletions='read-full') to forget those deletions",
             path=where,
         )
     return fresh
+
+
+def same_content(old: FileEntry, new: FileEntry) -> bool:
+    """Whether two entries describe the same content: by their content hashes, or (``old``
+    indexed before content hashes existed) by their tail fingerprints, else size + mtime."""
+    if old.content_xxh64 is not None and new.content_xxh64 is not None:
+        return old.size == new.size and old.content_xxh64 == new.content_xxh64
+    if old.fingerprint is not None:
+        return old.fingerprint == new.fingerprint
+    return old.size == new.size and (old.mtime_ns is None or new.mtime_ns is None or old.mtime_ns == new.mtime_ns)
 
 
 def load_index_bytes(store: Store, root: str, entry: FileEntry) -> bytes | None:

@@ -6,6 +6,12 @@ file (:class:`FileEntry`): its size, change stamp and content fingerprint when i
 indexed, its row count, where its index container is (:class:`IndexRef`: embedded, or a
 file under ``_arrowidx/index/``) and where its deletion vector is (:class:`DeletionRef`).
 
+A manifest entry names its data file's content (:attr:`FileEntry.content_xxh64`, the XXH64
+of the whole file) and its deletions belong to that content: an entry with deletions that
+leaves the manifest (its file gone, or replaced by other content) leaves a
+:class:`Tombstone`, and a file with that content that appears again gets its deletions back
+(:mod:`arrowidx.lake.tombstones`), until ``vacuum`` drops the tombstone after its retention.
+
 Every manifest carries an XXH64 of its own canonical content and of every index file and
 deletion-vector range it references; all of it is validated when read
 (:class:`~arrowidx.errors.CorruptManifestError` names the manifest and the field), and every
@@ -33,7 +39,7 @@ from ..storage import ObjectInfo
 from .layout import DELETION_DIR, INDEX_DIR, META_DIR
 
 FORMAT = "arrowidx-manifest"
-FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
+FORMAT_VERSION = 3  # 2: checksums, fingerprints, exclusive-create commits; 3: content hashes, tombstones
 
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
@@ -124,8 +130,9 @@ class FileEntry:
     rows: int
     index: IndexRef | None = None
     deletion: DeletionRef | None = None
-    fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed
+    fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed (size and tail)
     stamp: str | None = None  # the store's change stamp when it was indexed (storage.ObjectInfo.stamp)
+    content_xxh64: str | None = None  # XXH64 of the whole file when it was indexed (lake.footer.content_xxh64)
     #: ``(manifest, "files[i]")``: where the entry was read from, for errors about what it references
     listed: tuple[str, str] | None = field(default=None, compare=False, repr=False, metadata=_NOT_STORED)
 
@@ -149,7 +156,26 @@ class FileEntry:
         """The inverse of :meth:`to_dict` (no validation: see :meth:`Manifest.from_json`)."""
         index = IndexRef(**d["index"]) if d.get("index") else None
         deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
-        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"))
+        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"),
+                   d.get("content_xxh64"))  # fmt: skip
+
+
+@dataclass
+class Tombstone:
+    """The deletions of a data file whose entry left the manifest with them (its file was gone
+    at a build, or replaced by other content, or an overwrite replaced it), kept for the
+    file's content: a data file with that content (``size`` and ``content_xxh64``) that
+    appears again, at any path, gets them back (:mod:`arrowidx.lake.tombstones`). A committed
+    delete is never undone by a file leaving and coming back. ``vacuum`` drops a tombstone
+    ``dropped_ms`` plus its retention later."""
+
+    path: str  # where the file was (relative to the root)
+    size: int
+    rows: int
+    content_xxh64: str
+    deletion: DeletionRef
+    version: int  # the manifest version that dropped the entry
+    dropped_ms: int  # when it was dropped (vacuum's retention counts from here)
 
 
 @dataclass
@@ -161,6 +187,7 @@ class Manifest:
     options: dict[str, str] = field(default_factory=dict)
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
+    tombstones: list[Tombstone] = field(default_factory=list)  # deletions kept for content that left
 
     def __repr__(self) -> str:
         indexed = sum(e.index is not None for e in self.files.values())
@@ -171,10 +198,17 @@ class Manifest:
                 f" {deleted:,} row(s) deleted; options {options})")  # fmt: skip
 
     def copy(self) -> Manifest:
-        """A copy whose files and entries a writer may change (index and deletion references
-        are shared: they are replaced, never changed)."""
+        """A copy whose files, entries and tombstones a writer may change (index and deletion
+        references are shared: they are replaced, never changed)."""
         files = {rel: dataclasses.replace(e) for rel, e in self.files.items()}
-        return dataclasses.replace(self, files=files, options=dict(self.options))
+        return dataclasses.replace(self, files=files, options=dict(self.options), tombstones=list(self.tombstones))
+
+    def referenced_files(self) -> set[str]:
+        """The index and deletion files (relative paths) this version references: those of
+        its entries and of its tombstones."""
+        out = {e.index.file for e in self.files.values() if e.index is not None and e.index.file is not None}
+        out |= {e.deletion.file for e in self.files.values() if e.deletion is not None}
+        return out | {t.deletion.file for t in self.tombstones}
 
     def _payload(self) -> dict:
         return {
@@ -184,6 +218,7 @@ class Manifest:
             "created_ms": self.created_ms,
             "options": self.options,
             "files": [e.to_dict() for e in self.files.values()],
+            "tombstones": [stored_fields(t) for t in self.tombstones],
         }
 
     def to_json(self) -> str:
@@ -337,6 +372,7 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         rows = _int(f, "rows", source, where)
         fingerprint = _str(f, "fingerprint", source, where, optional=True)
         stamp = _str(f, "stamp", source, where, optional=True)
+        content = _hex(f, "content_xxh64", source, where, required=False)
         if fingerprint is not None:
             m = _FINGERPRINT.fullmatch(fingerprint)
             if m is None or int(m.group(1)) != size:
@@ -363,17 +399,39 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         deletion = None
         raw = _dict(f, "deletion", source, where, optional=True)
         if raw is not None:
-            w = f"{where}deletion."
-            dv_file = check_rel(_str(raw, "file", source, w), source, f"{w}file", under=DELETION_DIR)
-            offset = _int(raw, "offset", source, w, low=1)
-            length = _int(raw, "length", source, w, low=1)
-            cardinality = _int(raw, "cardinality", source, w)
-            bitmap64 = raw.get("bitmap64", False)
-            if not isinstance(bitmap64, bool):
-                raise CorruptManifestError(f"expected true or false, got {_show(bitmap64)}", source=source, field=f"{w}bitmap64")
-            if cardinality > rows:
-                raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
-                                           field=f"{w}cardinality")  # fmt: skip
-            deletion = DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
-        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, (source, f"files[{i}]"))
-    return Manifest(version, files, options, created_ms, source)
+            deletion = _deletion(raw, rows, source, f"{where}deletion.", strict)
+        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content, (source, f"files[{i}]"))
+    return Manifest(version, files, options, created_ms, source, _tombstones(d, source))
+
+
+def _deletion(raw: dict, rows: int, source: str, w: str, strict: bool) -> DeletionRef:
+    """A ``deletion`` object (of an entry or a tombstone), validated."""
+    dv_file = check_rel(_str(raw, "file", source, w), source, f"{w}file", under=DELETION_DIR)
+    offset = _int(raw, "offset", source, w, low=1)
+    length = _int(raw, "length", source, w, low=1)
+    cardinality = _int(raw, "cardinality", source, w)
+    bitmap64 = raw.get("bitmap64", False)
+    if not isinstance(bitmap64, bool):
+        raise CorruptManifestError(f"expected true or false, got {_show(bitmap64)}", source=source, field=f"{w}bitmap64")
+    if cardinality > rows:
+        raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
+                                   field=f"{w}cardinality")  # fmt: skip
+    return DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
+
+
+def _tombstones(d: dict, source: str) -> list[Tombstone]:
+    raw = d.get("tombstones", [])
+    if not isinstance(raw, list):
+        raise CorruptManifestError(f"expected a list, got {_show(raw)}", source=source, field="tombstones")
+    out = []
+    for i, t in enumerate(raw):
+        w = f"tombstones[{i}]."
+        if not isinstance(t, dict):
+            raise CorruptManifestError(f"expected an object, got {_show(t)}", source=source, field=f"tombstones[{i}]")
+        path = check_rel(t.get("path"), source, f"{w}path")
+        size, rows = _int(t, "size", source, w), _int(t, "rows", source, w)
+        content = _hex(t, "content_xxh64", source, w, required=True)
+        deletion = _deletion(_dict(t, "deletion", source, w), rows, source, f"{w}deletion.", True)
+        out.append(Tombstone(path, size, rows, content, deletion, _int(t, "version", source, w, low=1),
+                             _int(t, "dropped_ms", source, w)))  # fmt: skip
+    return out

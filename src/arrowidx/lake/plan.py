@@ -155,7 +155,7 @@ class Planner:
         """Raise what pyarrow raises for ``expr`` on this schema, whether or not an index
         decides every file."""
         if self.lake.files and isinstance(expr, pc.Expression):
-            check_expression(expr, self.lake.schema, rows=self.lake.may_hold_rows())
+            check_expression(expr, self.lake.schema, rows=self.lake.may_hold_rows(), where=self.lake.root)
 
     def indexes_cannot_help(self, expr) -> bool:
         """True when no index covers a column of ``expr`` and nothing is deleted."""
@@ -317,7 +317,7 @@ class Planner:
         lake = self.lake
         if not lake.files:
             return Route([], one_pass=True)
-        check_expression(expr, lake.schema, rows=lake.may_hold_rows())
+        check_expression(expr, lake.schema, rows=lake.may_hold_rows(), where=lake.root)
         kept = lake.partition_candidates(expr)  # Hive folders ruled out before any file is opened
         if kept is not lake.files:
             return self._within(kept).route(expr)

@@ -41,7 +41,7 @@ from .._lazy import lazy_module
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError
 from ..file_index import FileIndex
-from ..filters import user_filter
+from ..filters import user_columns, user_filter
 from ..statistics import statistics_filter
 from ..storage import Store, as_store
 from .files import LakeFiles
@@ -276,10 +276,19 @@ class IndexedDataset:
         files itself (its own statistics pruning, same cost); otherwise the surviving row
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
+        ``columns``: names (one ``str`` is one column); an unknown one raises
+        :class:`~arrowidx.expression.UnknownColumnError` here, as pyarrow raises.
         """
+        return self._batches(filter, self._user_columns(columns))
+
+    def _user_columns(self, columns) -> list[str] | None:
+        """``columns=`` as a list of this dataset's column names (:func:`arrowidx.filters.user_columns`)."""
+        return user_columns(columns, self.schema, self.root) if columns is not None else None
+
+    def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         route = self.planner.route(filter)
@@ -339,11 +348,12 @@ class IndexedDataset:
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for b in self.to_batches(filter, columns):
+            for b in self._batches(filter, columns):
                 yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
 
         return pa.RecordBatchReader.from_batches(schema, batches())
@@ -368,7 +378,8 @@ class IndexedDataset:
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
-        (``filter``: a ``pc.Expression``, or SQL text)."""
+        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
@@ -393,7 +404,7 @@ class IndexedDataset:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+            return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
         if filter is None:
             lake = self.lake
@@ -405,7 +416,7 @@ class IndexedDataset:
                 total += (entry.rows if lake.fresh(entry) else lake.row_count(rel)) - (dv.cardinality if dv else 0)
             return total
         columns = sorted(self.lake.columns_of(filter)) or [self.schema.names[0]]
-        return sum(b.num_rows for b in self.to_batches(filter, columns))
+        return sum(b.num_rows for b in self._batches(filter, columns))
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:

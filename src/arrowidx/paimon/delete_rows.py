@@ -52,7 +52,7 @@ from .._faults import fault_point
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import OptionError, PaimonTableError, UnsupportedTableError
 from ..expression import check_expression, expression_columns
-from ..filters import user_filter
+from ..filters import require_delete_filter, user_filter
 from ..lake.commit import retry_on_conflict
 from ..lake.read import expression_mask
 from .commit import ManifestLists, commit_snapshot
@@ -92,14 +92,12 @@ def _given(interface: str, value: Any) -> str:
     return f"{interface}{value!r}" if interface.endswith("=") else f"{interface} {value!r}"
 
 
-def where_of(where: Any, interface: str = "where=") -> Where:
-    """``where`` checked: None is refused (deleting every row takes an explicit TRUE)."""
+def where_of(where: Any, interface: str = "where=", call: str = "arrowidx.paimon.delete") -> Where:
+    """``where`` checked: None or empty text is refused (deleting every row takes an explicit
+    TRUE), by the one refusal every delete calls (:func:`arrowidx.filters.require_delete_filter`)."""
     if isinstance(where, Where):
         return where
-    if where is None or (isinstance(where, str) and not where.strip()):
-        every = f"{interface}'TRUE'" if interface.endswith("=") else f"{interface} TRUE"
-        also = " (or pc.scalar(True))" if interface.endswith("=") else ""
-        raise OptionError(f"{_given(interface, where)}: a delete needs a condition; to delete every row say so: {every}{also}")
+    require_delete_filter(where, call=call, argument=interface.rstrip("="))
     if isinstance(where, str):
         return Where("sql", where, interface=interface)
     if isinstance(where, pc.Expression):

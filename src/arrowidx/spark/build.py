@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 import time
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..lake.build import BuildReport, Uploads, index_one_file, plan_build, will_commit
 from ..lake.commit import (
     commit_manifest,
@@ -26,7 +27,8 @@ from ..lake.commit import (
 from ..lake.layout import META_DIR, join
 from ..lake.manifest import FileEntry, Manifest
 from ..lake.source import discover, resolve
-from ..options import in_manifest_threshold, parse_index_options
+from ..lake.tombstones import bury
+from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..storage import Store
 from .session import ensure_worker_python
 
@@ -69,10 +71,36 @@ def _parallelism(spark) -> int:
         return 2
 
 
-def _normalise_options(options: Mapping[str, object] | None) -> dict[str, str]:
+def _normalise_options(options: Mapping[str, object] | None, what: str) -> dict[str, str]:
+    """``options`` checked on the driver, before any job starts: an unknown key (a typo
+    outside ``file-index.*``) or a bad index option is refused naming ``what`` (the call)."""
+    check_option_keys(options or {}, what=what)
     options = {str(k): str(v) for k, v in (options or {}).items()}
-    parse_index_options(options)  # fail on bad options before any job starts
+    parse_index_options(options)
     return options
+
+
+def _parquet_option_names() -> set[str]:
+    """The keyword arguments ``pyarrow.parquet.ParquetWriter`` takes (those of
+    ``write_table`` included: its extra ones reach the writer too), but the ones
+    :func:`write` sets itself."""
+    import inspect
+
+    names = set(inspect.signature(pq.ParquetWriter.__init__).parameters) | set(inspect.signature(pq.write_table).parameters)
+    return names - {"self", "where", "schema", "filesystem", "table", "row_group_size", "options", "kwargs"}
+
+
+def _check_parquet_options(parquet_options: Mapping[str, Any]) -> None:
+    """Refuse on the driver a ``parquet_options`` key the Parquet writer does not take (the
+    tasks would fail with a TypeError, after the job started)."""
+    accepted = _parquet_option_names()
+    for key in parquet_options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            extra = " (give it as row_group_size= of write)" if key == "row_group_size" else ""
+            raise OptionError(f"arrowidx.spark.write: parquet_options: {key!r} is not an option of"
+                              f" pyarrow.parquet.ParquetWriter{hint}{extra}")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------
@@ -126,8 +154,8 @@ def build(
     reusing the files already indexed (no second Spark job for them); a build that fails for
     good removes the index files it wrote.
     """
+    options = _normalise_options(options, "arrowidx.spark.build")
     ensure_worker_python(spark)
-    options = _normalise_options(options)
     uploads = Uploads()
 
     def attempt() -> BuildReport:
@@ -286,6 +314,9 @@ def write(
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
         raise ValueError("row_group_size and max_rows_per_file must be positive")
+    if options is not None:
+        check_option_keys(options, what="arrowidx.spark.write")
+    _check_parquet_options(parquet_options or {})
     ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
     store, root, explicit = resolve(path, filesystem, storage_options)
@@ -297,7 +328,7 @@ def write(
     current = load_manifest(store, root)
     if options is None:
         options = dict(current.options)
-    options = _normalise_options(options)
+    options = _normalise_options(options, "arrowidx.spark.write")
     if mode == "append":
         if current.files and current.options != options:
             raise ArrowIdxError(
@@ -350,14 +381,21 @@ def write(
 
 def _commit_files(store: Store, root: str, new: dict[str, FileEntry], options: dict[str, str], mode: str):
     """Commit ``new`` on top of the latest manifest (planned again if another writer got in
-    first: :func:`~arrowidx.lake.commit.retry_on_conflict`)."""
+    first: :func:`~arrowidx.lake.commit.retry_on_conflict`). The tombstones of the previous
+    version stay; with ``mode="overwrite"`` the deletions of the entries it replaces become
+    tombstones too (deletions belong to content: :mod:`arrowidx.lake.tombstones`). Written
+    files are new data: no tombstone applies to them."""
 
     def attempt(_: int) -> tuple[Manifest, Manifest]:
         previous = load_manifest(store, root)
         if mode == "append" and not new:
             return previous, previous
         files = dict(new) if mode == "overwrite" else {**previous.files, **new}
-        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options)
+        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options,
+                            tombstones=list(previous.tombstones))  # fmt: skip
+        for rel, entry in previous.files.items():
+            if files.get(rel) is not entry:  # replaced (overwrite): its deletions stay with its content
+                bury(manifest, entry, previous.version + 1)
         return commit_manifest(store, root, manifest, previous.version), previous
 
     return retry_on_conflict(attempt)
@@ -400,9 +438,7 @@ def _delete_replaced(store: Store, root: str, previous: Manifest, manifest: Mani
             side.add(entry.index.file)
         if entry.deletion is not None:
             side.add(entry.deletion.file)
-    for e in manifest.files.values():  # never delete what the new version references
-        side.discard(e.index.file if e.index else None)
-        side.discard(e.deletion.file if e.deletion else None)
+    side -= manifest.referenced_files()  # never delete what the new version references (tombstones too)
     for rel in side:
         _delete_quietly(store, join(root, rel))
     return replaced

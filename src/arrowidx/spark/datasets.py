@@ -21,10 +21,8 @@ def dataset_at(store: Store, root: str, version: int, on_corrupt: str = "raise")
     def make() -> tuple[IndexedDataset, int]:
         data = IndexedDataset(store, root, on_corrupt=on_corrupt, threads=1)
         if data.manifest.version != version:
-            if version == 0:
-                data.manifest = Manifest()
-            else:
-                data.manifest = read_manifest(store, root, version)  # validated, errors name the file
+            # validated, errors name the file; files that returned get their deletions (tombstones)
+            data.lake.use_manifest(Manifest() if version == 0 else read_manifest(store, root, version))
         return data, 4 << 20
 
     return facts.OPEN.get(("spark dataset at", store.key, root, version, on_corrupt), make)

@@ -27,7 +27,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..paimon.delete_rows import DeleteReport, MatchResult, MatchTask, Where, match_file, run_delete
+from ..paimon.delete_rows import (
+    DeleteReport,
+    MatchResult,
+    MatchTask,
+    Where,
+    match_file,
+    run_delete,
+    where_of,
+)
 from ..paimon.rewrite import FileResult, FileTask, RewriteReport, index_files, rewrite
 from .session import ensure_worker_python
 
@@ -161,6 +169,7 @@ def paimon_delete(
     many groups of files, of about equal rows; default one per core, at most one per file):
     the driver plans, the executors find the matching rows, the driver commits once. Same
     arguments and report, the same deletion vectors and snapshot."""
+    where = where_of(where, call="arrowidx.spark.paimon_delete")  # no filter: refused before the session is touched
     ensure_worker_python(spark)
     return run_delete(path, where, filesystem=filesystem, storage_options=storage_options, dry_run=dry_run,
                       confirm=None, runner=_delete_runner(spark, tasks))  # fmt: skip

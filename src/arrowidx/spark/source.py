@@ -11,6 +11,7 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import json
 import logging
@@ -27,8 +28,8 @@ from pyspark.sql.datasource import (
 
 from .. import facts
 from ..errors import ArrowIdxError, OptionError
-from ..file_index import UnknownColumnError
-from ..filters import Filter, user_filter
+from ..expression import UnknownColumnError
+from ..filters import Filter, user_columns, user_filter
 from ..lake.plan import index_pruned
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset
@@ -119,6 +120,41 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
 
 STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
 
+#: The data source's options a user gives (``.option(key, value)``, or ``**options`` of :func:`read`).
+USER_OPTIONS = ("where", "filter", "on_corrupt", "maxPartitionBytes", "minPartitions")
+#: Options :func:`read` sets itself for the files it hands to the data source.
+READ_OPTIONS = ("files", "version", "sessionTimeZone")
+ON_CORRUPT = ("raise", "fallback")
+
+
+def check_source_options(options: Mapping[str, object], *, call: str = 'spark.read.format("arrowidx")',
+                         accepted: Sequence[str] = ("path", *USER_OPTIONS, *READ_OPTIONS)) -> None:  # fmt: skip
+    """Refuse, where the DataFrame is loaded (on the driver, before any job), an option the
+    data source does not know (``.option("wher", ...)`` would otherwise read the whole lake,
+    ``.option("on_corupt", ...)`` be ignored), with the closest known one; and a value of
+    ``on_corrupt``, ``maxPartitionBytes`` or ``minPartitions`` it cannot use. Spark gives
+    option names in lower case: they are compared so. ``storage.<key>`` options are an
+    object store's ``storage_options``."""
+    known = {k.lower(): k for k in accepted}
+    for key in options:
+        name = str(key)
+        if name.lower() in known or name.lower().startswith(STORAGE_PREFIX):
+            continue
+        close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {known[close[0]]!r}?)" if close else ""
+        takes = ", ".join(k for k in known.values() if k in USER_OPTIONS)
+        raise OptionError(f"{call}: unknown option {name!r}{hint}; it takes {takes} and storage.<key> (object stores)")
+    lower = {str(k).lower(): v for k, v in options.items()}
+    on_corrupt = lower.get("on_corrupt")
+    if on_corrupt is not None and str(on_corrupt) not in ON_CORRUPT:
+        raise OptionError(f"{call}: on_corrupt must be one of {', '.join(ON_CORRUPT)}, got {on_corrupt!r}")
+    if lower.get("maxpartitionbytes") is not None:
+        parse_memory_size(str(lower["maxpartitionbytes"]), "maxPartitionBytes")
+    if lower.get("minpartitions") is not None:
+        text = str(lower["minpartitions"]).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise OptionError(f"{call}: minPartitions must be a whole number >= 1, got {lower['minpartitions']!r}")
+
 
 def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
     """The ``storage.<key>`` options of the data source (an object store's endpoint,
@@ -197,7 +233,7 @@ class _Reader(DataSourceReader):
             data.restat(list(self.files))
         else:
             data = planning_dataset(self.path, self.on_corrupt, self.storage)
-        _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
+        _check_columns(self.schema.fieldNames(), data.schema, data.root, ".schema(...)")  # a user's .schema(...)
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
         one_pass = True
@@ -267,7 +303,9 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def __init__(self, options) -> None:
         super().__init__(options)
-        # called once per DataFrame: when it is loaded (later queries unpickle this instance)
+        # called once per DataFrame: when it is loaded (later queries unpickle this instance),
+        # on the driver: a typo is refused before any job
+        check_source_options(options)
         if not any(options.get(k) for k in ("where", "filter", "files")):
             self._check_path()  # a missing dataset is said first, and alone
             warn_unfiltered(str(options.get("path", "")))
@@ -346,11 +384,16 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options (an object-store lake is read by the data source).
     """
+    for key in ("where", "filter"):
+        if key in options:
+            raise OptionError(f"arrowidx.spark.read: give the filter as the third argument, read(spark, path, {options[key]!r}),"
+                              f" not as {key}=")  # fmt: skip
+    check_source_options(options, call="arrowidx.spark.read", accepted=USER_OPTIONS)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
     data = planning_dataset(path, on_corrupt, storage_options)
     schema = data.schema
-    names = list(schema.names) if columns is None else list(columns)
+    names = list(schema.names) if columns is None else user_columns(columns, schema, data.root)
     _check_columns(names, schema, data.root)
     spark_schema = arrow_to_spark_schema(schema)
     out_schema = arrow_to_spark_schema(pa.schema([schema.field(c) for c in names]))
@@ -434,14 +477,12 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def _check_columns(columns: list[str], schema: pa.Schema, root: str) -> None:
+def _check_columns(columns: list[str], schema: pa.Schema, root: str, argument: str = "columns=") -> None:
     if not columns:
         raise OptionError("columns must name at least one column (Spark reads no zero-column data source)")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
-    if missing:
-        raise UnknownColumnError(
-            f"{root}: no column {', '.join(map(repr, missing))} in the dataset (columns: {', '.join(schema.names)})"
-        )
+    for name in columns:
+        if name not in schema.names:
+            raise UnknownColumnError.naming(name, schema.names, root, argument)
 
 
 def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):
