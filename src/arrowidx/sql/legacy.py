@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import ArrowIdxError
+from ..errors import ArrowIdxError
 
 __all__ = ["Residual", "Where", "WhereError", "compile_where", "parse_where"]
 

@@ -1,0 +1,464 @@
+"""Constants and DuckDB's rewrites: constant folding, and the optimizer rules that change
+what DuckDB evaluates (so which values can raise): moving constants across a comparison
+(``x + 1 > 5`` -> ``x > 4``), ``x + 0`` -> ``x``, ``x AND FALSE`` -> ``FALSE``, a comparison
+with NULL -> NULL, CASE and COALESCE branches that are never taken.
+
+A constant whose evaluation raises becomes a :class:`~.tree.Failure` (raised when the text is
+compiled if every row evaluates it, else when a row read reaches it).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import values as V
+from .tree import COMPARISONS, FLIP, Call, Constant, Failure, Node, boolean
+from .types import BOOLEAN, DATE, NULL, SqlType, comparison_type, fits, literal_type, type_name
+
+LAZY = ("and", "or", "case", "coalesce")
+
+
+def sql_literal(node: Constant) -> str:
+    """A constant as SQL text (for messages)."""
+    if node.value is None:
+        return "NULL"
+    try:
+        text = V.to_text(node.value, node.type)
+    except (V.CastError, TypeError, ValueError):
+        return repr(node.value)
+    if node.type.id in ("VARCHAR", "BLOB"):
+        return "'" + text.replace("'", "''") + "'"
+    if node.type.numeric or node.type.id == "BOOLEAN":
+        return text
+    return f"{type_name(node.type)} '{text}'"
+
+
+# -- what casts exist -------------------------------------------------------------------------------
+
+_VALUE_TYPES = {"BOOLEAN", "VARCHAR", "BLOB", "DATE", "FLOAT", "DOUBLE", "DECIMAL", "TINYINT", "SMALLINT", "INTEGER", "BIGINT",
+                "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP",
+                "TIMESTAMP_NS", "TIMESTAMPTZ", "TIMESTAMPTZ_NS"}  # fmt: skip
+
+
+def castable(frm: SqlType, to: SqlType) -> bool:
+    """Whether arrowidx evaluates CAST(``frm`` AS ``to``) (DuckDB has the cast and it is one
+    of the types a filter computes with)."""
+    f = literal_type(frm.value).id if frm.id == "INTEGER_LITERAL" else ("VARCHAR" if frm.id == "STRING_LITERAL" else frm.id)
+    t = to.id
+    if f == t or f == "NULL":
+        return t in _VALUE_TYPES or t == "NULL" or f == t
+    if f not in _VALUE_TYPES or t not in _VALUE_TYPES:
+        return False
+    if f == "VARCHAR" or t == "VARCHAR":
+        return True
+    numeric = set(frm.numeric and [f] or []) | ({"BOOLEAN"} if f == "BOOLEAN" else set())
+    if numeric and (to.numeric or t == "BOOLEAN"):
+        return True
+    if frm.temporal and to.temporal:
+        return not (f in ("TIMESTAMP_NS", "TIMESTAMPTZ_NS") and t == "TIMESTAMP_S")
+    return False
+
+
+# -- folding ----------------------------------------------------------------------------------------
+
+
+def fold(node: Node) -> Node:
+    """``node`` computed now when every argument is a constant (a Failure if that raises)."""
+    if not isinstance(node, Call):
+        return node
+    if node.op not in LAZY:
+        for a in node.args:
+            if isinstance(a, Failure):
+                return Failure(a.message, node.type, node.pos)
+    if not all(isinstance(a, Constant) for a in node.args) or node.op in ("in",) and node.extra is not None and not node.args:
+        return node
+    if node.op == "cast":
+        (arg,) = node.args
+        safe, zone = node.extra
+        try:
+            return Constant(V.cast_value(arg.value, arg.type, node.type, zone=zone), node.type, False, node.pos)
+        except V.CastError as err:
+            if safe:
+                return Constant(None, node.type, False, node.pos)
+            return Failure(str(err), node.type, node.pos)
+    return evaluate(node)
+
+
+def evaluate(node: Call, zone: str | None = None) -> Node:
+    """A call on constants, computed by the Polars lowering on one row."""
+    import polars as pl
+
+    from .polars_casts import stamp_ints
+    from .to_polars import PolarsLowering, run
+
+    lowering = PolarsLowering(zone)
+    expr = lowering.lower(node, None, True)
+    t = node.type
+    if t.stamp:
+        expr = stamp_ints(expr, t)
+    elif t.id == "DATE":
+        expr = expr.cast(pl.Int32)
+    columns = [expr.alias("v")] + [c.cond.alias(f"e{i}") for i, c in enumerate(lowering.checks)]
+    try:
+        frame = run(pl.DataFrame({"_": [0]}), columns)
+    except pl.exceptions.PolarsError:
+        return node  # left to the rows (it is evaluated there with the same rules)
+    for i, c in enumerate(lowering.checks):
+        if frame[f"e{i}"][0]:
+            shown = run(pl.DataFrame({"_": [0]}), [c.shown.cast(pl.String)]).item() if c.shown is not None else None
+            return Failure(c.message.replace("{value}", repr(shown) if c.quote else str(shown)), t, node.pos)
+    value = frame["v"][0]
+    if isinstance(value, float) and t.id == "FLOAT":
+        value = V.float32(value)
+    if t.id == "DECIMAL" or t.id == "HUGEINT":
+        value = None if value is None else int(value)
+    return Constant(value, t, False, node.pos)
+
+
+# -- DuckDB's rewrites ---------------------------------------------------------------------------------
+
+
+def _is_true(n: Node) -> bool:
+    return isinstance(n, Constant) and n.value is True
+
+
+def _is_false(n: Node) -> bool:
+    return isinstance(n, Constant) and n.value is False
+
+
+def _is_null(n: Node) -> bool:
+    return isinstance(n, Constant) and n.value is None
+
+
+def plain(node: Node) -> Node:
+    """``node`` as an operand DuckDB does not type as a literal (a folded constant)."""
+    if isinstance(node, Constant) and node.literal:
+        return Constant(node.value, node.type, False, node.pos, node.text)
+    return node
+
+
+def simplify(node: Node) -> Node:
+    """DuckDB's optimizer rules that decide what is evaluated (then folding)."""
+    if not isinstance(node, Call):
+        return node
+    return plain(_simplify(node))
+
+
+def _simplify(node: Call) -> Node:
+    op, args = node.op, node.args
+    if op in ("and", "or"):
+        a, b = args
+        absorbing, neutral = (_is_false, _is_true) if op == "and" else (_is_true, _is_false)
+        if absorbing(a) or absorbing(b):
+            return Constant(op == "or", BOOLEAN, False, node.pos)
+        if neutral(a):
+            return b
+        if neutral(b):
+            return a
+        if isinstance(a, Constant) and isinstance(b, Constant):
+            return Constant(None, BOOLEAN, False, node.pos)  # NULL with NULL
+        return node
+    if op == "not":
+        (a,) = args
+        if isinstance(a, Constant):
+            return Constant(None if a.value is None else not a.value, BOOLEAN, False, node.pos)
+        return fold(node)
+    if op in COMPARISONS or op in ("distinct", "not_distinct"):
+        a, b = args
+        if op in COMPARISONS and (_is_null(a) or _is_null(b)):
+            return Constant(None, BOOLEAN, False, node.pos)
+        if op in ("distinct", "not_distinct") and (_is_null(a) or _is_null(b)) and not (isinstance(a, Constant) and isinstance(b, Constant)):
+            other = b if _is_null(a) else a
+            return simplify(boolean("is_not_null" if op == "distinct" else "is_null", other, pos=node.pos))
+        moved = move_constants(node) if op in COMPARISONS else None
+        if moved is not None:
+            return simplify(moved)
+        return fold(node)
+    if op in ("is_null", "is_not_null"):
+        (a,) = args
+        if isinstance(a, Constant):
+            return Constant((a.value is None) == (op == "is_null"), BOOLEAN, False, node.pos)
+        return node
+    if op == "in":
+        if _is_null(args[0]):
+            return Constant(None, BOOLEAN, False, node.pos)
+        return fold(node)
+    if op == "case":
+        n = node.extra
+        conds, values = list(args[:n]), list(args[n:])
+        keep_c, keep_v = [], []
+        for c, v in zip(conds, values):
+            if _is_false(c) or _is_null(c):
+                continue
+            if _is_true(c) and not keep_c:
+                return v
+            keep_c.append(c)
+            keep_v.append(v)
+            if _is_true(c):
+                return Call("case", (*keep_c, *keep_v[:-1], v), node.type, len(keep_c) - 1, node.pos) if len(keep_c) > 1 else v
+        if not keep_c:
+            return values[-1]
+        return Call("case", (*keep_c, *keep_v, values[-1]), node.type, len(keep_c), node.pos)
+    if op == "coalesce":
+        kept = []
+        for a in args:
+            if _is_null(a):
+                continue
+            kept.append(a)
+            if isinstance(a, Constant):
+                break
+        if not kept:
+            return Constant(None, node.type, False, node.pos)
+        if len(kept) == 1:
+            return kept[0]
+        return Call("coalesce", tuple(kept), node.type, None, node.pos)
+    return fold(node)
+
+
+def simplify_arithmetic(node: Call) -> Node:
+    """DuckDB's ArithmeticSimplificationRule (integer results): x + 0, 0 + x, x - 0, x * 1,
+    1 * x, x // 1 are x."""
+    if node.op not in ("+", "-", "*", "//") or not node.type.integral or len(node.args) != 2:
+        return node
+    a, b = node.args
+    for const, other, right in ((b, a, True), (a, b, False)):
+        if not isinstance(const, Constant) or isinstance(other, Constant) or const.value is None:
+            continue
+        v = const.value
+        if (node.op == "+" and v == 0) or (node.op == "-" and right and v == 0) or (node.op == "*" and v == 1) or (node.op == "//" and right and v == 1):
+            return other
+    return node
+
+
+def move_constants(cmp: Call) -> Node | None:
+    """DuckDB's MoveConstantsRule: ``x + c1 op c2`` -> ``x op c2 - c1`` (and ``-``, ``*``) on
+    integers, where the moved constant fits the comparison's type."""
+    a, b = cmp.args
+    if isinstance(a, Constant) and isinstance(b, Call):
+        outer, arith, flip = a, b, True
+    elif isinstance(b, Constant) and isinstance(a, Call):
+        outer, arith, flip = b, a, False
+    else:
+        return None
+    if arith.op not in ("+", "-", "*") or not arith.type.integral or len(arith.args) != 2:
+        return None
+    x, y = arith.args
+    if isinstance(y, Constant) and not isinstance(x, Constant):
+        inner, child, child_left = y, x, True
+    elif isinstance(x, Constant) and not isinstance(y, Constant):
+        inner, child, child_left = x, y, False
+    else:
+        return None
+    if not (inner.type.integral and child.type.integral and outer.type.integral):
+        return None
+    if inner.value is None or outer.value is None:
+        return Constant(None, BOOLEAN, False, cmp.pos)
+    op = FLIP[cmp.op] if flip else cmp.op  # as "arith op outer"
+    o, i = outer.value, inner.value
+    t = outer.type
+    hmin, hmax = -(2**127), 2**127 - 1
+
+    def constant_or_null(value: bool) -> Node:
+        return Call("constant_or_null", (child,), BOOLEAN, value, cmp.pos)
+
+    if arith.op == "+" or (arith.op == "-" and child_left):
+        new = o - i if arith.op == "+" else o + i
+        if not hmin <= new <= hmax:
+            return None
+        if not fits(new, t.id):
+            return constant_or_null(False) if op == "=" else None
+    elif arith.op == "-":  # c - x op o  ->  x flip(op) c - o
+        new = i - o
+        if not hmin <= new <= hmax:
+            return None
+        if not fits(new, t.id):
+            return constant_or_null(False) if op == "=" else None
+        op = FLIP[op]
+    else:
+        if i == 0:
+            return None
+        if (o == hmin and i == -1) or o % abs(i) != 0 or (o % i != 0):
+            if op in ("=", "!="):
+                return constant_or_null(op == "!=")
+            return None
+        if i < 0:
+            op = FLIP[op]
+        new = int(o / i) if abs(o) < 2**52 else (abs(o) // abs(i)) * (1 if (o < 0) == (i < 0) else -1)
+        if not fits(new, t.id):
+            return constant_or_null(False)
+    return Call(op, (child, Constant(new, t, False, outer.pos)), BOOLEAN, None, cmp.pos)
+
+
+# -- LIKE, regular expressions ---------------------------------------------------------------------------
+
+
+def like(arg: Node, pattern: Node, escape: Node | None, ilike: bool, pos: int) -> Node:
+    if isinstance(pattern, Failure):
+        return pattern
+    if pattern.value is None or (escape is not None and escape.value is None):
+        return Constant(None, BOOLEAN, False, pos)
+    esc = escape.value if escape is not None else None
+    if esc is not None and len(esc.encode()) > 1:
+        return Failure("the ESCAPE string must be empty or one character", BOOLEAN, pos)
+    esc = esc or None
+    text = pattern.value
+    if esc is not None:
+        i = 0
+        while i < len(text):
+            if text[i] == esc:
+                if i + 1 == len(text):
+                    return Failure(f"the LIKE pattern {text!r} ends with its escape character {esc!r}", BOOLEAN, pos)
+                i += 2
+            else:
+                i += 1
+    if ilike:
+        text = pc.utf8_lower(pa.scalar(text)).as_py()
+    return fold(Call("like", (arg,), BOOLEAN, (text, esc, ilike), pos))
+
+
+def regexp(arg: Node, pattern: str, options: str, pos: int, binder) -> Node:
+    import polars as pl
+
+    if set(options) - set("ics"):
+        raise binder.error(f"regexp_matches option {options!r} is not supported (use 'i' or 'c')", pos)
+    try:
+        pl.select(pl.lit("").str.contains(pattern))
+    except pl.exceptions.PolarsError as err:
+        reason = [line.strip() for line in str(err).strip().splitlines() if line.strip().startswith("error:")]
+        return Failure(f"invalid regular expression {pattern!r}: {reason[-1][7:] if reason else 'cannot read it'}", BOOLEAN, pos)
+    return fold(Call("regexp", (arg,), BOOLEAN, (pattern, options), pos))
+
+
+# -- long IN lists --------------------------------------------------------------------------------------
+
+
+def long_in_list(binder, arg: Node, raw, pos: int) -> Node:
+    """``arg IN (many literals)``: the list's type found as DuckDB finds it (from the kinds of
+    literal in it), its values converted in bulk."""
+    from .bind import btype
+
+    texts, nulls, kind = raw
+    t = btype(arg)
+    if kind == "str":
+        t = comparison_type(t, SqlType("STRING_LITERAL"), equality=True)
+    else:
+        t = _number_list_type(t, texts)
+    if nulls:
+        t = comparison_type(t, NULL, equality=True)
+    t = binder.normal(t)
+    if t.id in ("INTERVAL", "TIME", "TIME_NS", "BIGNUM", "UHUGEINT"):
+        raise binder.error(f"IN lists of {type_name(t)} values are not supported in a filter", pos)
+    array = _convert(texts, kind, t, binder, pos)
+    cast_arg = binder.cast(arg, t, None)
+    return simplify(Call("in", (cast_arg,), BOOLEAN, (array, bool(nulls)), pos))
+
+
+def _number_list_type(t: SqlType, texts: pa.Array) -> SqlType:
+    from .types import DECIMAL, DOUBLE, integer_literal
+
+    ints = pc.match_substring_regex(texts, r"^-?\d+$")
+    reps: list[SqlType] = []
+    int_texts = texts.filter(ints)
+    if len(int_texts):
+        values = [int(v) for v in (pc.min(pc.cast(int_texts, pa.float64())).as_py(), pc.max(pc.cast(int_texts, pa.float64())).as_py())]
+        exact = [int(x) for x in int_texts.to_pylist()] if len(int_texts) < 64 or max(abs(v) for v in values) >= 2**53 else values
+        reps += [integer_literal(min(exact)), integer_literal(max(exact))]
+    others = texts.filter(pc.invert(ints))
+    seen = set()
+    for text in others.to_pylist():
+        body = text.lstrip("+-")
+        if "e" in body.lower():
+            key = ("DOUBLE",)
+        else:
+            whole, _, frac = body.partition(".")
+            width = len(whole) + len(frac)
+            key = ("DOUBLE",) if width > 38 else ("DECIMAL", max(width, 1), len(frac))
+        if key not in seen:
+            seen.add(key)
+            reps.append(DOUBLE if key[0] == "DOUBLE" else DECIMAL(key[1], key[2]))
+    for r in reps:
+        t = comparison_type(t, r, equality=True)
+    return t
+
+
+def _convert(texts: pa.Array, kind: str, t: SqlType, binder, pos: int) -> pa.Array:
+    """The list's items as values of ``t`` (an Arrow array of the Polars-ready form)."""
+    import polars as pl
+
+    from .polars_casts import pl_type
+    from .to_polars import PolarsLowering, run
+
+    if t.id == "VARCHAR":
+        return texts if kind == "str" else pa.array([str(V._number_text(x)) for x in texts.to_pylist()])
+    lowering = PolarsLowering(binder.time_zone)
+    source = SqlType("VARCHAR")
+    if kind == "num" and t.numeric:
+        source = SqlType("DOUBLE") if t.floating else source
+    series = pl.Series("x", texts if source.id == "VARCHAR" else pc.cast(texts, pa.float64()))
+    expr = lowering.lower_cast(pl.col("x"), source, t, False, None, "IN list")
+    frame = run(pl.DataFrame({"x": series}), [expr.alias("v")] + [c.cond.any().alias(f"e{i}") for i, c in enumerate(lowering.checks)])
+    for i, c in enumerate(lowering.checks):
+        if frame[f"e{i}"][0]:
+            bad = run(pl.DataFrame({"x": series}), [c.shown.filter(c.cond).first()]).item() if c.shown is not None else None
+            raise binder.error(c.message.replace("{value}", repr(bad) if c.quote else str(bad)), pos, kind="constant")
+    return frame["v"].cast(pl_type(t)).to_arrow() if t.id not in ("DECIMAL",) else frame["v"]
+
+
+# -- INTERVAL, dates ---------------------------------------------------------------------------------------
+
+_UNITS = {"year": (12, 0, 0), "quarter": (3, 0, 0), "month": (1, 0, 0), "week": (0, 7, 0), "day": (0, 1, 0),
+          "hour": (0, 0, 3600_000_000), "minute": (0, 0, 60_000_000), "second": (0, 0, 1_000_000),
+          "millisecond": (0, 0, 1000), "microsecond": (0, 0, 1)}  # fmt: skip
+
+
+def _unit(word: str):
+    w = word.lower().rstrip("s") if word.lower() not in ("ms", "us") else word.lower()
+    w = {"yr": "year", "y": "year", "mon": "month", "d": "day", "h": "hour", "hr": "hour", "min": "minute", "m": "minute",
+         "sec": "second", "ms": "millisecond", "msec": "millisecond", "us": "microsecond", "usec": "microsecond"}.get(w, w)  # fmt: skip
+    return _UNITS.get(w)
+
+
+def parse_interval(text: str, unit: str) -> V.Interval | None:
+    """DuckDB's INTERVAL literal: ``INTERVAL 1 DAY``, ``INTERVAL '2 hours'``, ``INTERVAL
+    '1 month 2 days'``, ``INTERVAL '1:30:00'``; a fraction of a unit is dropped."""
+    months = days = micros = 0
+    text = text.strip()
+    if unit:
+        scale = _unit(unit)
+        if scale is None or not re.fullmatch(r"[+-]?\d+(\.\d*)?", text):
+            return None
+        n = int(float(text)) if "." in text else int(text)
+        return V.Interval(n * scale[0], n * scale[1], n * scale[2])
+    pos = 0
+    for m in re.finditer(r"\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z]+)|\s*([+-]?\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?", text):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        if m.group(1) is not None:
+            scale = _unit(m.group(2))
+            if scale is None:
+                return None
+            n = int(float(m.group(1)))
+            months, days, micros = months + n * scale[0], days + n * scale[1], micros + n * scale[2]
+        else:
+            sign = -1 if m.group(3).startswith("-") else 1
+            h = abs(int(m.group(3)))
+            total = ((h * 60 + int(m.group(4))) * 60 + int(m.group(5) or 0)) * 1_000_000 + int((m.group(6) or "").ljust(6, "0") or 0)
+            micros += sign * total
+    if pos != len(text) or pos == 0:
+        return None
+    return V.Interval(months, days, micros)
+
+
+def current_date(pos: int) -> Constant:
+    return Constant((_dt.date.today() - _dt.date(1970, 1, 1)).days, DATE, False, pos)
+
+
+def current_timestamp(pos: int) -> Constant:
+    now = _dt.datetime.now(_dt.timezone.utc)
+    micros = int((now - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) / _dt.timedelta(microseconds=1))
+    return Constant(micros, SqlType("TIMESTAMPTZ"), False, pos)

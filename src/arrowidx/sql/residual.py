@@ -1,0 +1,147 @@
+"""The part of a WHERE clause evaluated on the rows read: Polars expressions with DuckDB's
+meaning, and the errors DuckDB raises for the values it evaluates."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import WhereError
+from .to_polars import PolarsLowering, run
+from .tree import Node, columns
+
+
+class Residual:
+    """The conjuncts evaluated on the rows read: :meth:`mask` of a batch holding
+    :attr:`columns` (TRUE where every conjunct is TRUE). A value DuckDB cannot evaluate (a
+    string that does not convert, a division by zero, an overflow) raises
+    :class:`WhereError`, for the rows read only: an index may have skipped the row that
+    would raise, as pyarrow's own kernels raise only for the rows they read."""
+
+    def __init__(self, nodes: list[Node], text: str, interface: str = "WHERE", zone: str | None = None):
+        self.nodes = duckdb_order(nodes)
+        self.text = text
+        self.interface = interface
+        self.zone = zone
+        self.columns = sorted({c for n in nodes for c in columns(n)})
+        self._built = None
+
+    def _build(self):
+        if self._built is None:
+            try:
+                import polars  # noqa: F401
+            except ImportError:
+                raise WhereError(f"{self.interface}: evaluating {self.text!r} needs Polars (pip install polars)") from None
+            lowering = PolarsLowering(self.zone, text_of=_text_of)
+            out = None
+            for node in self.nodes:  # each conjunct only where the ones before are TRUE (DuckDB's filter)
+                reach = None if out is None else out.fill_null(False)
+                e = lowering.lower(node, reach, True)
+                out = e if out is None else out & e
+            self._built = (out, lowering.checks)
+        return self._built
+
+    def expression(self):
+        """The Polars expression (built on first use)."""
+        return self._build()[0]
+
+    def mask(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
+        """TRUE where the residual is TRUE (NULL and FALSE are not selected)."""
+        import polars as pl
+
+        n = batch.num_rows
+        if not n:
+            return pa.array([], pa.bool_())
+        expr, checks = self._build()
+        frame = pl.from_arrow(batch.select(self.columns)) if self.columns else pl.DataFrame({"_": pl.zeros(n, eager=True)})
+        if not isinstance(frame, pl.DataFrame):
+            frame = frame.to_frame()
+        try:
+            result = run(frame, [expr.alias("_keep"), *(c.cond.any().alias(f"_e{i}") for i, c in enumerate(checks))])
+            for i, c in enumerate(checks):
+                if result[f"_e{i}"][0]:
+                    shown = run(frame, [c.shown.filter(c.cond).first()]).item() if c.shown is not None else None
+                    raise WhereError(f"{self.interface}: {c.message.replace('{value}', _shown(shown, c))} (in {self.text})", "value")
+            keep = result["_keep"]
+        except pl.exceptions.PolarsError as e:
+            raise WhereError(f"{self.interface}: {self.text}: {str(e).splitlines()[0]}") from None
+        if keep.len() != n:  # a constant: one value for every row
+            keep = pl.repeat(keep[0], n, eager=True, dtype=pl.Boolean)
+        return pc.fill_null(keep.to_arrow().cast(pa.bool_()), False)
+
+    def __repr__(self) -> str:
+        return f"Residual({self.text!r})"
+
+
+def _shown(value, check) -> str:
+    if isinstance(value, str) and check.quote:
+        return "'" + value.replace("'", "''") + "'"
+    return "NULL" if value is None else str(value)
+
+
+def _text_of(node: Node) -> str:
+    from .fold import sql_literal
+    from .tree import Column, Constant
+
+    if isinstance(node, Column):
+        return node.name
+    if isinstance(node, Constant):
+        return sql_literal(node)
+    return "the expression"
+
+
+# -- the order DuckDB evaluates conjuncts in ----------------------------------------------------------
+
+
+def duckdb_order(nodes: list[Node]) -> list[Node]:
+    """Conjuncts in the order DuckDB evaluates them (which decides which rows can raise):
+    those reading one column go into its scan, cheapest first (ExpressionHeuristics' costs);
+    the others follow as written (DuckDB does not reorder conjuncts that can raise)."""
+    single = [n for n in nodes if len(columns(n)) <= 1]
+    multi = [n for n in nodes if len(columns(n)) > 1]
+    return sorted(single, key=cost) + multi
+
+
+_FUNCTION_COSTS = {"+": 5, "-": 5, "abs": 5, "*": 10, "%": 10, "/": 15, "year": 20, "round": 100, "like": 200, "regexp": 200}
+
+
+def cost(node: Node) -> int:
+    """DuckDB's ExpressionHeuristics::Cost of a bound node."""
+    from .tree import Call, Column, Constant
+
+    if isinstance(node, Column):
+        return 8 * _width_weight(node.type)
+    if isinstance(node, Constant):
+        return _width_weight(node.type)
+    if not isinstance(node, Call):
+        return 1000
+    children = sum(cost(a) for a in node.args)
+    op = node.op
+    if op in ("=", "!=", "<", "<=", ">", ">=", "distinct", "not_distinct"):
+        return children + 5
+    if op in ("and", "or"):
+        return children + 5
+    if op == "case":
+        return children
+    if op in ("is_null", "is_not_null"):
+        return children + 5
+    if op == "in":
+        return children + max(len(node.args) - 2, 0) * 100
+    if op == "not":
+        return children + 10
+    if op == "cast":
+        frm, to = node.args[0].type, node.type
+        if frm == to:
+            return children
+        return children + (200 if {"VARCHAR", "BLOB"} & {frm.id, to.id} else 5)
+    if op == "coalesce":
+        return children + 1000
+    if op == "concat" and not node.extra:
+        return children + 200
+    if op in ("year", "month", "day", "hour", "minute", "second", "quarter", "epoch"):
+        return children + 20
+    return children + _FUNCTION_COSTS.get(op, 1000)
+
+
+def _width_weight(t) -> int:
+    return 5 if t.id == "VARCHAR" else 2 if t.id in ("FLOAT", "DOUBLE") else 1
