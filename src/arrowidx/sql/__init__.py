@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import WhereError, where_error
-from .parse import conjuncts, parse, simple_where, sql_text
+from .parse import conjunct_texts, conjuncts, parse, simple_where, sql_text
 from .residual import Residual
 from .tree import Call, Constant, Failure, Node
 
@@ -73,19 +73,26 @@ def compile_where(
     arrow = ArrowLowering(schema)
     pushed, residual, texts = [], [], []
     bound = []
-    for part in conjuncts(tree):
+    parts = conjuncts(tree)
+    own = conjunct_texts(text, lifted, shifts, len(parts))
+    shown = {id(p): (own[i] if own else sql_text(p)) for i, p in enumerate(parts)}
+    for part in parts:
         try:
             node = binder.condition(part)
         except RecursionError:
             raise binder.error("the condition is nested too deeply") from None
         bound.extend((part, c) for c in _flatten(node) if not (isinstance(c, Constant) and c.value is True))
-    if any(isinstance(c, Constant) and not c.value for _, c in bound):  # FALSE or NULL: no row, nothing evaluated
+    if any(isinstance(c, Constant) and c.value is False for _, c in bound):  # FALSE: no row, nothing evaluated
         return Where(pc.scalar(False), None, text)
+    # a NULL conjunct selects nothing, after DuckDB has evaluated the others on the rows read
+    bound = [(p, c) for p, c in bound if not (isinstance(c, Constant) and c.value is None)] + [
+        (p, c) for p, c in bound if isinstance(c, Constant) and c.value is None
+    ]
     for part, c in bound:
         failure = unconditional_failure(c)
         if failure is not None:
             raise binder.error(failure.message, failure.pos, kind="constant")
-        if pushdown:
+        if pushdown and not (isinstance(c, Constant) and c.value is None):
             try:
                 pushed.append(arrow.lower(c))
                 continue
@@ -97,7 +104,7 @@ def compile_where(
     expr = None
     for p in pushed:
         expr = p if expr is None else expr & p
-    rest = Residual(residual, " AND ".join(sql_text(t) for t in texts), interface, time_zone) if residual else None
+    rest = Residual(residual, " AND ".join(shown[id(t)] for t in texts), interface, time_zone) if residual else None
     return Where(expr, rest, text)
 
 

@@ -293,7 +293,7 @@ class Binder:
         if not folding.castable(node.type, target):
             raise self.error(f"cannot CAST {self.describe(node)} ({type_name(node.type)}) AS {type_name(target)}", node.pos if node.pos >= 0 else self.position(e))
         call = Call("cast", (node,), target, (safe, self.time_zone), node.pos if not explicit else self.position(e))
-        return folding.fold(call)
+        return folding.simplify(call)
 
     def data_type(self, dt, e) -> SqlType:
         from sqlglot import exp
@@ -360,17 +360,27 @@ class Binder:
             raise self.error(f"IN lists of {type_name(t)} values are not supported in a filter", pos)
         arg = self.cast(arg, t, e)
         values = [self.cast(v, t, e) for v in values]
+        whole = boolean("in", arg, *values, pos=pos)
+        if isinstance(arg, Constant) and all(isinstance(v, Constant) for v in values):  # folded whole, as DuckDB folds it
+            folded = folding.evaluate(whole)
+            if isinstance(folded, Constant):
+                return folding.simplify(boolean("not", folded, pos=pos)) if negated else folded
         if len(values) <= 4 or not all(isinstance(v, (Constant, Failure)) for v in values):
+            # DuckDB's IN rewrite (after its other rewrites, so these comparisons stay as they are)
             op, join = ("!=", "and") if negated else ("=", "or")
             node = None
             for v in values:
-                cmp = folding.simplify(boolean(op, arg, v, pos=pos))
-                node = cmp if node is None else folding.simplify(boolean(join, node, cmp, pos=pos))
+                cmp = boolean(op, arg, v, pos=pos)
+                node = cmp if node is None else boolean(join, node, cmp, pos=pos)
             return node
-        node = folding.simplify(boolean("in", arg, *values, pos=pos))
-        return folding.simplify(boolean("not", node, pos=pos)) if negated else node
+        return folding.simplify(boolean("not", whole, pos=pos)) if negated else whole
 
     def between(self, e, pos: int) -> Node:
+        from sqlglot import exp
+
+        for bound in (e.args["low"], e.args["high"]):
+            if isinstance(bound, exp.Not):
+                raise self.error("syntax error: a NOT in a BETWEEN bound needs parentheses, e.g. BETWEEN (NOT b) AND c", self.position(bound), kind="syntax")
         arg, low, high = self.bind(e.this), self.bind(e.args["low"]), self.bind(e.args["high"])
         t = comparison_type(btype(arg), btype(low), equality=False)
         if t is None:
@@ -379,8 +389,9 @@ class Binder:
         if t2 is None:
             raise self.incomparable(arg, high, e)
         arg = self.cast(arg, t2, e)
-        lo = folding.simplify(boolean(">=", arg, self.cast(low, t2, e), pos=pos))
-        hi = folding.simplify(boolean("<=", arg, self.cast(high, t2, e), pos=pos))
+        # (DuckDB folds the two comparisons back into one BETWEEN before moving constants across them)
+        lo = folding.fold(boolean(">=", arg, self.cast(low, t2, e), pos=pos))
+        hi = folding.fold(boolean("<=", arg, self.cast(high, t2, e), pos=pos))
         return folding.simplify(boolean("and", lo, hi, pos=pos))
 
     # -- strings -----------------------------------------------------------------------------------
@@ -421,7 +432,7 @@ class Binder:
             if node.type.id not in ("VARCHAR", "NULL"):
                 node = self.cast(node, VARCHAR, e)
             args.append(node)
-        return folding.fold(Call("concat", tuple(args), VARCHAR, skip_nulls, self.position(e)))
+        return folding.simplify(Call("concat", tuple(args), VARCHAR, skip_nulls, self.position(e)))
 
     # -- arithmetic and functions ---------------------------------------------------------------------
     def arithmetic(self, op: str, args: list[Node], e) -> Node:
@@ -437,7 +448,7 @@ class Binder:
         if check:
             extra = {"check": True}
         node = Call(name, cast_args, ret, extra, self.position(e))
-        return folding.fold(folding.simplify_arithmetic(node))
+        return folding.simplify(folding.simplify_arithmetic(node))
 
     def resolve(self, name: str, args: list[Node], e, display: str | None = None):
         """(parameter types, result type, overflow-checked) of DuckDB's overload of ``name``."""

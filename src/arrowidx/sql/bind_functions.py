@@ -5,7 +5,7 @@ Messages name a function as the user typed it (sqlglot renames ``lcase`` to ``Lo
 from __future__ import annotations
 
 from .bind import _PART_FUNCTIONS, _STRING_FUNCTIONS, SUPPORTED, Binder, btype
-from .fold import fold
+from .fold import simplify
 from .functions import ALIASES, OVERLOADS
 from .tree import Call, Constant, Node
 from .types import DECIMAL, VARCHAR, SqlType, type_name
@@ -107,7 +107,7 @@ def bind_function(b: Binder, e, pos: int) -> Node:  # noqa: C901 - one branch pe
             raise b.error(f"{typed} part {unit!r} is not supported ({', '.join(sorted(_TRUNC_WORDS))})", pos)
         arg = b.bind(arg_e)
         params, ret, _ = b.resolve("date_trunc", [Constant(word, VARCHAR, True, pos), arg], e, display=typed)
-        return fold(Call("date_trunc", (b.cast(arg, params[1], e),), ret, word, b.position(e)))
+        return simplify(Call("date_trunc", (b.cast(arg, params[1], e),), ret, word, b.position(e)))
     if isinstance(e, exp.RegexpLike):
         return b.regexp(e, pos)
     if key in ("ifnull", "nvl", "coalesce"):
@@ -139,7 +139,7 @@ def _round(b: Binder, e, typed: str, pos: int) -> Node:
         value = int(d.value)
     if ret.id == "DECIMAL":
         ret = DECIMAL(ret.width, 0 if value < 0 else min(value, ret.scale))
-    return fold(Call("round", (b.cast(arg, params[0], e),), ret, value, b.position(e)))
+    return simplify(Call("round", (b.cast(arg, params[0], e),), ret, value, b.position(e)))
 
 
 __all__ = ["bind_function", "type_name"]

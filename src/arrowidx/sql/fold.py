@@ -107,6 +107,10 @@ def evaluate(node: Call, zone: str | None = None) -> Node:
         frame = run(pl.DataFrame({"_": [0]}), columns)
     except pl.exceptions.PolarsError:
         return node  # left to the rows (it is evaluated there with the same rules)
+    except BaseException as e:  # a Polars panic (a pyo3 PanicException is no Exception)
+        if type(e).__name__ != "PanicException":
+            raise
+        return node
     for i, c in enumerate(lowering.checks):
         if frame[f"e{i}"][0]:
             shown = run(pl.DataFrame({"_": [0]}), [c.shown.cast(pl.String)]).item() if c.shown is not None else None
@@ -141,10 +145,17 @@ def plain(node: Node) -> Node:
     return node
 
 
+# operations that are NULL when any argument is NULL: DuckDB answers NULL for a constant NULL
+# argument without evaluating the others
+_NOT_STRICT = {"and", "or", "not", "is_null", "is_not_null", "distinct", "not_distinct", "case", "coalesce", "in", "constant_or_null"}
+
+
 def simplify(node: Node) -> Node:
     """DuckDB's optimizer rules that decide what is evaluated (then folding)."""
     if not isinstance(node, Call):
         return node
+    if node.op not in _NOT_STRICT and not (node.op == "concat" and node.extra) and any(_is_null(a) for a in node.args):
+        return Constant(None, node.type, False, node.pos)
     return plain(_simplify(node))
 
 
@@ -174,7 +185,7 @@ def _simplify(node: Call) -> Node:
         if op in ("distinct", "not_distinct") and (_is_null(a) or _is_null(b)) and not (isinstance(a, Constant) and isinstance(b, Constant)):
             other = b if _is_null(a) else a
             return simplify(boolean("is_not_null" if op == "distinct" else "is_null", other, pos=node.pos))
-        moved = move_constants(node) if op in COMPARISONS else None
+        moved = move_constants(node) or move_unary_minus(node)
         if moved is not None:
             return simplify(moved)
         return fold(node)
@@ -203,19 +214,6 @@ def _simplify(node: Call) -> Node:
         if not keep_c:
             return values[-1]
         return Call("case", (*keep_c, *keep_v, values[-1]), node.type, len(keep_c), node.pos)
-    if op == "coalesce":
-        kept = []
-        for a in args:
-            if _is_null(a):
-                continue
-            kept.append(a)
-            if isinstance(a, Constant):
-                break
-        if not kept:
-            return Constant(None, node.type, False, node.pos)
-        if len(kept) == 1:
-            return kept[0]
-        return Call("coalesce", tuple(kept), node.type, None, node.pos)
     return fold(node)
 
 
@@ -232,6 +230,48 @@ def simplify_arithmetic(node: Call) -> Node:
         if (node.op == "+" and v == 0) or (node.op == "-" and right and v == 0) or (node.op == "*" and v == 1) or (node.op == "//" and right and v == 1):
             return other
     return node
+
+
+def move_unary_minus(cmp: Call) -> Node | None:
+    """DuckDB's MoveUnaryMinusRule: ``-x op c`` -> ``x flip(op) -c`` (signed numbers; a FLOAT or
+    DOUBLE column keeps NaN where it was: ``OR isnan(x)`` / ``AND NOT isnan(x)``)."""
+    from .tree import Column
+
+    a, b = cmp.args
+    if isinstance(a, Call) and a.op == "neg" and isinstance(b, Constant):
+        neg, outer, op = a, b, cmp.op
+    elif isinstance(b, Call) and b.op == "neg" and isinstance(a, Constant):
+        neg, outer, op = b, a, FLIP.get(cmp.op, cmp.op)
+    else:
+        return None
+    t = neg.type
+    if not t.numeric or t.id.startswith("U"):
+        return None
+    (child,) = neg.args
+    if outer.value is None:
+        return None if cmp.op in ("distinct", "not_distinct") else Constant(None, BOOLEAN, False, cmp.pos)
+    ordered = op in ("<", "<=", ">", ">=")
+    flipped = FLIP.get(op, op)
+    guard = None
+    if outer.type.floating:
+        if ordered:
+            if not isinstance(child, Column):
+                return None
+            isnan = Call("isnan", (child,), BOOLEAN, None, cmp.pos)
+            guard = ("or", isnan) if op in (">", ">=") else ("and", Call("not", (isnan,), BOOLEAN, None, cmp.pos))
+        value = -outer.value
+    elif outer.type.id == "DECIMAL":
+        value = -outer.value
+    else:
+        value = -outer.value
+        if not fits(value, outer.type.id):
+            if op in ("=", "!="):
+                return Call("constant_or_null", (child,), BOOLEAN, op == "!=", cmp.pos)
+            return None
+    moved = Call(flipped, (child, Constant(value, outer.type, False, outer.pos)), BOOLEAN, None, cmp.pos)
+    if guard is not None:
+        return Call(guard[0], (moved, guard[1]), BOOLEAN, None, cmp.pos)
+    return moved
 
 
 def move_constants(cmp: Call) -> Node | None:

@@ -168,9 +168,64 @@ def conjuncts(e) -> list:
 
 
 def sql_text(e) -> str:
-    """A conjunct's text for messages and explain."""
+    """A conjunct's text as sqlglot writes it (when the user's own cannot be found)."""
     text = re.sub(r"'__arrowidx_in_list_\d+__'", "...", e.sql(dialect=dialect()))
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def conjunct_texts(text: str, lifted: str, shifts, count: int) -> list[str] | None:
+    """The user's own text of each top-level conjunct (split at the ANDs that join them, not
+    BETWEEN's), or None when that split does not give ``count`` of them."""
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = dialect().tokenize(lifted)
+    except Exception:  # noqa: BLE001 - the text parsed, so this is only a nicety
+        return None
+    if not tokens:
+        return None
+    depth, between, spans, start = 0, {}, [], 0
+    base = 0
+    while base < len(tokens) // 2 and tokens[base].token_type == TokenType.L_PAREN and _closes_at_end(tokens, base):
+        base += 1
+    start = base
+    for i, tok in enumerate(tokens[base : len(tokens) - base], base):
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif tok.token_type == TokenType.BETWEEN:
+            between[depth] = between.get(depth, 0) + 1
+        elif tok.token_type == TokenType.AND and depth == 0:
+            if between.get(0):
+                between[0] -= 1
+                continue
+            spans.append((start, i - 1))
+            start = i + 1
+    spans.append((start, len(tokens) - base - 1))
+    if len(spans) != count:
+        return None
+    out = []
+    for a, b in spans:
+        lo, hi = original_position(shifts, tokens[a].start), original_position(shifts, tokens[b].end)
+        part = text[lo : hi + 1].strip()
+        out.append(part if len(part) <= 200 else part[:197] + "...")
+    return out
+
+
+def _closes_at_end(tokens, i: int) -> bool:
+    """Whether the parenthesis at ``tokens[i]`` closes at the matching end position."""
+    from sqlglot.tokens import TokenType
+
+    depth = 0
+    for j in range(i, len(tokens) - i):
+        if tokens[j].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[j].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return j == len(tokens) - 1 - i
+    return False
 
 
 # -- the shortcut for plain comparisons -------------------------------------------------------------

@@ -49,8 +49,8 @@ def stamp_ints(expr, t: SqlType):
 def stamp_from_ints(ints, t: SqlType):
     import polars as pl
 
-    if stamp_unit(t) == "s":
-        ints = ints * 1000
+    if stamp_unit(t) == "s":  # (held in milliseconds; DuckDB's infinities stay the largest values)
+        ints = pl.when(ints.abs() >= V.STAMP_INF).then(ints).otherwise(ints * 1000)
     out = ints.cast(pl.Int64).cast(pl.Datetime(_PL_UNIT[stamp_unit(t)]))
     return out.dt.replace_time_zone("UTC") if t.zoned else out
 
@@ -201,14 +201,19 @@ class CastLowering:
         import polars as pl
 
         if frm.id == "DATE":
-            if to.zoned:
-                local = x.cast(pl.Datetime(_PL_UNIT[stamp_unit(to)]))
-                return _local_to_utc(local, zone or to.tz or "UTC")
             unit = stamp_unit(to)
             days = x.cast(pl.Int32).cast(pl.Int64)
+            infinite = days.abs() == V.DATE_INF  # DuckDB's infinite dates are infinite timestamps
+            days = pl.when(infinite).then(None).otherwise(days)
             per_day = 86_400 * V.UNIT_PER_SECOND[unit]
             limit = (2**63 - 1) // per_day
-            return pl.when(days.abs() <= limit).then(stamp_from_ints(days * per_day, to)).otherwise(None)
+            ints = pl.when(days.abs() <= limit).then(days * per_day).otherwise(None)
+            if to.zoned:
+                out = _local_to_utc(ints.cast(pl.Datetime(_PL_UNIT[unit])), zone or to.tz or "UTC")
+            else:
+                out = stamp_from_ints(ints, to)
+            inf = stamp_from_ints(pl.when(x.cast(pl.Int32) > 0).then(V.STAMP_INF).otherwise(-V.STAMP_INF), to)
+            return pl.when(infinite).then(inf).otherwise(out)
         if to.id == "DATE":
             if stamp_unit(frm) == "ns":  # DuckDB rounds to microseconds first
                 x = stamp_from_ints(_narrow(stamp_ints(x, frm), 1000), SqlType("TIMESTAMPTZ" if frm.zoned else "TIMESTAMP"))

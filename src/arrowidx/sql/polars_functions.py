@@ -193,8 +193,7 @@ def _to_micros(ints, unit: str):
     import polars as pl
 
     if unit == "ns":
-        q = ints // 1000
-        return pl.when((ints % 1000 != 0) & (ints < 0)).then(q + 1).otherwise(q)  # truncated toward zero
+        return ints // 1000  # floored, as DuckDB's epoch of a TIMESTAMP_NS
     return ints * (1_000_000 // UNIT_PER_SECOND[unit])
 
 

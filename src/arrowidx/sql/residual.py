@@ -60,11 +60,15 @@ class Residual:
             result = run(frame, [expr.alias("_keep"), *(c.cond.any().alias(f"_e{i}") for i, c in enumerate(checks))])
             for i, c in enumerate(checks):
                 if result[f"_e{i}"][0]:
-                    shown = run(frame, [c.shown.filter(c.cond).first()]).item() if c.shown is not None else None
+                    shown = run(frame, [c.shown.filter(c.cond).first().cast(pl.String)]).item() if c.shown is not None else None
                     raise WhereError(f"{self.interface}: {c.message.replace('{value}', _shown(shown, c))} (in {self.text})", "value")
             keep = result["_keep"]
         except pl.exceptions.PolarsError as e:
-            raise WhereError(f"{self.interface}: {self.text}: {str(e).splitlines()[0]}") from None
+            raise WhereError(f"{self.interface}: {self.text}: {str(e).splitlines()[0]}", "value") from None
+        except BaseException as e:  # Polars panics (a pyo3 PanicException is no Exception)
+            if type(e).__name__ != "PanicException":
+                raise
+            raise WhereError(f"{self.interface}: {self.text}: cannot evaluate it ({str(e).splitlines()[0][:120]})", "value") from None
         if keep.len() != n:  # a constant: one value for every row
             keep = pl.repeat(keep[0], n, eager=True, dtype=pl.Boolean)
         return pc.fill_null(keep.to_arrow().cast(pa.bool_()), False)
@@ -94,54 +98,34 @@ def _text_of(node: Node) -> str:
 
 
 def duckdb_order(nodes: list[Node]) -> list[Node]:
-    """Conjuncts in the order DuckDB evaluates them (which decides which rows can raise):
-    those reading one column go into its scan, cheapest first (ExpressionHeuristics' costs);
-    the others follow as written (DuckDB does not reorder conjuncts that can raise)."""
-    single = [n for n in nodes if len(columns(n)) <= 1]
-    multi = [n for n in nodes if len(columns(n)) > 1]
-    return sorted(single, key=cost) + multi
+    """Conjuncts in the order DuckDB evaluates them, which decides the rows a conjunct that can
+    raise sees: those reading one column that cannot raise go into the scan and come first;
+    the others follow as written (DuckDB keeps their order when one can raise: its
+    FilterPushdown and ExpressionHeuristics)."""
+    first = [n for n in nodes if len(columns(n)) <= 1 and not can_throw(n)]
+    return first + [n for n in nodes if not (len(columns(n)) <= 1 and not can_throw(n))]
 
 
-_FUNCTION_COSTS = {"+": 5, "-": 5, "abs": 5, "*": 10, "%": 10, "/": 15, "year": 20, "round": 100, "like": 200, "regexp": 200}
+_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like"}
 
 
-def cost(node: Node) -> int:
-    """DuckDB's ExpressionHeuristics::Cost of a bound node."""
-    from .tree import Call, Column, Constant
+def can_throw(node: Node) -> bool:
+    """DuckDB's Expression::CanThrow: a fallible function (arithmetic) or a cast that can
+    fail (BoundCastExpression::CastCanThrow), anywhere in the tree."""
+    from .tree import Call, Failure
+    from .types import try_max_type
 
-    if isinstance(node, Column):
-        return 8 * _width_weight(node.type)
-    if isinstance(node, Constant):
-        return _width_weight(node.type)
+    if isinstance(node, Failure):
+        return True
     if not isinstance(node, Call):
-        return 1000
-    children = sum(cost(a) for a in node.args)
-    op = node.op
-    if op in ("=", "!=", "<", "<=", ">", ">=", "distinct", "not_distinct"):
-        return children + 5
-    if op in ("and", "or"):
-        return children + 5
-    if op == "case":
-        return children
-    if op in ("is_null", "is_not_null"):
-        return children + 5
-    if op == "in":
-        return children + max(len(node.args) - 2, 0) * 100
-    if op == "not":
-        return children + 10
-    if op == "cast":
+        return False
+    if node.op in _THROWING and (node.op != "like" or node.extra[1] is not None):
+        return True
+    if node.op == "cast" and not node.extra[0]:
         frm, to = node.args[0].type, node.type
-        if frm == to:
-            return children
-        return children + (200 if {"VARCHAR", "BLOB"} & {frm.id, to.id} else 5)
-    if op == "coalesce":
-        return children + 1000
-    if op == "concat" and not node.extra:
-        return children + 200
-    if op in ("year", "month", "day", "hour", "minute", "second", "quarter", "epoch"):
-        return children + 20
-    return children + _FUNCTION_COSTS.get(op, 1000)
-
-
-def _width_weight(t) -> int:
-    return 5 if t.id == "VARCHAR" else 2 if t.id in ("FLOAT", "DOUBLE") else 1
+        if frm != to and to.id != "VARCHAR":
+            if frm.id == "VARCHAR" or to.id == "DECIMAL" or to.stamp:
+                return True
+            if try_max_type(frm, to) != to:
+                return True
+    return any(can_throw(a) for a in node.args)

@@ -231,19 +231,12 @@ class PolarsLowering(CastLowering, Visitor):
                 return pl.when(bad | (b == 0)).then(None).otherwise(q).cast(pl_type(t), strict=False)
             r = wide_a - q * safe_b
             return pl.when(b == 0).then(None).otherwise(r).cast(pl_type(t), strict=False)
+        exact, wrapped = _wide(op, wide_a, wide_b)  # 128-bit arithmetic wraps: ``wrapped`` says where
         if t.id == "HUGEINT":
-            approx = {"+": a.cast(pl.Float64) + b.cast(pl.Float64), "-": a.cast(pl.Float64) - b.cast(pl.Float64),
-                      "*": a.cast(pl.Float64) * b.cast(pl.Float64)}[op]  # fmt: skip
-            bad = both & (approx.abs() >= 2.0**127)
-            exact = {"+": wide_a + wide_b, "-": wide_a - wide_b, "*": wide_a * wide_b}[op]
+            bad = both & wrapped
             self.check(reach, bad, f"overflow in {words} of INT128 ({{value}})", shown)
             return pl.when(bad).then(None).otherwise(exact)
-        if op == "*" and t.id == "UBIGINT":
-            too_big = (a.cast(pl.Float64) * b.cast(pl.Float64)) >= 2.0**100
-            exact = pl.when(too_big).then(None).otherwise(wide_a * wide_b)
-        else:
-            exact = {"+": wide_a + wide_b, "-": wide_a - wide_b, "*": wide_a * wide_b}[op]
-        bad = both & (exact.is_null() | (exact < lo) | (exact > hi))
+        bad = both & (wrapped | (exact < lo) | (exact > hi))
         self.check(reach, bad, f"overflow in {words} of {_OVERFLOW_NAMES[t.id]} ({{value}})", shown)
         return pl.when(bad).then(None).otherwise(exact).cast(pl_type(t), strict=False)
 
@@ -314,9 +307,27 @@ def stamp_from_series(values: list[int], t: SqlType):
 
     ints = pl.Series(values, dtype=pl.Int64)
     if stamp_unit(t) == "s":
-        ints = ints * 1000
+        ints = pl.Series([v if abs(v) >= V.STAMP_INF else v * 1000 for v in values], dtype=pl.Int64)
     out = ints.cast(pl.Datetime({"s": "ms", "ms": "ms", "us": "us", "ns": "ns"}[stamp_unit(t)]))
     return out.dt.replace_time_zone("UTC") if t.zoned else out
+
+
+def _wide(op: str, a, b):
+    """``a op b`` in Int128 (which wraps) and where it wrapped."""
+    import polars as pl
+
+    if op == "+":
+        r = a + b
+        return r, ((a >= 0) == (b >= 0)) & ((r >= 0) != (a >= 0))
+    if op == "-":
+        r = a - b
+        return r, ((a >= 0) != (b >= 0)) & ((r >= 0) != (a >= 0))
+    r = a * b
+    low = -(2**127)
+    safe_a = pl.when(a == 0).then(pl.lit(1, dtype=pl.Int128)).otherwise(a)
+    wrapped = (a != 0) & ((r // safe_a) != b)
+    wrapped = wrapped | ((a == -1) & (b == low)) | ((b == -1) & (a == low))
+    return r, wrapped
 
 
 def _trunc_div(a, b):

@@ -638,7 +638,7 @@ def format_timestamp(value: int, unit: str, offset_text: str | None = None) -> s
 
 
 def format_blob(data: bytes) -> str:
-    return "".join(chr(b) if 32 <= b <= 126 and b != 92 or b == 92 else f"\\x{b:02X}" for b in data)
+    return "".join(chr(b) if 32 <= b <= 126 and b != 92 else f"\\x{b:02X}" for b in data)
 
 
 def to_text(value, frm: SqlType, zone: str | None = None) -> str:
