@@ -82,8 +82,8 @@ def compile_where(
         except RecursionError:
             raise binder.error("the condition is nested too deeply") from None
         bound.extend((part, c) for c in _flatten(node) if not (isinstance(c, Constant) and c.value is True))
-    if any(isinstance(c, Constant) and c.value is False for _, c in bound):  # FALSE: no row, nothing evaluated
-        return Where(pc.scalar(False), None, text)
+    if any(isinstance(c, Constant) and c.value is False for _, c in bound) or _contradiction([c for _, c in bound]):
+        return Where(pc.scalar(False), None, text)  # no row: nothing is evaluated (DuckDB's FilterCombiner)
     # a NULL conjunct selects nothing, after DuckDB has evaluated the others on the rows read
     bound = [(p, c) for p, c in bound if not (isinstance(c, Constant) and c.value is None)] + [
         (p, c) for p, c in bound if isinstance(c, Constant) and c.value is None
@@ -106,6 +106,43 @@ def compile_where(
         expr = p if expr is None else expr & p
     rest = Residual(residual, " AND ".join(shown[id(t)] for t in texts), interface, time_zone) if residual else None
     return Where(expr, rest, text)
+
+
+def _contradiction(nodes: list[Node]) -> bool:
+    """Whether conjuncts compare one expression with constants that no value satisfies
+    (``x BETWEEN 5 AND 3``, ``x = 1 AND x = 2``): DuckDB's FilterCombiner then reads nothing."""
+    import math
+
+    from .tree import key
+
+    def order(value):
+        return (1, 0) if isinstance(value, float) and math.isnan(value) else (0, value)
+
+    ranges: dict = {}
+    for n in nodes:
+        if not (isinstance(n, Call) and n.op in ("=", "<", "<=", ">", ">=") and len(n.args) == 2):
+            continue
+        a, b = n.args
+        op = n.op
+        if isinstance(a, Constant) and not isinstance(b, Constant):
+            a, b, op = b, a, {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+        if isinstance(a, Constant) or not isinstance(b, Constant) or b.value is None:
+            continue
+        try:
+            v = order(b.value)
+            lo, hi = ranges.get(key(a), (None, None))
+            if op in ("=", ">", ">="):
+                bound = (v, op == ">")
+                lo = bound if lo is None or bound > lo else lo
+            if op in ("=", "<", "<="):
+                bound = (v, op != "<")
+                hi = bound if hi is None or bound < hi else hi
+            ranges[key(a)] = (lo, hi)
+            if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or not hi[1]))):
+                return True
+        except TypeError:
+            continue
+    return False
 
 
 def _flatten(node: Node) -> list[Node]:

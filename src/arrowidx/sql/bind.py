@@ -234,9 +234,13 @@ class Binder:
             folded = [n for n in names if n.lower() == name.lower()]
             if len(folded) != 1:
                 close = difflib.get_close_matches(name, names, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                quoted = " (strings take single quotes: 'text'; double quotes name a column)" if self._double_quoted(pos) else ""
-                raise self.error(f"unknown column {name!r}{quoted}; {hint}(columns: {', '.join(names)})", pos)
+                parts = [f"unknown column {name!r}"]
+                if close:
+                    parts.append(f"did you mean {close[0]!r}?")
+                if self._double_quoted(pos):
+                    parts.append(f"strings take single quotes ('{name}'); double quotes name a column")
+                parts.append(f"columns: {', '.join(names)}")
+                raise self.error("; ".join(parts), pos)
             name = folded[0]
         t = from_arrow(self.schema.field(name).type)
         if t is None:
@@ -321,8 +325,19 @@ class Binder:
             raise self.incomparable(left, right, e)
         if t.id in ("INTERVAL", "TIME", "TIME_NS", "TIMETZ", "BIGNUM", "UHUGEINT"):
             raise self.error(f"comparing {type_name(t)} values is not supported in a filter", self.position(e))
-        node = boolean(op, self.cast(left, t, e), self.cast(right, t, e), pos=self.position(e))
+        node = boolean(op, self.compared(left, right, t, e), self.compared(right, left, t, e), pos=self.position(e))
         return folding.simplify(node)
+
+    def compared(self, node: Node, other: Node, t: SqlType, e) -> Node:
+        """``node`` cast to the comparison's type ``t``, with a message that says what to write
+        where the cast cannot succeed."""
+        cast = self.cast(node, t, e)
+        if isinstance(cast, Failure) and isinstance(node, Constant) and node.literal:
+            return Failure(f"{node.text or self.describe(node)} is not a valid {type_name(t)} ({self.describe(other)} is {type_name(other.type)})", t, cast.pos)
+        if isinstance(cast, Call) and cast.op == "cast" and node.type.id == "VARCHAR" and isinstance(other, Constant) and other.literal and t.id != "VARCHAR":
+            hint = f"{self.describe(node)} = {other.text or self.describe(other)} compares {self.describe(node)} as {type_name(t)}: quote the value: {self.describe(node)} = '{other.text or self.describe(other)}'"
+            return Call("cast", cast.args, cast.type, cast.extra + (hint,), cast.pos)
+        return cast
 
     def incomparable(self, left: Node, right: Node, e) -> WhereError:
         bad = right if isinstance(right, Constant) else left

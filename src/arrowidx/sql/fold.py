@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from . import values as V
 from .tree import COMPARISONS, FLIP, Call, Constant, Failure, Node, boolean
-from .types import BOOLEAN, DATE, NULL, SqlType, comparison_type, fits, literal_type, type_name
+from .types import BOOLEAN, DATE, NULL, SIGNED, UNSIGNED, SqlType, comparison_type, decimal_props, fits, int_range, literal_type, type_name
 
 LAZY = ("and", "or", "case", "coalesce")
 
@@ -73,7 +73,7 @@ def fold(node: Node) -> Node:
     if node.op not in LAZY:
         for a in node.args:
             if isinstance(a, Failure):
-                return Failure(a.message, node.type, node.pos)
+                return Failure(a.message, node.type, a.pos if a.pos >= 0 else node.pos)
     if not all(isinstance(a, Constant) for a in node.args) or node.op in ("in",) and node.extra is not None and not node.args:
         return node
     if node.op == "cast":
@@ -185,7 +185,7 @@ def _simplify(node: Call) -> Node:
         if op in ("distinct", "not_distinct") and (_is_null(a) or _is_null(b)) and not (isinstance(a, Constant) and isinstance(b, Constant)):
             other = b if _is_null(a) else a
             return simplify(boolean("is_not_null" if op == "distinct" else "is_null", other, pos=node.pos))
-        moved = move_constants(node) or move_unary_minus(node)
+        moved = uncast(node) or move_constants(node) or move_unary_minus(node)
         if moved is not None:
             return simplify(moved)
         return fold(node)
@@ -230,6 +230,67 @@ def simplify_arithmetic(node: Call) -> Node:
         if (node.op == "+" and v == 0) or (node.op == "-" and right and v == 0) or (node.op == "*" and v == 1) or (node.op == "//" and right and v == 1):
             return other
     return node
+
+
+def invertible(frm: SqlType, to: SqlType) -> bool:
+    """DuckDB's BoundCastExpression::CastIsInvertible."""
+    ids = {frm.id, to.id}
+    if ids & {"BOOLEAN", "FLOAT", "DOUBLE"}:
+        return False
+    if "DECIMAL" in ids:
+        fp, tp = decimal_props(frm), decimal_props(to)
+        return fp is not None and tp is not None and tp[1] >= fp[1]
+    order = {"TIMESTAMP_S": 17, "TIMESTAMP_MS": 18, "TIMESTAMP": 19, "TIMESTAMP_NS": 20, "TIMESTAMPTZ": 32, "TIMESTAMPTZ_NS": 33}
+    if frm.id in order:
+        if to.id in ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"):
+            return order[frm.id] <= order[to.id]
+        if to.id in ("DATE", "TIME"):
+            return False
+        if to.id == "TIMESTAMPTZ":
+            return frm.id == "TIMESTAMPTZ"
+        if to.id == "TIMESTAMPTZ_NS":
+            return frm.id in ("TIMESTAMPTZ", "TIMESTAMPTZ_NS")
+    if frm.id == "VARCHAR":
+        return False
+    if to.id == "VARCHAR":
+        return frm.id == "DATE" or frm.id in order or frm.id.startswith("TIME")
+    if frm.id in SIGNED and to.id in UNSIGNED:
+        return False
+    if frm.integral and to.integral:  # (DuckDB 2.0 keeps narrowing casts, which can overflow)
+        lo, hi = int_range(frm.id)
+        tlo, thi = int_range(to.id)
+        return tlo <= lo and hi <= thi
+    return True
+
+
+def uncast(cmp: Call) -> Node | None:
+    """DuckDB's ComparisonSimplificationRule: ``CAST(x AS T) op c`` -> ``x op CAST(c AS S)`` where
+    both casts are invertible and ``c`` converts (a DATE against a TIMESTAMP at midnight too)."""
+    a, b = cmp.args
+    if isinstance(a, Call) and a.op == "cast" and isinstance(b, Constant):
+        cast, const, left = a, b, True
+    elif isinstance(b, Call) and b.op == "cast" and isinstance(a, Constant):
+        cast, const, left = b, a, False
+    else:
+        return None
+    if cast.extra[0] or const.value is None:
+        return None
+    (child,) = cast.args
+    s, t = child.type, cast.type
+    if not invertible(s, t):
+        return None
+    try:
+        value = V.cast_value(const.value, t, s, zone=cast.extra[1])
+    except V.CastError:
+        return None
+    if not invertible(t, s):  # then only where the constant comes back unchanged
+        try:
+            if V.cast_value(value, s, t, zone=cast.extra[1]) != const.value:
+                return None
+        except V.CastError:
+            return None
+    new = Constant(value, s, False, const.pos)
+    return Call(cmp.op, (child, new) if left else (new, child), BOOLEAN, cmp.extra, cmp.pos)
 
 
 def move_unary_minus(cmp: Call) -> Node | None:

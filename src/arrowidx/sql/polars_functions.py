@@ -41,7 +41,7 @@ def lower_function(lowering, node: Call, reach):  # noqa: C901 - one rule per fu
     if name == "strpos":  # 1-based character position, 0 when absent, 1 for ''
         found = x.str.contains(xs[1], literal=True)
         before = x.str.split(xs[1]).list.first().str.len_chars().cast(pl.Int64) + 1
-        return pl.when(xs[1] == "").then(pl.lit(1, dtype=pl.Int64)).when(found).then(before).otherwise(
+        return pl.when(x.is_null() | xs[1].is_null()).then(None).when(xs[1] == "").then(pl.lit(1, dtype=pl.Int64)).when(found).then(before).otherwise(
             pl.when(found.is_null()).then(None).otherwise(pl.lit(0, dtype=pl.Int64))
         )
     if name == "replace":

@@ -189,7 +189,7 @@ class ArrowLowering(Visitor):
             }[op]  # fmt: skip
         arrow_type = pa.float32() if frm.id == "FLOAT" else pa.float64()
         if frm.id == "FLOAT":
-            single = float(np.float32(value)) if abs(value) <= 3.4028234663852886e38 or math.isinf(value) else math.copysign(math.inf, value)
+            single = V.float32(value)
             if single != value:  # not a FLOAT: compare with its FLOAT neighbours
                 if op == "=":
                     return pc.scalar(False)
@@ -219,7 +219,7 @@ class ArrowLowering(Visitor):
         if frm.floating and to.floating:  # FLOAT column, DOUBLE value
             if math.isnan(value):
                 return value
-            return value if float(np.float32(value)) == value else None
+            return value if V.float32(value) == value else None
         bound = _exact_bound(frm, to, value)
         if bound is None:
             raise NoArrow

@@ -176,7 +176,8 @@ class PolarsLowering(CastLowering, Visitor):
         safe = node.extra[0]
         (arg,) = node.args
         x = self.lower(arg, reach, False)
-        return self.lower_cast(x, arg.type, node.type, safe, reach, f"CAST({self.text_of(arg)} AS {type_name(node.type)})")
+        what = node.extra[2] if len(node.extra) > 2 else f"CAST({self.text_of(arg)} AS {type_name(node.type)})"
+        return self.lower_cast(x, arg.type, node.type, safe, reach, what)
 
     # -- numbers ----------------------------------------------------------------------------------
     def negate_number(self, node: Call, reach, select):
@@ -246,14 +247,9 @@ class PolarsLowering(CastLowering, Visitor):
         op, t = node.op, node.type
         check = bool(node.extra and node.extra.get("check"))
         limit = 10**t.width
-        if op in ("+", "-"):
-            exact = a + b if op == "+" else a - b
-        elif op == "*":
-            if check:
-                approx = a.cast(pl.Float64) * b.cast(pl.Float64)
-                exact = pl.when(approx.abs() >= 1e37 * 10).then(None).otherwise(a * b)
-            else:
-                exact = a * b
+        if op in ("+", "-", "*"):
+            exact, wrapped = _wide(op, a.cast(pl.Int128), b.cast(pl.Int128))
+            exact = pl.when(wrapped).then(None).otherwise(exact)
         else:  # %
             self.check(reach, both & (b == 0), "division by zero in {value}", shown)
             safe_b = pl.when(b == 0).then(pl.lit(1, dtype=pl.Int128)).otherwise(b)

@@ -7,7 +7,7 @@ the casts DuckDB puts in, so a lowering never decides a type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .types import BOOLEAN, SqlType
@@ -63,7 +63,6 @@ class Call(Node):
     type: SqlType
     extra: Any = None
     pos: int = -1
-    children: tuple = field(default=(), repr=False)  # (unused: a place for rewrites' notes)
 
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
@@ -173,6 +172,17 @@ def is_constant(node: Node) -> bool:
 
 def boolean(op: str, *args: Node, extra: Any = None, pos: int = -1) -> Call:
     return Call(op, tuple(args), BOOLEAN, extra, pos)
+
+
+def key(node: Node):
+    """A node's structure, for telling equal expressions apart from their positions."""
+    if isinstance(node, Column):
+        return ("col", node.name)
+    if isinstance(node, Constant):
+        return ("const", node.type, repr(node.value))
+    if isinstance(node, Failure):
+        return ("fail", node.message)
+    return (node.op, node.type, repr(node.extra), tuple(key(a) for a in node.args))
 
 
 def walk(node: Node):

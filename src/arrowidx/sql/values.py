@@ -141,7 +141,7 @@ def decimal_to_float32(number: Decimal) -> float:
         double = float(number)
     except OverflowError:
         double = math.copysign(math.inf, number)
-    single = float(np.float32(double)) if abs(double) <= 3.4028235677973366e38 else math.copysign(math.inf, double)
+    single = float32(double)
     if math.isinf(single) or single == double:
         return single
     # double rounding can land on a float32 tie: decide it with the exact value
@@ -488,11 +488,10 @@ def _numeric(value, frm: SqlType, to: SqlType):
     if t == "DOUBLE":
         return value
     # DOUBLE -> FLOAT: out of FLOAT's range (but finite) is an error
-    if math.isfinite(value) and abs(value) > float(np.finfo(np.float32).max):
-        single = np.float32(value)
-        if math.isinf(float(single)):
-            raise CastError(f"{_show(value, frm)} is out of range for FLOAT")
-    return float(np.float32(value))
+    single = float32(value)
+    if math.isfinite(value) and math.isinf(single):
+        raise CastError(f"{_show(value, frm)} is out of range for FLOAT")
+    return single
 
 
 def _temporal(value: int, frm: SqlType, to: SqlType, zone: str | None):
@@ -698,7 +697,9 @@ def from_python(value, t: SqlType):
 
 
 def float32(value: float) -> float:
-    return float(np.float32(value))
+    """The float32 nearest a double (infinity beyond FLOAT's range), as a Python float."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
 
 
 __all__ = ["CastError", "Interval", "cast_value", "parse_blob", "to_text"]
