@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-import numpy as np
 import pyarrow as pa
 
 from arrowidx.sql import WhereError, compile_where
@@ -429,5 +428,3 @@ def main() -> None:  # pragma: no cover - for a person hunting differences
 if __name__ == "__main__":  # pragma: no cover
     main()
 
-
-_unused = (np,)

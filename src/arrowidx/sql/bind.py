@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import fold as folding
 from .errors import WhereError, where_error
-from .functions import ALIASES, NoMatch, choose
+from .functions import NoMatch, choose
 from .parse import MARKER, original_position
 from .tree import Call, Column, Constant, Failure, Node, boolean
 from .types import (

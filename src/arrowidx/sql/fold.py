@@ -17,7 +17,20 @@ import pyarrow.compute as pc
 
 from . import values as V
 from .tree import COMPARISONS, FLIP, Call, Constant, Failure, Node, boolean
-from .types import BOOLEAN, DATE, NULL, SIGNED, UNSIGNED, SqlType, comparison_type, decimal_props, fits, int_range, literal_type, type_name
+from .types import (
+    BOOLEAN,
+    DATE,
+    NULL,
+    SIGNED,
+    UNSIGNED,
+    SqlType,
+    comparison_type,
+    decimal_props,
+    fits,
+    int_range,
+    literal_type,
+    type_name,
+)
 
 LAZY = ("and", "or", "case", "coalesce")
 

@@ -9,7 +9,6 @@ Values are held in Polars as :func:`pl_type` says: a DECIMAL as its unscaled int
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -364,5 +363,3 @@ def _local_to_utc(naive, zone: str):
 def check_fits(value: int, t: SqlType) -> bool:
     return fits(value, t.id)
 
-
-_unused = (math,)

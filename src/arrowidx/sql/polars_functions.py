@@ -190,7 +190,6 @@ def date_part(lowering, part: str, arg, x):
 
 
 def _to_micros(ints, unit: str):
-    import polars as pl
 
     if unit == "ns":
         return ints // 1000  # floored, as DuckDB's epoch of a TIMESTAMP_NS
@@ -265,5 +264,3 @@ def temporal_arithmetic(lowering, node: Call, a, b, reach):
         out = stamp_from_ints(stamp_ints(out, t) + micros * UNIT_PER_SECOND[unit] // 1_000_000, t) if unit != "us" else out + pl.duration(microseconds=micros)
     return out
 
-
-_unused = (literal,)

@@ -421,8 +421,6 @@ def like_expr(x, pattern: str, escape: str | None):
     return x.str.contains(like_regex(pattern, escape))
 
 
-_unused = (V, Failure)
-
 
 def run(frame, exprs):
     """``frame.select(exprs)`` (eagerly: Polars 2.1's lazy engine gives ``lit <= when(...)``

@@ -22,7 +22,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 import numpy as np
 
@@ -704,6 +704,3 @@ def float32(value: float) -> float:
 
 __all__ = ["CastError", "Interval", "cast_value", "parse_blob", "to_text"]
 
-
-def _unused() -> None:  # pragma: no cover - keeps InvalidOperation imported for callers
-    raise InvalidOperation
