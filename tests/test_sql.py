@@ -86,7 +86,7 @@ def test_float_in_lists_match_duckdb_on_signed_zero_and_nan(where):
 def test_refusals_name_what_to_write():
     for text, message in [
         ("ts > 5", "quoted date"), ("qty = (SELECT 1)", "subqueries"), ("qty >", "syntax error"),
-        ("qty = 'abc'", "'abc' is not a valid INTEGER [(]qty is INTEGER[)]"), ("nope = 1", "unknown column 'nope'"),
+        ("qty = 'abc'", "'abc' is not a number [(]qty is INTEGER[)]"), ("nope = 1", "unknown column 'nope'"),
         ("stauts = 'x'", "did you mean 'status'"), ('status = "lost"', "strings take single quotes [(]'lost'[)]"),
         ("lcase(status) = 1 + 'x'", r"\+[(]INTEGER_LITERAL, STRING_LITERAL[)] is ambiguous"), ("ucase(status, 2) = 'x'", "ucase"),
     ]:  # fmt: skip

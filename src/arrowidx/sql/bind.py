@@ -333,8 +333,10 @@ class Binder:
         where the cast cannot succeed."""
         cast = self.cast(node, t, e)
         if isinstance(cast, Failure) and isinstance(node, Constant) and node.literal:
-            return Failure(f"{node.text or self.describe(node)} is not a valid {type_name(t)} ({self.describe(other)} is {type_name(other.type)})", t, cast.pos)
-        if isinstance(cast, Call) and cast.op == "cast" and node.type.id == "VARCHAR" and isinstance(other, Constant) and other.literal and t.id != "VARCHAR":
+            what = ("a number" if t.numeric else "a valid date" if t.id == "DATE" else "a valid timestamp" if t.stamp
+                    else "a boolean (write TRUE or FALSE)" if t.id == "BOOLEAN" else f"a valid {type_name(t)}")  # fmt: skip
+            return Failure(f"{node.text or self.describe(node)} is not {what} ({self.describe(other)} is {type_name(other.type)})", t, cast.pos)
+        if isinstance(cast, Call) and cast.op == "cast" and isinstance(node, Column) and node.type.id == "VARCHAR" and isinstance(other, Constant) and other.literal and t.id != "VARCHAR":
             hint = f"{self.describe(node)} = {other.text or self.describe(other)} compares {self.describe(node)} as {type_name(t)}: quote the value: {self.describe(node)} = '{other.text or self.describe(other)}'"
             return Call("cast", cast.args, cast.type, cast.extra + (hint,), cast.pos)
         return cast

@@ -117,6 +117,7 @@ class CastLowering:
         f, t = frm.id, to.id
         if frm == to:
             return x
+        what = f" ({what})" if what else ""
         if f == "NULL":
             return pl.lit(None, dtype=pl_type(to))
         zone = self.zone
@@ -126,11 +127,11 @@ class CastLowering:
             bad = value_expr.is_not_null() & out.is_null()
             if safe:
                 return out
-            self.check(reach, bad, reason or f"could not convert {{value}} to {type_name(to)} ({what})", value_expr, quote=frm.id == "VARCHAR")
+            self.check(reach, bad, reason or f"could not convert {{value}} to {type_name(to)}{what}", value_expr, quote=frm.id == "VARCHAR")
             return out
 
         if f == "VARCHAR":
-            return failed(self._from_text(x, to, zone), reason=f"could not convert string {{value}} to {type_name(to)} ({what})")
+            return failed(self._from_text(x, to, zone), reason=f"could not convert string {{value}} to {type_name(to)}{what}")
         if t == "VARCHAR":
             return self._to_text(x, frm, zone)
         if t == "BOOLEAN":
@@ -142,9 +143,9 @@ class CastLowering:
             return one.cast(pl.Int128) * 10**to.scale if t == "DECIMAL" else one.cast(pl_type(to))
         if frm.numeric and to.numeric:
             out = self._numeric(x, frm, to)
-            return failed(out, reason=f"{{value}} is out of range for {type_name(to)} ({what})")
+            return failed(out, reason=f"{{value}} is out of range for {type_name(to)}{what}")
         if frm.temporal and to.temporal:
-            return failed(self._temporal(x, frm, to, zone), reason=f"{{value}} is out of range for {type_name(to)} ({what})")
+            return failed(self._temporal(x, frm, to, zone), reason=f"{{value}} is out of range for {type_name(to)}{what}")
         if f == "BLOB" and t == "BLOB":
             return x
         raise ValueError(f"cast {type_name(frm)} -> {type_name(to)}")

@@ -176,7 +176,10 @@ class PolarsLowering(CastLowering, Visitor):
         safe = node.extra[0]
         (arg,) = node.args
         x = self.lower(arg, reach, False)
-        what = node.extra[2] if len(node.extra) > 2 else f"CAST({self.text_of(arg)} AS {type_name(node.type)})"
+        if len(node.extra) > 2:
+            what = node.extra[2]
+        else:
+            what = f"CAST({arg.name} AS {type_name(node.type)})" if isinstance(arg, Column) else ""
         return self.lower_cast(x, arg.type, node.type, safe, reach, what)
 
     # -- numbers ----------------------------------------------------------------------------------

@@ -562,40 +562,18 @@ def parse_blob(text: str) -> bytes:
 
 
 def format_float(value: float, single: bool = False) -> str:
-    """DuckDB's text of a DOUBLE or FLOAT: the shortest digits that read back as the value
-    (of its own width), written as Python writes a float: positional from 1e-4 to 1e16,
-    else ``1.5e+16``. Where two shortest texts are equally near, DuckDB writes the exact
-    value (``-23732.5625``, not ``-23732.562``)."""
+    """DuckDB's text of a DOUBLE (the shortest digits that read back as the value, written as
+    Python writes a float: positional from 1e-4 to 1e16, else ``1e+16``) or of a FLOAT
+    (:func:`~.float_text.float_text`)."""
+    if single:
+        from .float_text import float_text
+
+        return float_text(value)
     if math.isnan(value):
         return "-nan" if math.copysign(1.0, value) < 0 else "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    number = np.float32(value) if single else np.float64(value)
-    sci = np.format_float_scientific(number, unique=True, trim="-")
-    mantissa, _, exp = sci.partition("e")
-    digits = mantissa.replace("-", "").replace(".", "")
-    exponent = int(exp)
-    exact = Decimal(float(number))
-    shortest = Decimal(("-" if value < 0 else "") + digits[0] + "." + digits[1:] + "e" + str(exponent))
-    if len(digits) > 1 or True:
-        step = Decimal(1).scaleb(exponent - len(digits) + 1)
-        if abs(exact - shortest) * 2 == step:  # a tie between two shortest texts: the exact value
-            text = format(exact.normalize(), "f") if -4 <= exact.adjusted() < 16 else None
-            if text is not None:
-                return text if "." in text else text + ".0"
-            digits = str(abs(exact.normalize().as_tuple().digits[0])) + "".join(map(str, exact.normalize().as_tuple().digits[1:]))
-            exponent = exact.adjusted()
-    sign = "-" if value < 0 else ""
-    if -4 <= exponent < 16:
-        if exponent >= len(digits) - 1:
-            return sign + digits + "0" * (exponent - len(digits) + 1) + ".0"
-        if exponent >= 0:
-            return sign + digits[: exponent + 1] + "." + digits[exponent + 1 :]
-        return sign + "0." + "0" * (-exponent - 1) + digits
-    body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{sign}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    return repr(value)
 
 
 def format_decimal(unscaled: int, scale: int) -> str:
