@@ -234,13 +234,10 @@ class Binder:
             folded = [n for n in names if n.lower() == name.lower()]
             if len(folded) != 1:
                 close = difflib.get_close_matches(name, names, n=1)
-                parts = [f"unknown column {name!r}"]
-                if close:
-                    parts.append(f"did you mean {close[0]!r}?")
+                hint = f"did you mean {close[0]!r}? " if close else ""
                 if self._double_quoted(pos):
-                    parts.append(f"strings take single quotes ('{name}'); double quotes name a column")
-                parts.append(f"columns: {', '.join(names)}")
-                raise self.error("; ".join(parts), pos)
+                    hint += f"strings take single quotes ('{name}'); double quotes name a column "
+                raise self.error(f"unknown column {name!r}; {hint}(columns: {', '.join(names)})", pos)
             name = folded[0]
         t = from_arrow(self.schema.field(name).type)
         if t is None:
