@@ -314,6 +314,7 @@ class Report:
     we_raise: list = field(default_factory=list)
     constant: list = field(default_factory=list)
     duckdb_rewrite: list = field(default_factory=list)  # DuckDB answers otherwise without its expression rewriter
+    duckdb_internal: list = field(default_factory=list)  # DuckDB's own INTERNAL errors (its bugs)
     order: int = 0  # errors that differ only when every conjunct is evaluated by Polars (a test-only mode)
     raw: list = field(default_factory=list)
 
@@ -321,7 +322,7 @@ class Report:
         return (f"{self.clauses} clauses, {self.selective} selective, {self.agree_errors} refused by both; "
                 f"differences {len(self.differences)}, answered where DuckDB raises {len(self.we_answer)}, "
                 f"raised where DuckDB answers {len(self.we_raise)} (+{len(self.constant)} constant errors, {self.order} in the all-residual mode), "
-                f"DuckDB rewrite bugs {len(self.duckdb_rewrite)}, raw {len(self.raw)}")  # fmt: skip
+                f"DuckDB rewrite bugs {len(self.duckdb_rewrite)}, DuckDB internal errors {len(self.duckdb_internal)}, raw {len(self.raw)}")  # fmt: skip
 
 
 def _ours(table: pa.Table, text: str, pushdown: bool):
@@ -374,6 +375,9 @@ def run(seed: int, *, clauses: int | None = None, seconds: float | None = None, 
                 duck_error = None
             except duckdb.Error as e:
                 expected, duck_error = None, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                if isinstance(e, duckdb.InternalException):
+                    report.duckdb_internal.append((text, duck_error, seed * 1000 + t))
+                    continue
             if expected is not None and 0 < len(expected) < table.num_rows:
                 report.selective += 1
             for pushdown in (True, False):
@@ -417,7 +421,7 @@ def main() -> None:  # pragma: no cover - for a person hunting differences
     args = parser.parse_args()
     report = run(args.seed, clauses=args.clauses, seconds=args.seconds)
     print(report.summary())
-    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_rewrite"):
+    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_rewrite", "duckdb_internal"):
         items = getattr(report, name)
         if items:
             print(f"-- {name} ({len(items)})")

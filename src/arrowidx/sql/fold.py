@@ -247,8 +247,10 @@ def simplify_arithmetic(node: Call) -> Node:
 def invertible(frm: SqlType, to: SqlType) -> bool:
     """DuckDB's BoundCastExpression::CastIsInvertible."""
     ids = {frm.id, to.id}
-    if ids & {"BOOLEAN", "FLOAT", "DOUBLE", "DECIMAL"}:  # (DuckDB 2.0 keeps casts to and from DECIMAL)
+    if ids & {"BOOLEAN", "DECIMAL"}:  # (DuckDB 2.0 keeps casts to and from DECIMAL)
         return False
+    if frm.floating or to.floating:  # an integer or a FLOAT widened to DOUBLE (then a constant must come back unchanged)
+        return (frm.integral or frm.id == "FLOAT") and to.floating and frm.id != to.id
     order = {"TIMESTAMP_S": 17, "TIMESTAMP_MS": 18, "TIMESTAMP": 19, "TIMESTAMP_NS": 20, "TIMESTAMPTZ": 32, "TIMESTAMPTZ_NS": 33}
     if frm.id in order:
         if to.id in ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"):

@@ -99,11 +99,9 @@ def _text_of(node: Node) -> str:
 
 def duckdb_order(nodes: list[Node]) -> list[Node]:
     """Conjuncts in the order DuckDB evaluates them, which decides the rows a conjunct that can
-    raise sees: those reading one column that cannot raise go into the scan and come first;
-    the others follow as written (DuckDB keeps their order when one can raise: its
-    FilterPushdown and ExpressionHeuristics)."""
-    first = [n for n in nodes if len(columns(n)) <= 1 and not can_throw(n)]
-    return first + [n for n in nodes if not (len(columns(n)) <= 1 and not can_throw(n))]
+    raise sees: those that cannot raise first (DuckDB pushes them below the others), then
+    those that can, as written (DuckDB does not reorder conjuncts that can raise)."""
+    return [n for n in nodes if not can_throw(n)] + [n for n in nodes if can_throw(n)]
 
 
 _THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like"}
