@@ -8,7 +8,7 @@ from .bind import _PART_FUNCTIONS, _STRING_FUNCTIONS, SUPPORTED, Binder, btype
 from .fold import simplify
 from .functions import ALIASES, OVERLOADS
 from .tree import Call, Constant, Node
-from .types import DECIMAL, VARCHAR, SqlType, type_name
+from .types import BIGINT, DECIMAL, DOUBLE, VARCHAR, SqlType, type_name
 
 _PART_WORDS = {"YEAR": "year", "MONTH": "month", "DAY": "day", "HOUR": "hour", "MINUTE": "minute", "SECOND": "second",
                "QUARTER": "quarter", "DOW": "dayofweek", "DAYOFWEEK": "dayofweek", "DOY": "dayofyear", "DAYOFYEAR": "dayofyear",
@@ -91,7 +91,9 @@ def bind_function(b: Binder, e, pos: int) -> Node:  # noqa: C901 - one branch pe
         if part is None:
             raise b.error(f"{part_word.lower()} is not a date part arrowidx evaluates ({', '.join(sorted(set(_PART_WORDS.values())))})", pos)
         arg = b.bind(arg_e)
-        return b.call(part, [arg], e, display=typed)
+        params, ret, _ = b.resolve("date_part", [Constant(part, VARCHAR, True, pos), arg], e, display=typed)
+        result = DOUBLE if part == "epoch" else BIGINT
+        return simplify(Call(part, (b.cast(arg, params[1], e),), result, None, b.position(e)))
     if isinstance(e, (exp.DateTrunc, exp.TimestampTrunc)) or key == "date_trunc":
         if anonymous:
             first = e.expressions[0] if e.expressions else None

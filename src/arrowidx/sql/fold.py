@@ -251,6 +251,8 @@ def invertible(frm: SqlType, to: SqlType) -> bool:
         return False
     if frm.floating or to.floating:  # an integer or a FLOAT widened to DOUBLE (then a constant must come back unchanged)
         return (frm.integral or frm.id == "FLOAT") and to.floating and frm.id != to.id
+    if frm.id == "DATE" or to.id == "DATE":  # only DATE -> TIMESTAMP, where a midnight comes back unchanged
+        return frm.id == "DATE" and to.id == "TIMESTAMP"
     order = {"TIMESTAMP_S": 17, "TIMESTAMP_MS": 18, "TIMESTAMP": 19, "TIMESTAMP_NS": 20, "TIMESTAMPTZ": 32, "TIMESTAMPTZ_NS": 33}
     if frm.id in order:
         if to.id in ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"):

@@ -159,7 +159,8 @@ class CastLowering:
             if to.integral:
                 return x.cast(pl_type(to), strict=False)
             if t == "DECIMAL":
-                return _in_width(x.cast(pl.Int128) * 10**to.scale, to.width)
+                scaled = x.cast(pl.Int128) * 10**to.scale
+                return scaled if _holds(frm, to) else _in_width(scaled, to.width)
             return x.cast(pl_type(to))  # to FLOAT/DOUBLE: round to nearest
         if f == "DECIMAL":
             if to.integral:
@@ -167,7 +168,8 @@ class CastLowering:
                 lo, hi = int_range(t)
                 return pl.when((whole >= lo) & (whole <= hi)).then(whole).otherwise(None).cast(pl_type(to), strict=False)
             if t == "DECIMAL":
-                return _in_width(_rescale(x, frm.scale, to.scale), to.width)
+                rescaled = _rescale(x, frm.scale, to.scale)
+                return rescaled if _holds(frm, to) else _in_width(rescaled, to.width)
             from .to_polars import true_divide
 
             if t == "DOUBLE" and frm.width <= 15:
@@ -308,6 +310,15 @@ def _zero(t: SqlType):
     import polars as pl
 
     return pl.lit(0, dtype=pl_type(t))
+
+
+def _holds(frm: SqlType, to: SqlType) -> bool:
+    """Whether DECIMAL ``to`` holds every value of ``frm``'s type (DuckDB then checks nothing,
+    even for a value beyond its type's width, such as round(DECIMAL(5,0) -99999, -1))."""
+    from .types import decimal_props
+
+    fw, fs = decimal_props(frm)
+    return to.scale >= fs and to.width - to.scale >= fw - fs
 
 
 def _narrow(ints, factor: int):

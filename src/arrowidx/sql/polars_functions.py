@@ -61,9 +61,7 @@ def lower_function(lowering, node: Call, reach):  # noqa: C901 - one rule per fu
         return _abs(lowering, node, x, reach)
     if name == "sign":
         t = args[0].type
-        if t.floating:
-            return pl.when(x > 0).then(1).when(x < 0).then(-1).when(x == 0).then(0).otherwise(0).cast(pl.Int8)
-        return pl.when(x > 0).then(1).when(x < 0).then(-1).otherwise(0).cast(pl.Int8)
+        return pl.when(x.is_null()).then(None).when(x > 0).then(1).when(x < 0).then(-1).otherwise(0).cast(pl.Int8)
     if name in ("floor", "ceil"):
         t = args[0].type
         if t.id == "DECIMAL":

@@ -104,7 +104,8 @@ def duckdb_order(nodes: list[Node]) -> list[Node]:
     return [n for n in nodes if not can_throw(n)] + [n for n in nodes if can_throw(n)]
 
 
-_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like"}
+_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like", "year", "month", "day", "hour", "minute", "second", "quarter",
+             "dayofweek", "dayofyear", "week", "isodow", "epoch", "millisecond", "microsecond", "date_trunc"}  # fmt: skip
 
 
 def can_throw(node: Node) -> bool:

@@ -128,8 +128,8 @@ class ArrowLowering(Visitor):
     def like(self, node: Call, neg):
         (arg,) = node.args
         pattern, escape, ilike = node.extra
-        if ilike or not isinstance(arg, Column):
-            raise NoArrow
+        if ilike or not isinstance(arg, Column) or pa.types.is_dictionary(self.schema.field(arg.name).type):
+            raise NoArrow  # (pyarrow's string kernels take no dictionary)
         match = like_expression(pc.field(arg.name), pattern, escape)
         return (~match) if neg else match
 
