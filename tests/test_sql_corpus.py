@@ -307,3 +307,22 @@ def test_a_session_time_zone_means_what_it_means_in_duckdb(text):
         rows = ROWS.filter(where.pushdown) if where.pushdown is not None else ROWS
         rows = rows.filter(where.residual.mask(rows)) if where.residual is not None else rows
         assert sorted(rows.column("_row").to_pylist()) == expected, (text, pushdown)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [r"path LIKE 'C:\temp%'", "id + 9223372036854775800 < 0", "id * 4611686018427387904 > 0", "qty = '6.5'", "x // 2 = -3.75"],
+)
+def test_a_delete_removes_exactly_the_rows_duckdb_selects(tmp_path, where):
+    """Issue 48: a wrong answer in a filter is a wrong delete (``path LIKE 'C:\\temp%'`` once
+    deleted only ``C:\\\\temp\\\\c.txt``, the one row DuckDB keeps)."""
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    pq.write_table(TABLE, os.path.join(root, "part-0.parquet"))
+    arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
+    doomed = _duckdb(ROWS, where, "id")
+    assert not isinstance(doomed, Refused) and 0 < len(doomed) < TABLE.num_rows or where.startswith("id + 922"), doomed
+    report = arrowidx.delete(root, where, progress=False)
+    assert report.rows_deleted == len(doomed)
+    left = sorted(arrowidx.dataset(root).to_table(columns=["id"]).column("id").to_pylist())
+    assert left == sorted(set(TABLE["id"].to_pylist()) - set(doomed))
