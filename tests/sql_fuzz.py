@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -309,9 +310,17 @@ class Grammar:
         kind = self.choice(["int", "float", "dec", "str", "date", "ts", "bool"])
         left = self.expr(kind, depth - 1) if kind != "bool" else "b"
         items = []
+        if self.chance(0.1) and kind in ("int", "float", "dec", "str"):  # long enough to be read in bulk
+            plain = [x for x in INT_LITS + FLOAT_LITS + DEC_LITS if re.fullmatch(r"-?[\d.eE+-]+", x)] if kind != "str" else STR_LITS
+            plain = plain + [x for x in STR_LITS if self.chance(0.02)] if kind != "str" else plain
+            items = [self.choice(plain) if self.chance(0.97) else "NULL" for _ in range(self.rng.randint(64, 90))]
+            return f"{left} {self.choice(['', 'NOT '])}IN ({', '.join(items)})"
         for _ in range(self.rng.randint(1, 4)):
             k = self.other(kind) if self.chance(0.3) else kind
-            items.append(self.leaf_literal(k) if self.chance(0.8) else "NULL")
+            if self.chance(0.12) and kind != "bool":  # an expression (which may raise)
+                items.append(self.expr(k, max(depth - 1, 1)))
+            else:
+                items.append(self.leaf_literal(k) if self.chance(0.8) else "NULL")
         return f"{left} {self.choice(['', 'NOT '])}IN ({', '.join(items)})"
 
     def where(self, depth: int) -> str:
@@ -333,6 +342,7 @@ class Report:
     duckdb_rewrite: list = field(default_factory=list)  # DuckDB answers otherwise without its expression rewriter
     duckdb_internal: list = field(default_factory=list)  # DuckDB's own INTERNAL errors (its bugs)
     duckdb_empty: list = field(default_factory=list)  # a value error on a row read where DuckDB proved no row passes
+    duckdb_factoring: list = field(default_factory=list)  # DuckDB's predicate factoring raises where the text does not
     order: int = 0  # errors that differ only when every conjunct is evaluated by Polars (a test-only mode)
     raw: list = field(default_factory=list)
 
@@ -340,7 +350,8 @@ class Report:
         return (f"{self.clauses} clauses, {self.selective} selective, {self.agree_errors} refused by both; "
                 f"differences {len(self.differences)}, answered where DuckDB raises {len(self.we_answer)}, "
                 f"raised where DuckDB answers {len(self.we_raise)} (+{len(self.constant)} constant errors, {len(self.duckdb_empty)} where DuckDB reads no row, {self.order} in the all-residual mode), "
-                f"DuckDB rewrite bugs {len(self.duckdb_rewrite)}, DuckDB internal errors {len(self.duckdb_internal)}, raw {len(self.raw)}")  # fmt: skip
+                f"DuckDB rewrite bugs {len(self.duckdb_rewrite)}, DuckDB predicate factoring {len(self.duckdb_factoring)}, "
+                f"DuckDB internal errors {len(self.duckdb_internal)}, raw {len(self.raw)}")  # fmt: skip
 
 
 def _ours(table: pa.Table, text: str, pushdown: bool, zone: str = "UTC"):
@@ -351,6 +362,19 @@ def _ours(table: pa.Table, text: str, pushdown: bool, zone: str = "UTC"):
     return sorted(rows["rid"].to_pylist())
 
 
+
+
+def _duckdb_unfactored(con, text: str):
+    """DuckDB's answer (rows, or None where it raises) with its predicate factoring blocked:
+    ``(a AND x) OR (b AND y)`` gains a filter made of the branches' one-column conditions,
+    which DuckDB evaluates where the written filter does not (a disjunct no column can be
+    factored from, ``random() < 0``, never TRUE, stops it)."""
+    import duckdb
+
+    try:
+        return sorted(r[0] for r in con.execute(f"SELECT rid FROM t WHERE ({text}) OR random() < 0").fetchall())
+    except duckdb.Error:
+        return None
 
 
 def _duckdb_unrewritten(con, text: str):
@@ -418,10 +442,13 @@ def run(seed: int, *, clauses: int | None = None, seconds: float | None = None, 
                     report.order += 1
                     break
                 elif duck_error is not None and error is None:
-                    report.we_answer.append((text, pushdown, len(got), duck_error, seed * 1000 + t))
+                    target = report.duckdb_factoring if " OR " in text.upper() and _duckdb_unfactored(con, text) == got else report.we_answer
+                    target.append((text, pushdown, len(got), duck_error, seed * 1000 + t))
                     break
                 elif duck_error is None and error is not None:
                     target = report.constant if error.kind == "constant" else report.duckdb_empty if (error.kind == "value" and not expected) else report.we_raise
+                    if target is report.we_raise and " OR " in text.upper() and _duckdb_unfactored(con, text) is None:
+                        target = report.duckdb_factoring
                     target.append((text, pushdown, str(error).splitlines()[0][:200], len(expected), seed * 1000 + t))
                     break
                 elif pushdown is False:
@@ -440,7 +467,7 @@ def main() -> None:  # pragma: no cover - for a person hunting differences
     args = parser.parse_args()
     report = run(args.seed, clauses=args.clauses, seconds=args.seconds)
     print(report.summary())
-    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_empty", "duckdb_rewrite", "duckdb_internal"):
+    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_empty", "duckdb_rewrite", "duckdb_factoring", "duckdb_internal"):
         items = getattr(report, name)
         if items:
             print(f"-- {name} ({len(items)})")

@@ -65,6 +65,7 @@ def compile_where(
         if simple is not None:
             return Where(simple, None, text)
     from .bind import Binder
+    from .fold import rewrite_in_lists
     from .to_arrow import ArrowLowering, NoArrow
 
     tree, lists, shifts, lifted = parse(text, interface)
@@ -81,13 +82,17 @@ def compile_where(
             node = binder.condition(part)
         except RecursionError:
             raise binder.error("the condition is nested too deeply") from None
-        bound.extend((part, c) for c in _flatten(node) if not (isinstance(c, Constant) and c.value is True))
+        bound.extend((part, rewrite_in_lists(c)) for c in _flatten(node) if not (isinstance(c, Constant) and c.value is True))
     if any(isinstance(c, Constant) and c.value is False for _, c in bound) or _contradiction([c for _, c in bound]):
         return Where(pc.scalar(False), None, text)  # no row: nothing is evaluated (DuckDB's FilterCombiner)
     # a NULL conjunct selects nothing, after DuckDB has evaluated the others on the rows read
     bound = [(p, c) for p, c in bound if not (isinstance(c, Constant) and c.value is None)] + [
         (p, c) for p, c in bound if isinstance(c, Constant) and c.value is None
     ]
+    for _, c in bound:
+        planned = _planned_failure(c)
+        if planned is not None:
+            raise binder.error(planned.message, planned.pos)
     for part, c in bound:
         failure = unconditional_failure(c)
         if failure is not None:
@@ -104,7 +109,9 @@ def compile_where(
     expr = None
     for p in pushed:
         expr = p if expr is None else expr & p
-    rest = Residual(residual, " AND ".join(shown[id(t)] for t in texts), interface, time_zone) if residual else None
+    # (the user's own text: the residual's conjuncts, or all of it where they cannot be told apart)
+    shown_text = " AND ".join(shown[id(t)] for t in texts) if own else text.strip()
+    rest = Residual(residual, shown_text, interface, time_zone) if residual else None
     return Where(expr, rest, text)
 
 
@@ -154,6 +161,16 @@ def _flatten(node: Node) -> list[Node]:
         else:
             out.append(n)
     return out
+
+
+def _planned_failure(node: Node) -> Failure | None:
+    if isinstance(node, Failure):
+        return node if node.planned else None
+    for a in node.args if isinstance(node, Call) else ():
+        found = _planned_failure(a)
+        if found is not None:
+            return found
+    return None
 
 
 def unconditional_failure(node: Node, select: bool = True) -> Failure | None:

@@ -67,10 +67,10 @@ SUPPORTED = (
 def btype(node: Node) -> SqlType:
     """The type DuckDB binds an operand with (ExpressionBinder::GetExpressionReturnType): a
     literal integer is INTEGER_LITERAL, a literal string STRING_LITERAL."""
-    if isinstance(node, Constant) and node.literal and node.value is not None:
-        if node.type.id == "VARCHAR":
+    if isinstance(node, Constant) and node.literal:
+        if node.type.id == "VARCHAR":  # (a NULL too: DuckDB's bound constant)
             return STRING_LITERAL
-        if node.type.integral:
+        if node.type.integral and node.value is not None:
             return integer_literal(node.value)
     return node.type
 
@@ -352,9 +352,8 @@ class Binder:
         )
 
     def in_list(self, e, pos: int, negated: bool = False) -> Node:
-        """``x [NOT] IN (...)`` as DuckDB plans it: up to four items (or any item that is not a
-        constant) become ``x = a OR x = b ...`` (``x <> a AND x <> b ...``), evaluated lazily in a
-        filter; more constants are one list, evaluated whole."""
+        """``x [NOT] IN (...)``: the list's type found as DuckDB finds it; which lists become
+        ``x = a OR x = b ...`` is decided later (:func:`.fold.rewrite_in_lists`)."""
         from sqlglot import exp
 
         arg = self.bind(e.this)
@@ -379,15 +378,9 @@ class Binder:
             folded = folding.evaluate(whole)
             if isinstance(folded, Constant):
                 return folding.simplify(boolean("not", folded, pos=pos)) if negated else folded
-        if len(values) <= 4 or not all(isinstance(v, (Constant, Failure)) for v in values):
-            # DuckDB's IN rewrite (after its other rewrites, so these comparisons stay as they are)
-            op, join = ("!=", "and") if negated else ("=", "or")
-            node = None
-            for v in values:
-                cmp = boolean(op, arg, v, pos=pos)
-                node = cmp if node is None else boolean(join, node, cmp, pos=pos)
-            return node
-        return folding.simplify(boolean("not", whole, pos=pos)) if negated else whole
+        # left whole: DuckDB's IN rewriter, after its other rewrites, makes OR chains of some
+        # (folding.rewrite_in_lists)
+        return boolean("not", whole, pos=pos) if negated else whole
 
     def between(self, e, pos: int) -> Node:
         from sqlglot import exp
@@ -406,7 +399,7 @@ class Binder:
         # (DuckDB folds the two comparisons back into one BETWEEN before moving constants across them)
         lo = folding.fold(boolean(">=", arg, self.cast(low, t2, e), pos=pos))
         hi = folding.fold(boolean("<=", arg, self.cast(high, t2, e), pos=pos))
-        return folding.simplify(boolean("and", lo, hi, pos=pos))
+        return folding.simplify(boolean("and", lo, hi, extra="between", pos=pos))
 
     # -- strings -----------------------------------------------------------------------------------
     def like(self, e, escape: Constant | None) -> Node:
@@ -462,7 +455,7 @@ class Binder:
         if check:
             extra = {"check": True}
         node = Call(name, cast_args, ret, extra, self.position(e))
-        return folding.simplify(folding.simplify_arithmetic(node))
+        return folding.rewrite_arithmetic(node)
 
     def resolve(self, name: str, args: list[Node], e, display: str | None = None):
         """(parameter types, result type, overflow-checked) of DuckDB's overload of ``name``."""
@@ -553,8 +546,8 @@ def _decimal_result(name: str, args: list[Node], params, ret: SqlType):
         max_over = max(w - s for w, s in props)
         width = max(max_scale + max_over, max_width) + (1 if name != "%" else 0)
         check = width > 38
-        if check and name == "%":
-            return DOUBLE, (DOUBLE, DOUBLE), False
+        if check and name == "%":  # computed in DOUBLE, but a zero divisor still raises
+            return DOUBLE, (DOUBLE, DOUBLE), True
         t = DECIMAL(min(width, 38), max_scale)
         return t, (t,) * len(args), check
     if name == "*":

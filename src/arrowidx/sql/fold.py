@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import values as V
-from .tree import COMPARISONS, FLIP, Call, Constant, Failure, Node, boolean
+from .tree import COMPARISONS, FLIP, Call, Column, Constant, Failure, Node, boolean, columns
 from .types import (
     BOOLEAN,
     DATE,
@@ -28,6 +28,7 @@ from .types import (
     fits,
     int_range,
     literal_type,
+    to_arrow,
     type_name,
 )
 
@@ -85,7 +86,7 @@ def fold(node: Node) -> Node:
     if node.op not in LAZY:
         for a in node.args:
             if isinstance(a, Failure):
-                return Failure(a.message, node.type, a.pos if a.pos >= 0 else node.pos)
+                return Failure(a.message, node.type, a.pos if a.pos >= 0 else node.pos, a.planned)
     if not all(isinstance(a, Constant) for a in node.args) or node.op in ("in",) and node.extra is not None and not node.args:
         return node
     if node.op == "cast":
@@ -166,9 +167,17 @@ def simplify(node: Node) -> Node:
     """DuckDB's optimizer rules that decide what is evaluated (then folding)."""
     if not isinstance(node, Call):
         return node
-    if node.op not in _NOT_STRICT and not (node.op == "concat" and node.extra) and any(_is_null(a) for a in node.args):
-        return Constant(None, node.type, False, node.pos)
-    return plain(_simplify(node))
+    nulls = [a for a in node.args if _is_null(a)]
+    if node.op not in _NOT_STRICT and not (node.op == "concat" and node.extra) and nulls:
+        # DuckDB's function binder makes a function of a NULL argument a NULL constant (typed as
+        # a literal: ``lower(NULL) > d`` compares a string literal with a date), unless the
+        # argument reads columns (``left(CASE 'a' WHEN 'b' THEN s END, 1)``)
+        bound = any(not a.reads for a in nulls)
+        return Constant(None, node.type, bound and node.op not in COMPARISONS and node.op != "cast", node.pos, reads=not bound)
+    out = plain(_simplify(node))
+    if isinstance(out, Constant) and node.op == "case" and not out.reads and columns(node):
+        out = Constant(out.value, out.type, False, out.pos, out.text, reads=True)
+    return out
 
 
 def _simplify(node: Call) -> Node:
@@ -229,6 +238,54 @@ def _simplify(node: Call) -> Node:
     return fold(node)
 
 
+def _chain_link(node: Node, op: str) -> bool:
+    return isinstance(node, Call) and node.op == op and node.type.integral and len(node.args) == 2 and all(a.type.integral for a in node.args)
+
+
+def _foldable(node: Node) -> bool:
+    return not isinstance(node, Column) and all(_foldable(a) for a in getattr(node, "args", ()))
+
+
+def order_constants(node: Call) -> Node:
+    """DuckDB's ConstantOrderNormalizationRule: a chain of integer ``+`` (or ``*``) is rebuilt
+    with its constants first (so they fold into one); a lone constant of a ``*`` chain goes
+    last. ``(b + 9223372036854775807) + -10`` is then ``9223372036854775797 + b``: which
+    values overflow follows the rebuilt chain."""
+    if not _chain_link(node, node.op) or node.op not in ("+", "*"):
+        return node
+    leaves: list[Node] = []
+
+    def collect(n: Node) -> None:
+        if _chain_link(n, node.op):
+            for a in n.args:
+                collect(a)
+        else:
+            leaves.append(n)
+
+    collect(node)
+    constants = [i for i, leaf in enumerate(leaves) if _foldable(leaf)]
+    if not constants:
+        return node
+    if len(constants) == 1:
+        if node.op != "*" or constants[-1] == len(leaves) - 1:
+            return node
+        ordered = [x for x in leaves if x is not leaves[constants[0]]] + [leaves[constants[0]]]
+    else:
+        if constants[-1] == len(constants) - 1:
+            return node
+        ordered = [leaves[i] for i in constants] + [x for i, x in enumerate(leaves) if i not in constants]
+    built = ordered[0]
+    for leaf in ordered[1:]:
+        built = rewrite_arithmetic(Call(node.op, (built, leaf), node.type, node.extra, node.pos))
+    return built
+
+
+def rewrite_arithmetic(node: Call) -> Node:
+    """An arithmetic call as DuckDB's expression rewriter leaves it."""
+    node = order_constants(node)
+    return simplify(simplify_arithmetic(node)) if isinstance(node, Call) else node
+
+
 def simplify_arithmetic(node: Call) -> Node:
     """DuckDB's ArithmeticSimplificationRule (integer results): x + 0, 0 + x, x - 0, x * 1,
     1 * x, x // 1 are x."""
@@ -249,8 +306,9 @@ def invertible(frm: SqlType, to: SqlType) -> bool:
     ids = {frm.id, to.id}
     if ids & {"BOOLEAN", "DECIMAL"}:  # (DuckDB 2.0 keeps casts to and from DECIMAL)
         return False
-    if frm.floating or to.floating:  # an integer or a FLOAT widened to DOUBLE (then a constant must come back unchanged)
-        return (frm.integral or frm.id == "FLOAT") and to.floating and frm.id != to.id
+    if frm.floating or to.floating:  # (2.0.1) an integer type the float holds exactly; a constant must come back unchanged
+        exact = ("TINYINT", "SMALLINT", "UTINYINT", "USMALLINT") + (("INTEGER", "UINTEGER") if to.id == "DOUBLE" else ())
+        return frm.id in exact and to.floating
     if frm.id == "DATE" or to.id == "DATE":  # only DATE -> TIMESTAMP, where a midnight comes back unchanged
         return frm.id == "DATE" and to.id == "TIMESTAMP"
     order = {"TIMESTAMP_S": 17, "TIMESTAMP_MS": 18, "TIMESTAMP": 19, "TIMESTAMP_NS": 20, "TIMESTAMPTZ": 32, "TIMESTAMPTZ_NS": 33}
@@ -407,6 +465,38 @@ def move_constants(cmp: Call) -> Node | None:
     return Call(op, (child, Constant(new, t, False, outer.pos)), BOOLEAN, None, cmp.pos)
 
 
+# -- DuckDB's IN rewriter -----------------------------------------------------------------------------
+
+# nodes whose children DuckDB 2.0.1's IN rewriter reaches only through the first one (a
+# conjunction, CASE and its operators), unlike a function's or a comparison's (all of them)
+_FIRST_ONLY = ("and", "or", "case", "coalesce", "not", "is_null", "is_not_null")
+
+
+def rewrite_in_lists(node: Node, reached: bool = True) -> Node:
+    """DuckDB 2.0.1's IN rewriter on one conjunct of a filter: ``x IN (a, b)`` it reaches
+    becomes ``x = a OR x = b`` (evaluated lazily: ``b`` only for rows where ``x = a`` is not
+    TRUE) when the list has at most four items or an item that is not a constant; every other
+    IN list is evaluated whole (every item for every row that reaches it). It reaches the
+    conjunct's own IN lists, but below a conjunction, CASE, COALESCE, NOT or IS NULL only the
+    first operand's (``b OR x IN (...)`` keeps its list whole)."""
+    if not isinstance(node, Call):
+        return node
+    if node.op == "in" and node.extra is None:
+        arg, *items = (rewrite_in_lists(a, reached) for a in node.args)
+        if reached and (len(items) <= 4 or not all(_foldable(i) for i in items)):
+            chain = None
+            for item in items:
+                cmp = boolean("=", arg, item, pos=node.pos)
+                chain = cmp if chain is None else boolean("or", chain, cmp, pos=node.pos)
+            return chain
+        return fold(Call("in", (arg, *items), BOOLEAN, None, node.pos))
+    first_only = node.op in _FIRST_ONLY and node.extra != "between"
+    args = tuple(rewrite_in_lists(a, reached and (i == 0 or not first_only)) for i, a in enumerate(node.args))
+    if all(a is b for a, b in zip(args, node.args)):
+        return node
+    return Call(node.op, args, node.type, node.extra, node.pos)
+
+
 # -- LIKE, regular expressions ---------------------------------------------------------------------------
 
 
@@ -417,15 +507,15 @@ def like(arg: Node, pattern: Node, escape: Node | None, ilike: bool, pos: int) -
         return Constant(None, BOOLEAN, False, pos)
     esc = escape.value if escape is not None else None
     if esc is not None and len(esc.encode()) > 1:
-        return Failure("the ESCAPE string must be empty or one character", BOOLEAN, pos)
+        return fold(Call("like_error", (arg,), BOOLEAN, "the ESCAPE string must be empty or one character", pos))
     esc = esc or None
     text = pattern.value
     if esc is not None:
         i = 0
         while i < len(text):
             if text[i] == esc:
-                if i + 1 == len(text):
-                    return Failure(f"the LIKE pattern {text!r} ends with its escape character {esc!r}", BOOLEAN, pos)
+                if i + 1 == len(text):  # (DuckDB's matcher raises on the strings it matches, not on NULL)
+                    return fold(Call("like_error", (arg,), BOOLEAN, f"the LIKE pattern {text!r} ends with its escape character {esc!r}", pos))
                 i += 2
             else:
                 i += 1
@@ -443,7 +533,9 @@ def regexp(arg: Node, pattern: str, options: str, pos: int, binder) -> Node:
         pl.select(pl.lit("").str.contains(pattern))
     except pl.exceptions.PolarsError as err:
         reason = [line.strip() for line in str(err).strip().splitlines() if line.strip().startswith("error:")]
-        return Failure(f"invalid regular expression {pattern!r}: {reason[-1][7:] if reason else 'cannot read it'}", BOOLEAN, pos)
+        # DuckDB compiles the pattern when it prepares the filter: an error whatever the rows,
+        # unless a rewrite has dropped the call (``regexp_matches(s, '(') OR TRUE``)
+        return Failure(f"invalid regular expression {pattern!r}: {reason[-1][7:] if reason else 'cannot read it'}", BOOLEAN, pos, True)
     return fold(Call("regexp", (arg,), BOOLEAN, (pattern, options), pos))
 
 
@@ -508,6 +600,12 @@ def _convert(texts: pa.Array, kind: str, t: SqlType, binder, pos: int) -> pa.Arr
 
     if t.id == "VARCHAR":
         return texts if kind == "str" else pa.array([str(V._number_text(x)) for x in texts.to_pylist()])
+    if kind == "num" and t.integral and t.id in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT"):
+        try:  # plain integers that fit: Arrow reads them as DuckDB does
+            if pc.all(pc.match_substring_regex(texts, r"^-?\d{1,19}$")).as_py():
+                return pc.cast(texts, to_arrow(t))
+        except pa.ArrowInvalid:
+            pass  # out of range: the cast below says which value
     lowering = PolarsLowering(binder.time_zone)
     source = SqlType("VARCHAR")
     if kind == "num" and t.numeric:

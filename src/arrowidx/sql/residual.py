@@ -104,7 +104,7 @@ def duckdb_order(nodes: list[Node]) -> list[Node]:
     return [n for n in nodes if not can_throw(n)] + [n for n in nodes if can_throw(n)]
 
 
-_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like", "year", "month", "day", "hour", "minute", "second", "quarter",
+_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like", "like_error", "year", "month", "day", "hour", "minute", "second", "quarter",
              "dayofweek", "dayofyear", "week", "isodow", "epoch", "millisecond", "microsecond", "date_trunc"}  # fmt: skip
 
 
@@ -120,6 +120,8 @@ def can_throw(node: Node) -> bool:
         return False
     if node.op in _THROWING and (node.op != "like" or node.extra[1] is not None):
         return True
+    if node.op == "regexp" and not _regexp_rewritten(*node.extra):
+        return True
     if node.op == "cast" and not node.extra[0]:
         frm, to = node.args[0].type, node.type
         if frm != to and to.id != "VARCHAR":
@@ -128,3 +130,40 @@ def can_throw(node: Node) -> bool:
             if try_max_type(frm, to) != to:
                 return True
     return any(can_throw(a) for a in node.args)
+
+
+_META = set(".^$|?*+()[]{}\\")
+
+
+def _regexp_rewritten(pattern: str, options: str) -> bool:
+    """Whether DuckDB's RegexOptimizationRule turns ``regexp_matches(x, pattern)`` into
+    contains / prefix / suffix / LIKE, which cannot raise (regexp_matches can): a plain
+    literal, or one anchored with ``^`` / ``$`` that has no ``%`` or ``_`` (RE2's ``.`` does
+    not match a newline, so a pattern with ``.`` stays a regular expression)."""
+    if "i" in options.replace("c", "") and options.rfind("i") > options.rfind("c"):
+        return False
+    body, begin, end = pattern, False, False
+    if body.startswith("^"):
+        body, begin = body[1:], True
+    if body.endswith("$") and not body.endswith("\\$"):
+        body, end = body[:-1], True
+    literal, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body) and not body[i + 1].isalnum():
+            literal.append(body[i + 1])
+            i += 2
+        elif ch == "[" and i + 2 < len(body) and body[i + 2] == "]" and body[i + 1] not in _META and body[i + 1] != "^":
+            literal.append(body[i + 1])
+            i += 3
+        elif ch in _META:
+            return False
+        else:
+            literal.append(ch)
+            i += 1
+    text = "".join(literal)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return False
+    if not begin and not end:
+        return text != ""
+    return "%" not in text and "_" not in text

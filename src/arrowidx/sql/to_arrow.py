@@ -105,6 +105,13 @@ class ArrowLowering(Visitor):
             has_null = any(i.value is None for i in node.args[1:])
         if neg and has_null:
             return pc.scalar(False)  # x NOT IN (..., NULL) is never TRUE
+        if node.extra is not None and isinstance(values, pa.Array) and frm == to and (frm.integral or frm.id == "VARCHAR"):
+            arrow_type = self.schema.field(column.name).type
+            arrow_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+            present = values.drop_null()
+            if len(present):  # the column's own type: the values as they are
+                matched = field.isin(present.cast(arrow_type))
+                return (~matched & field.is_valid()) if neg else matched
         mapped = [m for m in (self.equal_value(column, frm, to, v) for v in items) if m is not None]
         t = column.type
         arrow_type = self.schema.field(column.name).type

@@ -119,11 +119,18 @@ class PolarsLowering(CastLowering, Visitor):
         return a.ne_missing(b) if node.op == "distinct" else a.eq_missing(b)
 
     def in_list(self, node: Call, reach, select):
-        """``x IN (constants)``, the list evaluated whole (DuckDB's IN of five or more)."""
+        """``x IN (...)`` evaluated whole: every item for every row reaching it (the lists
+        DuckDB's IN rewriter leaves as they are)."""
         import polars as pl
 
         arg = self.lower(node.args[0], reach, False)
         t = node.args[0].type
+        if node.extra is None and not all(isinstance(i, Constant) for i in node.args[1:]):
+            out = None
+            for item in node.args[1:]:
+                eq = self.lower(Call("=", (node.args[0], item), node.type, None, node.pos), reach, False)
+                out = eq if out is None else (out | eq)
+            return out
         if node.extra is not None:  # a long list, converted in bulk
             values, has_null = node.extra
             series = pl.Series(values).cast(pl_type(t))
@@ -138,8 +145,14 @@ class PolarsLowering(CastLowering, Visitor):
         return (pl.when(out).then(True).otherwise(None) if has_null else out).cast(pl.Boolean)
 
     def function(self, node: Call, reach, select):
+        import polars as pl
+
         from .polars_functions import lower_function
 
+        if node.op == "like_error":  # a LIKE DuckDB cannot match: an error on each string it reaches
+            x = self.lower(node.args[0], reach, False)
+            self.check(reach, x.is_not_null(), node.extra)
+            return pl.lit(None, dtype=pl.Boolean)
         return lower_function(self, node, reach)
 
     def case(self, node: Call, reach, select):
@@ -213,6 +226,8 @@ class PolarsLowering(CastLowering, Visitor):
         shown = pl.concat_str([_show(a, a_node.type), pl.lit(f" {op} "), _show(b, b_node.type)])
         if t.floating:
             if op == "%":
+                if node.extra and node.extra.get("check"):  # DECIMAL operands too wide for DECIMAL
+                    self.check(reach, both & (b == 0), "division by zero in {value}", shown)
                 return pl.map_batches([a, b], lambda s: _fmod(s[0], s[1]), return_dtype=pl_type(t))
             if op == "//":  # DuckDB 2.0: the plain quotient, and a division by zero is an error
                 self.check(reach, both & (b == 0), "division by zero in {value}", shown)

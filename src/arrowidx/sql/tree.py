@@ -36,6 +36,7 @@ class Constant(Node):
     literal: bool = False
     pos: int = -1
     text: str = ""
+    reads: bool = False  # folded from an expression that reads columns (DuckDB binds that expression, no constant)
 
     @property
     def is_null(self) -> bool:
@@ -51,6 +52,7 @@ class Failure(Node):
     message: str
     type: SqlType
     pos: int = -1
+    planned: bool = False  # DuckDB raises when it plans the filter (an invalid regular expression)
 
 
 @dataclass(eq=False)
