@@ -194,6 +194,16 @@ FAMILIES: list = [
     "u32 = '-1'", "qty > '1e400'", "amount < TRUE", "status LIKE '%' ESCAPE '%'", "codes = 5 AND status = 'new'",
     # issue 53: DuckDB's spellings, and the hint for double quotes
     "isnan(amount)", "NOT isnan(amount)", "isinf(x)", "status = \"lost\"",
+    # DuckDB 2.0.1's rewrites decide what raises: integer chains take their constants first, the
+    # IN rewriter turns the lists it reaches into OR chains (evaluated lazily) and leaves the
+    # others whole, a function of NULL is a literal NULL, a BIGINT or FLOAT keeps its cast to
+    # DOUBLE, DECIMAL % computed in DOUBLE still raises on 0, an invalid pattern raises when
+    # the filter is planned, a LIKE that ends with its escape character raises per string
+    "(id + 9223372036854775807) + -10000 > 0", "(2 * id) * 4611686018427387904 <> 5", "qty IN (qty, 10 // (qty - qty))",
+    "id > 100000 OR qty IN (qty, 10 // (qty - qty))", "NOT (qty IN (qty, 10 // (qty - qty)))", "lower(NULL) > day",
+    "CASE WHEN 1 = 2 THEN 'x' END > day", "upper(CASE WHEN 1 = 2 THEN status END) > day", "(1 - big) != 0e0", "(big + 0) = 1e0",
+    "price % CAST(0 AS DECIMAL(38,10)) > 0", "qty > 1000 AND regexp_matches(status, '(')", "regexp_matches(status, '(') OR TRUE",
+    "status IS NULL AND status LIKE '%' ESCAPE '%'", "id > 100000 AND status LIKE '%' ESCAPE '%'",
 ]  # fmt: skip
 
 

@@ -362,14 +362,40 @@ def decimal_text(unscaled, scale: int):
     return pl.concat_str([sign, padded.str.slice(0, n - scale), pl.lit("."), padded.str.slice(n - scale)])
 
 
+# Polars' calendar (chrono) ends near the year 262,000, DuckDB's timestamps near 294,000: a
+# time further out is moved by whole 400-year Gregorian cycles (same weekdays, same zone
+# rules: the last ones ahead, local mean time behind) into 2000-2400 or 1000-1400, computed
+# there, and moved back.
+_CYCLE_MS = 146_097 * 86_400_000
+_FAR_MS = 8_000_000_000_000_000
+_FUTURE_MS, _PAST_MS = 946_684_800_000, -30_610_224_000_000
+
+
+def near_calendar(x):
+    """``x`` moved into Polars' calendar, and the 400-year cycles it was moved by."""
+    import polars as pl
+
+    ms = x.dt.cast_time_unit("ms").cast(pl.Int64)
+    cycles = pl.when(ms > _FAR_MS).then((ms - _FUTURE_MS) // _CYCLE_MS).when(ms < -_FAR_MS).then((ms - _PAST_MS) // _CYCLE_MS).otherwise(0)
+    return x - pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit="ms"), cycles
+
+
+def from_near(y, cycles):
+    import polars as pl
+
+    return y + pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit="ms")
+
+
 def _utc_to_local(x, zone: str):
-    return x.dt.convert_time_zone(zone)
+    near, cycles = near_calendar(x)
+    return from_near(near.dt.convert_time_zone(zone), cycles)
 
 
 def _local_to_utc(naive, zone: str):
     if zone.upper() in ("UTC", "Z", "GMT"):
         return naive.dt.replace_time_zone("UTC")
-    return naive.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+    near, cycles = near_calendar(naive)
+    return from_near(near.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC"), cycles)
 
 
 def check_fits(value: int, t: SqlType) -> bool:

@@ -3,7 +3,7 @@ date/time arithmetic with constant INTERVALs."""
 
 from __future__ import annotations
 
-from .polars_casts import pl_type, stamp_from_ints, stamp_ints
+from .polars_casts import from_near, near_calendar, pl_type, stamp_from_ints, stamp_ints
 from .to_polars import literal, lower_text, round_half_away, true_divide, upper_text
 from .tree import Call, Constant
 from .types import SqlType, int_range, stamp_unit
@@ -248,15 +248,21 @@ def temporal_arithmetic(lowering, node: Call, a, b, reach):
     sign = 1 if op == "+" else -1
     months, days, micros = sign * interval.months, sign * interval.days, sign * interval.micros
     src = a_node.type
+    if src.id == "DATE":  # DuckDB's timestamps end at day 106751991 (294247-01-10) each way
+        day_numbers = a.cast(pl.Int32).cast(pl.Int64)
+        bad = day_numbers.is_not_null() & (day_numbers.abs() > 106_751_991) & (day_numbers.abs() != 2_147_483_647)
+        lowering.check(reach, bad, "date and time not in timestamp range ({value})", a.cast(pl.String))
+        a = pl.when(bad).then(None).otherwise(a)
     if src.id == "DATE" or src.id in ("TIMESTAMP_S", "TIMESTAMP_MS"):
         a = a.cast(pl.Datetime("us"))
         src = SqlType("TIMESTAMP")
+    a, cycles = near_calendar(a)  # (Polars' calendar ends near the year 262,000)
     local = a.dt.convert_time_zone(lowering.zone or src.tz or "UTC") if src.zoned else a
     if months:
         local = local.dt.offset_by(f"{months}mo")
     if days:
         local = local.dt.offset_by(f"{days}d") if src.zoned else local + pl.duration(days=days)
-    out = local.dt.convert_time_zone("UTC") if src.zoned else local
+    out = from_near(local.dt.convert_time_zone("UTC") if src.zoned else local, cycles)
     if micros:
         unit = stamp_unit(t)
         out = stamp_from_ints(stamp_ints(out, t) + micros * UNIT_PER_SECOND[unit] // 1_000_000, t) if unit != "us" else out + pl.duration(microseconds=micros)
