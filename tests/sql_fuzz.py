@@ -341,15 +341,15 @@ class Report:
     constant: list = field(default_factory=list)
     duckdb_rewrite: list = field(default_factory=list)  # DuckDB answers otherwise without its expression rewriter
     duckdb_internal: list = field(default_factory=list)  # DuckDB's own INTERNAL errors (its bugs)
-    duckdb_empty: list = field(default_factory=list)  # a value error on a row read where DuckDB proved no row passes
+    duckdb_empty: list = field(default_factory=list)  # a value error where DuckDB's statistics prove no row passes or the conjunct true
     duckdb_factoring: list = field(default_factory=list)  # DuckDB's predicate factoring raises where the text does not
-    order: int = 0  # errors that differ only when every conjunct is evaluated by Polars (a test-only mode)
+    order: list = field(default_factory=list)  # errors that differ only when every conjunct is evaluated by Polars (a test-only mode)
     raw: list = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.clauses} clauses, {self.selective} selective, {self.agree_errors} refused by both; "
                 f"differences {len(self.differences)}, answered where DuckDB raises {len(self.we_answer)}, "
-                f"raised where DuckDB answers {len(self.we_raise)} (+{len(self.constant)} constant errors, {len(self.duckdb_empty)} where DuckDB reads no row, {self.order} in the all-residual mode), "
+                f"raised where DuckDB answers {len(self.we_raise)} (+{len(self.constant)} constant errors, {len(self.duckdb_empty)} where DuckDB's statistics skip it, {len(self.order)} in the all-residual mode), "
                 f"DuckDB rewrite bugs {len(self.duckdb_rewrite)}, DuckDB predicate factoring {len(self.duckdb_factoring)}, "
                 f"DuckDB internal errors {len(self.duckdb_internal)}, raw {len(self.raw)}")  # fmt: skip
 
@@ -375,6 +375,19 @@ def _duckdb_unfactored(con, text: str):
         return sorted(r[0] for r in con.execute(f"SELECT rid FROM t WHERE ({text}) OR random() < 0").fetchall())
     except duckdb.Error:
         return None
+
+
+def _duckdb_without(con, text: str, optimizer: str):
+    """DuckDB's answer with one optimizer off (None where it raises)."""
+    import duckdb
+
+    try:
+        con.execute(f"SET disabled_optimizers = '{optimizer}'")
+        return sorted(r[0] for r in con.execute(f"SELECT rid FROM t WHERE {text}").fetchall())
+    except duckdb.Error:
+        return None
+    finally:
+        con.execute("RESET disabled_optimizers")
 
 
 def _duckdb_unrewritten(con, text: str):
@@ -439,7 +452,7 @@ def run(seed: int, *, clauses: int | None = None, seconds: float | None = None, 
                             report.differences.append((text, pushdown, got, expected, seed * 1000 + t))
                         break
                 elif not pushdown and (duck_error is None) != (error is None):
-                    report.order += 1
+                    report.order.append((text, duck_error or str(error).splitlines()[0][:160], seed * 1000 + t))
                     break
                 elif duck_error is not None and error is None:
                     target = report.duckdb_factoring if " OR " in text.upper() and _duckdb_unfactored(con, text) == got else report.we_answer
@@ -449,6 +462,8 @@ def run(seed: int, *, clauses: int | None = None, seconds: float | None = None, 
                     target = report.constant if error.kind == "constant" else report.duckdb_empty if (error.kind == "value" and not expected) else report.we_raise
                     if target is report.we_raise and " OR " in text.upper() and _duckdb_unfactored(con, text) is None:
                         target = report.duckdb_factoring
+                    elif target is report.we_raise and error.kind == "value" and _duckdb_without(con, text, "statistics_propagation") is None:
+                        target = report.duckdb_empty
                     target.append((text, pushdown, str(error).splitlines()[0][:200], len(expected), seed * 1000 + t))
                     break
                 elif pushdown is False:
@@ -467,7 +482,7 @@ def main() -> None:  # pragma: no cover - for a person hunting differences
     args = parser.parse_args()
     report = run(args.seed, clauses=args.clauses, seconds=args.seconds)
     print(report.summary())
-    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_empty", "duckdb_rewrite", "duckdb_factoring", "duckdb_internal"):
+    for name in ("raw", "differences", "we_answer", "we_raise", "constant", "duckdb_empty", "duckdb_rewrite", "duckdb_factoring", "duckdb_internal", "order"):
         items = getattr(report, name)
         if items:
             print(f"-- {name} ({len(items)})")

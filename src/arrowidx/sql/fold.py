@@ -484,6 +484,10 @@ def rewrite_in_lists(node: Node, reached: bool = True) -> Node:
     if node.op == "in" and node.extra is None:
         arg, *items = (rewrite_in_lists(a, reached) for a in node.args)
         if reached and (len(items) <= 4 or not all(_foldable(i) for i in items)):
+            if isinstance(arg, Constant) and arg.value is not None:  # (DuckDB folds the chain's constant comparisons)
+                if any(isinstance(i, Constant) and _same(arg.value, i.value) for i in items):
+                    return Constant(True, BOOLEAN, False, node.pos)
+                items = [i for i in items if not isinstance(i, Constant) or i.value is None]
             chain = None
             for item in items:
                 cmp = boolean("=", arg, item, pos=node.pos)
@@ -494,7 +498,19 @@ def rewrite_in_lists(node: Node, reached: bool = True) -> Node:
     args = tuple(rewrite_in_lists(a, reached and (i == 0 or not first_only)) for i, a in enumerate(node.args))
     if all(a is b for a, b in zip(args, node.args)):
         return node
+    if node.op == "not" and isinstance(args[0], Constant):
+        return Constant(None if args[0].value is None else not args[0].value, BOOLEAN, False, node.pos)
     return Call(node.op, args, node.type, node.extra, node.pos)
+
+
+def _same(a, b) -> bool:
+    import math
+
+    if a is None or b is None:
+        return False
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True  # (DuckDB: NaN equals NaN)
+    return a == b
 
 
 # -- LIKE, regular expressions ---------------------------------------------------------------------------

@@ -211,19 +211,21 @@ class CastLowering:
             limit = (2**63 - 1) // per_day
             ints = pl.when(days.abs() <= limit).then(days * per_day).otherwise(None)
             if to.zoned:
-                out = _local_to_utc(ints.cast(pl.Datetime(_PL_UNIT[unit])), zone or to.tz or "UTC")
+                out = _local_to_utc(ints.cast(pl.Datetime(_PL_UNIT[unit])), zone or to.tz or "UTC", _PL_UNIT[unit])
             else:
                 out = stamp_from_ints(ints, to)
             inf = stamp_from_ints(pl.when(x.cast(pl.Int32) > 0).then(V.STAMP_INF).otherwise(-V.STAMP_INF), to)
             return pl.when(infinite).then(inf).otherwise(out)
         if to.id == "DATE":
+            unit = _PL_UNIT[stamp_unit(frm)]
             if stamp_unit(frm) == "ns":  # DuckDB rounds to microseconds first
                 x = stamp_from_ints(_narrow(stamp_ints(x, frm), 1000), SqlType("TIMESTAMPTZ" if frm.zoned else "TIMESTAMP"))
-            local = _utc_to_local(x, zone or frm.tz or "UTC") if frm.zoned else x
+                unit = "us"
+            local = _utc_to_local(x, zone or frm.tz or "UTC", unit) if frm.zoned else x
             return local.dt.date()
         ints = stamp_ints(x, frm)
         if frm.zoned and not to.zoned:
-            ints = stamp_ints(_utc_to_local(x, zone or frm.tz or "UTC").dt.replace_time_zone("UTC"), frm)
+            ints = stamp_ints(_utc_to_local(x, zone or frm.tz or "UTC", _PL_UNIT[stamp_unit(frm)]).dt.replace_time_zone("UTC"), frm)
         a, b = V.UNIT_PER_SECOND[stamp_unit(frm)], V.UNIT_PER_SECOND[stamp_unit(to)]
         if b >= a:
             factor = b // a
@@ -234,7 +236,7 @@ class CastLowering:
         out = stamp_from_ints(out_ints, to)
         if to.zoned and not frm.zoned:
             naive = out.dt.replace_time_zone(None)
-            return _local_to_utc(naive, zone or to.tz or "UTC")
+            return _local_to_utc(naive, zone or to.tz or "UTC", _PL_UNIT[stamp_unit(to)])
         return out
 
     # text
@@ -371,31 +373,32 @@ _FAR_MS = 8_000_000_000_000_000
 _FUTURE_MS, _PAST_MS = 946_684_800_000, -30_610_224_000_000
 
 
-def near_calendar(x):
-    """``x`` moved into Polars' calendar, and the 400-year cycles it was moved by."""
+def near_calendar(x, unit: str = "us"):
+    """``x`` (a Datetime in ``unit``) moved into Polars' calendar, and the 400-year cycles it
+    was moved by."""
     import polars as pl
 
     ms = x.dt.cast_time_unit("ms").cast(pl.Int64)
     cycles = pl.when(ms > _FAR_MS).then((ms - _FUTURE_MS) // _CYCLE_MS).when(ms < -_FAR_MS).then((ms - _PAST_MS) // _CYCLE_MS).otherwise(0)
-    return x - pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit="ms"), cycles
+    return x - pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit=unit), cycles
 
 
-def from_near(y, cycles):
+def from_near(y, cycles, unit: str = "us"):
     import polars as pl
 
-    return y + pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit="ms")
+    return y + pl.duration(milliseconds=cycles * _CYCLE_MS, time_unit=unit)
 
 
-def _utc_to_local(x, zone: str):
-    near, cycles = near_calendar(x)
-    return from_near(near.dt.convert_time_zone(zone), cycles)
+def _utc_to_local(x, zone: str, unit: str = "us"):
+    near, cycles = near_calendar(x, unit)
+    return from_near(near.dt.convert_time_zone(zone), cycles, unit)
 
 
-def _local_to_utc(naive, zone: str):
+def _local_to_utc(naive, zone: str, unit: str = "us"):
     if zone.upper() in ("UTC", "Z", "GMT"):
         return naive.dt.replace_time_zone("UTC")
-    near, cycles = near_calendar(naive)
-    return from_near(near.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC"), cycles)
+    near, cycles = near_calendar(naive, unit)
+    return from_near(near.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC"), cycles, unit)
 
 
 def check_fits(value: int, t: SqlType) -> bool:

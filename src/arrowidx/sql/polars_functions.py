@@ -3,7 +3,7 @@ date/time arithmetic with constant INTERVALs."""
 
 from __future__ import annotations
 
-from .polars_casts import from_near, near_calendar, pl_type, stamp_from_ints, stamp_ints
+from .polars_casts import _PL_UNIT, from_near, near_calendar, pl_type, stamp_from_ints, stamp_ints
 from .to_polars import literal, lower_text, round_half_away, true_divide, upper_text
 from .tree import Call, Constant
 from .types import SqlType, int_range, stamp_unit
@@ -256,13 +256,14 @@ def temporal_arithmetic(lowering, node: Call, a, b, reach):
     if src.id == "DATE" or src.id in ("TIMESTAMP_S", "TIMESTAMP_MS"):
         a = a.cast(pl.Datetime("us"))
         src = SqlType("TIMESTAMP")
-    a, cycles = near_calendar(a)  # (Polars' calendar ends near the year 262,000)
+    unit = _PL_UNIT[stamp_unit(src)]
+    a, cycles = near_calendar(a, unit)  # (Polars' calendar ends near the year 262,000)
     local = a.dt.convert_time_zone(lowering.zone or src.tz or "UTC") if src.zoned else a
     if months:
         local = local.dt.offset_by(f"{months}mo")
     if days:
         local = local.dt.offset_by(f"{days}d") if src.zoned else local + pl.duration(days=days)
-    out = from_near(local.dt.convert_time_zone("UTC") if src.zoned else local, cycles)
+    out = from_near(local.dt.convert_time_zone("UTC") if src.zoned else local, cycles, unit)
     if micros:
         unit = stamp_unit(t)
         out = stamp_from_ints(stamp_ints(out, t) + micros * UNIT_PER_SECOND[unit] // 1_000_000, t) if unit != "us" else out + pl.duration(microseconds=micros)

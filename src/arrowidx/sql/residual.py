@@ -100,36 +100,83 @@ def _text_of(node: Node) -> str:
 def duckdb_order(nodes: list[Node]) -> list[Node]:
     """Conjuncts in the order DuckDB evaluates them, which decides the rows a conjunct that can
     raise sees: those that cannot raise first (DuckDB pushes them below the others), then
-    those that can, as written (DuckDB does not reorder conjuncts that can raise)."""
-    return [n for n in nodes if not can_throw(n)] + [n for n in nodes if can_throw(n)]
+    those that can, in the order DuckDB's FilterCombiner gives them back: first those it
+    cannot combine (IS [NOT] DISTINCT FROM, IS NULL, OR, NOT, ...), as written, then the
+    comparisons of an expression with a constant (or two expressions equal), grouped by
+    expression in the order the expressions first appear."""
+    from .tree import COMPARISONS, Call, Constant, key
+
+    def combined(n) -> object:
+        if not (isinstance(n, Call) and n.op in COMPARISONS and len(n.args) == 2):
+            return None
+        a, b = n.args
+        if isinstance(a, Constant) != isinstance(b, Constant):
+            return key(b if isinstance(a, Constant) else a)
+        if n.op == "=" and not isinstance(a, Constant):
+            return key(a)
+        return None
+
+    throwing = [n for n in nodes if can_throw(n)]
+    groups: dict = {}
+    for n in throwing:
+        k = combined(n)
+        if k is not None:
+            groups.setdefault(k, []).append(n)
+    rest = [n for n in throwing if combined(n) is None]
+    return [n for n in nodes if not can_throw(n)] + rest + [n for g in groups.values() for n in g]
 
 
-_THROWING = {"+", "-", "*", "/", "//", "%", "neg", "abs", "like", "like_error", "year", "month", "day", "hour", "minute", "second", "quarter",
-             "dayofweek", "dayofyear", "week", "isodow", "epoch", "millisecond", "microsecond", "date_trunc"}  # fmt: skip
+# DuckDB 2.0.1's functions that can raise (FunctionErrors), as its filter pushdown shows: the
+# date parts of a date or timestamp from year down to day, week and weekday (of a
+# TIMESTAMPTZ, every part), abs, left and right, round of a DECIMAL, arithmetic except
+# DOUBLE division and DECIMAL addition, subtraction and negation
+_THROWING = {"*", "//", "%", "abs", "like_error", "left", "right", "year", "month", "day", "quarter", "dayofweek", "dayofyear", "week",
+             "isodow", "date_trunc"}  # fmt: skip
+_ZONED_THROWING = {"hour", "minute", "second", "millisecond", "microsecond", "epoch"}
 
 
 def can_throw(node: Node) -> bool:
-    """DuckDB's Expression::CanThrow: a fallible function (arithmetic) or a cast that can
-    fail (BoundCastExpression::CastCanThrow), anywhere in the tree."""
+    """DuckDB's Expression::CanThrow: a function that can raise or a cast that can fail
+    (BoundCastExpression::CastCanThrow), anywhere in the tree."""
     from .tree import Call, Failure
-    from .types import try_max_type
 
     if isinstance(node, Failure):
         return True
     if not isinstance(node, Call):
         return False
-    if node.op in _THROWING and (node.op != "like" or node.extra[1] is not None):
+    op, args = node.op, node.args
+    if op in _THROWING or (op == "like" and node.extra[1] is not None):
         return True
-    if node.op == "regexp" and not _regexp_rewritten(*node.extra):
+    if op in _ZONED_THROWING and args and args[0].type.zoned:
         return True
-    if node.op == "cast" and not node.extra[0]:
-        frm, to = node.args[0].type, node.type
-        if frm != to and to.id != "VARCHAR":
-            if frm.id == "VARCHAR" or to.id == "DECIMAL" or to.stamp:
-                return True
-            if try_max_type(frm, to) != to:
-                return True
-    return any(can_throw(a) for a in node.args)
+    if op in ("+", "-", "neg") and (node.type.id != "DECIMAL" or (node.extra and node.extra.get("check"))):
+        return True
+    if op == "round" and args[0].type.id == "DECIMAL":
+        return True
+    if op == "regexp" and not _regexp_rewritten(*node.extra):
+        return True
+    if op == "cast" and not node.extra[0] and _cast_can_throw(args[0].type, node.type):
+        return True
+    return any(can_throw(a) for a in args)
+
+
+def _cast_can_throw(frm, to) -> bool:
+    from .types import int_range, try_max_type
+
+    if frm == to or to.id == "VARCHAR":
+        return False
+    if frm.id == "VARCHAR":
+        return True
+    if to.id == "DECIMAL":  # unless every value fits
+        if frm.integral:
+            lo, hi = int_range(frm.id)
+            return max(abs(lo), hi) >= 10 ** (to.width - to.scale)
+        return not (frm.id == "DECIMAL" and to.scale >= frm.scale and to.width - to.scale >= frm.width - frm.scale)
+    if to.stamp:  # DATE or a timestamp to a timestamp: only across a time zone
+        return frm.zoned != to.zoned if frm.stamp else frm.id != "DATE"
+    if frm.stamp and frm.zoned and to.id == "DATE":
+        return True
+    return try_max_type(frm, to) != to
 
 
 _META = set(".^$|?*+()[]{}\\")

@@ -96,12 +96,14 @@ class PolarsLowering(CastLowering, Visitor):
 
     # -- logic ------------------------------------------------------------------------------------
     def conjunction(self, node: Call, reach, select):
-        left = self.lower(node.args[0], reach, select)
+        import polars as pl
+
+        left = self.lower(node.args[0], reach, select).cast(pl.Boolean)  # (a NULL operand is BOOLEAN)
         if node.op == "and":
             right_reach = self._and(reach, self.truthy(left)) if select else reach
-            return left & self.lower(node.args[1], right_reach, select)
+            return left & self.lower(node.args[1], right_reach, select).cast(pl.Boolean)
         right_reach = self._and(reach, ~self.truthy(left)) if select else reach
-        return left | self.lower(node.args[1], right_reach, select)
+        return left | self.lower(node.args[1], right_reach, select).cast(pl.Boolean)
 
     def negation(self, node: Call, reach, select):
         return ~self.lower(node.args[0], reach, False)
