@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from .errors import WhereError, where_error
 from .parse import conjunct_texts, conjuncts, parse, simple_where, sql_text
-from .residual import Residual
+from .residual import Residual, can_throw, duckdb_order
 from .tree import Call, Constant, Failure, Node
 
 __all__ = ["Residual", "Where", "WhereError", "compile_where", "parse_where", "where_error"]
@@ -93,16 +93,28 @@ def compile_where(
         planned = _planned_failure(c)
         if planned is not None:
             raise binder.error(planned.message, planned.pos)
+    lowered: dict = {}
     for part, c in bound:
         failure = unconditional_failure(c)
         if failure is not None:
             raise binder.error(failure.message, failure.pos, kind="constant")
         if pushdown and not (isinstance(c, Constant) and c.value is None):
             try:
-                pushed.append(arrow.lower(c))
-                continue
+                lowered[id(c)] = arrow.lower(c)
             except (NoArrow, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
                 pass
+    # a conjunct DuckDB counts as one that can raise is evaluated after the ones that can raise
+    # before it in DuckDB's order: kept out of the pushdown behind one the residual evaluates
+    behind = False
+    for c in duckdb_order([c for _, c in bound]):
+        if can_throw(c):
+            if behind:
+                lowered.pop(id(c), None)
+            behind = behind or id(c) not in lowered
+    for part, c in bound:
+        if id(c) in lowered:
+            pushed.append(lowered[id(c)])
+            continue
         residual.append(c)
         if not texts or texts[-1] is not part:
             texts.append(part)

@@ -41,7 +41,7 @@ def stamp_ints(expr, t: SqlType):
     """A timestamp expression as Int64 counts of ``t``'s own unit."""
     import polars as pl
 
-    ints = expr.dt.replace_time_zone(None).cast(pl.Int64) if t.zoned else expr.cast(pl.Int64)
+    ints = expr.cast(pl.Int64)  # (a zoned value's own UTC count: no calendar, so no year limit)
     return ints // 1000 if stamp_unit(t) == "s" else ints
 
 
@@ -50,8 +50,7 @@ def stamp_from_ints(ints, t: SqlType):
 
     if stamp_unit(t) == "s":  # (held in milliseconds; DuckDB's infinities stay the largest values)
         ints = pl.when(ints.abs() >= V.STAMP_INF).then(ints).otherwise(ints * 1000)
-    out = ints.cast(pl.Int64).cast(pl.Datetime(_PL_UNIT[stamp_unit(t)]))
-    return out.dt.replace_time_zone("UTC") if t.zoned else out
+    return ints.cast(pl.Int64).cast(pl.Datetime(_PL_UNIT[stamp_unit(t)], "UTC" if t.zoned else None))
 
 
 def per_value(expr, fn: Callable, frm: SqlType, out_type):

@@ -324,8 +324,7 @@ def stamp_from_series(values: list[int], t: SqlType):
     ints = pl.Series(values, dtype=pl.Int64)
     if stamp_unit(t) == "s":
         ints = pl.Series([v if abs(v) >= V.STAMP_INF else v * 1000 for v in values], dtype=pl.Int64)
-    out = ints.cast(pl.Datetime({"s": "ms", "ms": "ms", "us": "us", "ns": "ns"}[stamp_unit(t)]))
-    return out.dt.replace_time_zone("UTC") if t.zoned else out
+    return ints.cast(pl.Datetime({"s": "ms", "ms": "ms", "us": "us", "ns": "ns"}[stamp_unit(t)], "UTC" if t.zoned else None))
 
 
 def _wide(op: str, a, b):
