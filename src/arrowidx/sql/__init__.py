@@ -94,7 +94,7 @@ def compile_where(
         if planned is not None:
             raise binder.error(planned.message, planned.pos)
     lowered: dict = {}
-    for part, c in bound:
+    for _, c in bound:
         failure = unconditional_failure(c)
         if failure is not None:
             raise binder.error(failure.message, failure.pos, kind="constant")
