@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 _LAZY = {
     "BuildReport": ".build", "build": ".build", "DeleteReport": ".delete", "delete": ".delete",
-    "CommitConflictError": ".layout", "Explain": ".scan", "FilePlan": ".scan", "IndexedDataset": ".scan",
-    "dataset": ".scan", "VacuumReport": ".vacuum", "vacuum": ".vacuum",
+    "CommitConflictError": "..errors", "Explain": ".scan", "FilePlan": ".scan", "IndexedDataset": ".scan",
+    "dataset": ".scan", "RollbackReport": ".rollback", "accept_rollback": ".rollback",
+    "VacuumReport": ".vacuum", "vacuum": ".vacuum",
 }  # fmt: skip
 
 __all__ = [
     "BuildReport", "CommitConflictError", "DeleteReport", "Explain", "FilePlan", "IndexedDataset",
-    "VacuumReport", "build", "dataset", "delete", "vacuum",
+    "RollbackReport", "VacuumReport", "accept_rollback", "build", "dataset", "delete", "vacuum",
 ]  # fmt: skip
 
 
@@ -55,8 +56,9 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from ..errors import CommitConflictError  # noqa: F401
     from .build import BuildReport, build  # noqa: F401
     from .delete import DeleteReport, delete  # noqa: F401
-    from .layout import CommitConflictError  # noqa: F401
+    from .rollback import RollbackReport, accept_rollback  # noqa: F401
     from .scan import Explain, FilePlan, IndexedDataset, dataset  # noqa: F401
     from .vacuum import VacuumReport, vacuum  # noqa: F401

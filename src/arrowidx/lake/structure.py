@@ -13,7 +13,7 @@ containers are packed into one index file (never embedded), a segment of the cha
 added, a run of the keys the writer collected for its new fids is added, both merged as
 they grow. Everything is returned as *artifacts* (``{path: bytes}``), written before the
 manifest's exclusive create and removed when it is refused
-(:func:`arrowidx.lake.layout.commit_manifest`), so a crash while writing them leaves the
+(:func:`arrowidx.lake.commit.commit_manifest`), so a crash while writing them leaves the
 previous version as it was.
 
 :func:`open_table` reads the segments a manifest names (checked against their size and
