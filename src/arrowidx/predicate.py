@@ -581,6 +581,9 @@ def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
     without asking their indexes one by one."""
     if isinstance(node, And):
         return [found for child in node.children for found in needles(child, schema)]
+    if isinstance(node, Or):  # an OR whose other sides are never TRUE (Polars' IN: ``(x IS NULL AND NULL) OR x IN (...)``)
+        live = [child for child in node.children if not _never_true(child)]
+        return needles(live[0], schema) if len(live) == 1 else []
     if not (isinstance(node, Compare) and node.op == "eq") and not isinstance(node, IsIn):
         return []
     if schema.get_field_index(node.column) < 0:
@@ -590,6 +593,13 @@ def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
     if isinstance(t, KLeaf):  # (an IN matching NULL, or a float equality, is an OR of lookups)
         return [(node.column, t.keys)]
     return []
+
+
+def _never_true(node: Node) -> bool:
+    """A constant that is not TRUE, or an AND with such a child: no row makes it TRUE."""
+    if isinstance(node, Const):
+        return node.value is not True
+    return isinstance(node, And) and any(map(_never_true, node.children))
 
 
 def _lowered(node: Node, schema: pa.Schema, column: str) -> tuple[object, object] | None:

@@ -210,3 +210,72 @@ def _pack(entries: list[Any], artifacts: dict[str, bytes], writer: str) -> None:
     artifacts[name] = packed
     for e, at in placed:
         e.index = dataclasses.replace(e.index, embedded=None, file=name, offset=at)
+
+
+# --------------------------------------------------------------------------------------
+# the lake index of a manifest with inline entries (what builds commit today)
+# --------------------------------------------------------------------------------------
+
+
+def keyed_columns(schema: pa.Schema) -> list[str]:
+    """The columns of an index schema the lake index keys (every keyable indexed column)."""
+    from .lakeindex import keyable
+
+    return [f.name for f in schema if keyable(f.type)]
+
+
+def key_types_of(files: Mapping[str, Any]) -> dict[str, pa.DataType]:
+    """The keyed columns of a lake and their types: each column's type in the first file
+    that keyed it (a file of another type is then not covered for it)."""
+    out: dict[str, pa.DataType] = {}
+    for entry in files.values():
+        if entry.keys is None or entry.index is None:
+            continue
+        schema = entry.index.arrow_schema()
+        for column in entry.keys:
+            if column not in out and schema.get_field_index(column) >= 0:
+                out[column] = schema.field(column).type
+    return out
+
+
+def commit_lake_index(store: Store, root: str, manifest: Any, writer: str) -> dict[str, bytes]:
+    """Give the entries a writer keyed (``entry.keys``, set by a build) new file ids, and
+    the lake index of ``manifest`` (a writer's copy of the version it read) a run of their
+    keys, merged as :mod:`.lakeindex` says; returns the run files to write before the
+    manifest's exclusive create (``{path relative to the root: bytes}``). Entries not keyed
+    keep their fid (their content is the one it was given for) or have none (not covered).
+    A commit that keys a few files writes a run of about their keys."""
+    files = manifest.files
+    previous = manifest.lake_index
+    schema = new_schema(key_types_of(files))
+    if previous is not None and all(
+        previous.schema.get_field_index(f.name) >= 0 and previous.schema.field(f.name).type.equals(f.type) for f in schema
+    ):
+        schema = previous.schema  # the same columns and types: the runs go on
+    if not len(schema):
+        manifest.lake_index, manifest.next_fid = None, 0
+        for entry in files.values():
+            entry.fid, entry.keys = None, None
+        return {}
+    if previous is None or not previous.schema.equals(schema):
+        for entry in files.values():  # a new index: only what is keyed now is covered
+            if entry.keys is None:
+                entry.fid = None
+    next_fid = manifest.next_fid
+    added = []
+    for entry in files.values():
+        if entry.keys is not None:
+            entry.fid, next_fid = next_fid, next_fid + 1  # a new id for each content keyed
+            types = {c: entry.index.arrow_schema().field(c).type for c in entry.keys if c in schema.names}
+            added.append(Keyed(entry.fid, entry.keys, types))
+            entry.keys = None
+    live = np.sort(np.array([e.fid for e in files.values() if e.fid is not None], np.int64))
+    artifacts: dict[str, bytes] = {}
+    prefix = root.rstrip("/") + "/" if root not in ("", ".") else ""
+
+    def write(path: str, data: bytes) -> None:
+        artifacts[path[len(prefix) :] if prefix and path.startswith(prefix) else path] = data
+
+    manifest.lake_index = update_lake_index(store, root, previous, schema, added, live, writer, write).index
+    manifest.next_fid = next_fid
+    return artifacts
