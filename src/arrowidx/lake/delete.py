@@ -154,7 +154,13 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
 
     read_columns = sorted(data.lake.columns_of(pushdown) | set(match.residual.columns if match.residual else ()))
 
+    # the files a lake-level structure rules out (the lake index), as every read plans them
+    ruled = data.planner.ruled_out_rows(pushdown, {}) if pushdown is not None else {}
+
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
+        if rel in ruled:
+            tick()
+            return rel, None
         plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
