@@ -26,7 +26,14 @@ import arrowidx
 from arrowidx import facts
 from arrowidx.lake import plan as plan_module
 
-from .differential_support import BY_NAME, TempLake, expressions, fuzz_settings, lake_specs, same_rows
+from .differential_support import (
+    BY_NAME,
+    TempLake,
+    expressions,
+    fuzz_settings,
+    lake_specs,
+    same_rows,
+)
 
 pl = pytest.importorskip("polars")
 
