@@ -238,6 +238,7 @@ class ObjectStore(Store):
 
     can_create = True
     stamps = True
+    plans_from_manifest = True
 
     def __init__(self, cloud: str, bucket: str, options: Mapping[str, Any] | None = None, *, client: Any = None,
                  fs: pafs.FileSystem | None = None):  # fmt: skip

@@ -109,6 +109,10 @@ class Store:
     #: handing a small read to the I/O pool costs more than the read (bench/bench_cold.py:
     #: a first needle over 1,000 small files, 250 against 430 ms).
     quick_reads: bool = False
+    #: Readers plan from the manifest alone (its entries are the files, with their sizes and
+    #: stamps): no listing, no stat, data files read with conditional reads (object stores,
+    #: where a listing of 10,000 files costs ten requests and a stat one each).
+    plans_from_manifest: bool = False
 
     def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
         """The files under ``folder`` (not folders), sorted by path. ``hidden=False`` skips

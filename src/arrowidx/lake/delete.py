@@ -133,6 +133,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     if rels and pushdown is not None:
         check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows(), where=root)  # an invalid filter fails whether or not an index decides
     infos = file_infos(store, root, rels)
+    data.lake.use_infos(infos)  # (planned from the manifest on object stores: the files as they are now)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:

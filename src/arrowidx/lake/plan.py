@@ -377,10 +377,10 @@ class Planner:
         out (``listed``, checked against this query's stats), and how many they ruled out:
         what a read needs, without a plan object per skipped file."""
         lake = self.lake
-        lake.prepare(lake.files, self.columns(expr))
-        keys = lake.known_identities()
-        ruled = {rel for rel, identity in listed.items() if keys.get(rel) == identity}
-        decided = [self.decide(rel, expr, bound) for rel in lake.files if rel not in ruled]
+        ruled = {rel for rel, identity in listed.items() if lake.identity(rel) == identity}
+        kept = [rel for rel in lake.files if rel not in ruled]
+        lake.prepare(kept, self.columns(expr))
+        decided = [self.decide(rel, expr, bound) for rel in kept]
         lake.prepare_kept([p.path for p in decided if p.status != "skipped"])
         return [self.finish(p, expr, statistics=False) for p in decided], len(ruled)
 
@@ -392,7 +392,8 @@ class Planner:
         before it returns a row: a changed file is then planned and read too."""
         lake = self.lake
         files = lake.files
-        stats = _stat_pool().submit(lake.store.stat, lake.absolute_paths())
+        from_manifest = lake.from_manifest  # the files as indexed: read conditionally, never stat'ed
+        stats = _stat_pool().submit(lake.store.stat, lake.absolute_paths()) if not from_manifest else None
         lake.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
         lake.prepare(kept, self.columns(expr))
         decided = [self.decide(rel, expr, bound) for rel in kept]
@@ -400,6 +401,8 @@ class Planner:
         plans = [self.finish(p, expr, statistics=False) for p in decided]
         for p in plans:
             self.prune_with_statistics(p, expr)
+        if stats is None:
+            return Route(plans, one_pass=False)
 
         def settle() -> list[FilePlan]:
             changed = [
