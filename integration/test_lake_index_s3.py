@@ -127,5 +127,5 @@ def test_a_file_removed_from_the_bucket_is_not_read_and_refresh_lists(s3, lake):
     expr = pc.field("id") == 10**7
     assert arrowidx.dataset(uri, storage_options=s3.storage_options()).to_table(filter=expr).num_rows == 0
     data = arrowidx.dataset(uri, storage_options=s3.storage_options())
-    data.lake.refresh(listing=True)  # an explicit refresh lists: the new file is read in full
+    data.refresh(listing=True)  # an explicit refresh lists: the new file is read in full
     assert data.to_table(filter=expr).num_rows == 1

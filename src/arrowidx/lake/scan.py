@@ -168,10 +168,11 @@ class IndexedDataset:
         """The data file's rows, from its footer."""
         return self.lake.row_count(rel)
 
-    def refresh(self) -> None:
+    def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
-        files' sizes and times."""
-        self.lake.refresh()
+        files' sizes and times. On an object store the files are the manifest's (no
+        listing); ``listing=True`` lists the folder, so files not indexed yet are read too."""
+        self.lake.refresh(listing)
 
     def restat(self, rels: list[str]) -> None:
         """Stat the files ``rels`` again now (only those)."""
