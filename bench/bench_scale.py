@@ -73,6 +73,12 @@ def local_lake(files: int) -> tuple[Path, int]:
         written = time.perf_counter() - started
         report = arrowidx.build(root, OPTIONS, progress=False)
         print(f"   wrote {files:,} files in {written:.1f}s; {report}", flush=True)
+    else:  # a cached lake: brought up to this version's manifest (a lake index added once)
+        import arrowidx
+
+        report = arrowidx.build(root, progress=False)
+        if report.changed:
+            print(f"   upgraded the cached lake: {report}", flush=True)
     return root, int(ids[(files // 2) * ROWS + 123])
 
 

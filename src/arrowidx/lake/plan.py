@@ -115,9 +115,13 @@ class IndexedFiles:
     describes)."""
 
     def __init__(self, entries: list[FileEntry]):
-        self.members = [IndexedMember(e.path, e) for e in entries]
+        self.entries = entries
         self.paths = [e.path for e in entries]
         self.identities = [(e.path, e.size, e.mtime_ns, e.stamp) for e in entries]
+
+    @property
+    def members(self) -> list[IndexedMember]:
+        return [IndexedMember(e.path, e) for e in self.entries]  # (made only where plans are wanted)
 
 
 @dataclass
@@ -435,7 +439,8 @@ class Planner:
             found = self.lake_index_rules_out(expr, by_keys_alone)
             if found is not None:
                 out.append(found)
-        if expr is None or len(lake.files) < directory.DIRECTORY_MIN_FILES:
+        if expr is None or len(lake.files) < directory.DIRECTORY_MIN_FILES or lake.manifest.lake_index is not None:
+            # (a lake index answers what key directories would, without opening every file's index)
             return out, frozenset(lake.columns_of(expr)) if out else frozenset()
         first = lake.manifest.files.get(lake.files[0])
         if first is None or first.index is None:
@@ -483,7 +488,7 @@ class Planner:
             return None
         ruled = IndexedFiles([candidates[i] for i in np.flatnonzero(~keep).tolist()])
         if by_keys_alone:
-            return ruled, np.ones(len(ruled.members), bool)
+            return ruled, np.ones(len(ruled.paths), bool)
         now = list(map(lake.identity, ruled.paths))
         return ruled, np.fromiter(map(operator.eq, now, ruled.identities), bool, len(now))
 
