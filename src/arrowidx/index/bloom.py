@@ -87,6 +87,7 @@ def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray
     return [p.copy() for p in scratch.positions(hashes.astype(np.int64), num_bits, k)]
 
 
+_ONE = np.uint64(1)
 _CHUNK = 1 << 15  # keys per step: the step's scratch arrays stay in the CPU cache
 _THREADS = min(2, os.cpu_count() or 1)
 
@@ -109,6 +110,8 @@ class _Scratch:
         self.flip = np.empty(n, np.int32)
         self.wide = np.empty(n, np.uint64)
         self.quot = np.empty(n, np.uint64)
+        self.mask = np.empty(n, np.uint64)
+        self.word = np.empty(n, np.int64)
 
     def positions(self, hashes: np.ndarray, num_bits: int, k: int):
         """Yield, for i = 1..k, the bit position of each of ``hashes`` (int64, as an int64 view)."""
@@ -130,6 +133,27 @@ class _Scratch:
                 quot *= d
                 np.subtract(wide, quot, out=wide)  # flip % num_bits
                 yield wide.view(np.int64)
+
+    def set_bits(self, bits: np.ndarray, positions: np.ndarray) -> None:
+        """Set bit ``p`` of the packed uint64 ``bits`` for each of ``positions`` (int64).
+
+        ``bits[word] |= mask`` with repeated words keeps only one of their masks, so the
+        masks a word lost are set again until none is missing (a chunk's positions rarely
+        share a word: the loop ends after one or two rounds).
+        """
+        n = len(positions)
+        word = self.word[:n]
+        np.right_shift(positions, 6, out=word)
+        mask = self.mask[:n]
+        np.bitwise_and(positions, 63, out=mask.view(np.int64))
+        np.left_shift(_ONE, mask, out=mask)
+        bits[word] |= mask
+        while True:
+            missing = np.flatnonzero((bits[word] & mask) == 0)
+            if not len(missing):
+                return
+            word, mask = word[missing], mask[missing]
+            bits[word] |= mask
 
     def hash_chunk(self, words: np.ndarray) -> np.ndarray:
         """Thomas Wang's hash of int64 ``words`` (a chunk of at most the scratch size)."""
@@ -202,38 +226,45 @@ def _thomas_wang(key: int) -> int:
 
 
 class BloomFilterWriter(IndexWriter):
+    """The bit set, packed (``numBits / 8`` bytes, as stored): one pass, batch by batch."""
+
     def __init__(self, ptype: PaimonType, items: int, fpp: float):
         self.ptype = ptype
         self.num_bits, self.k = bloom_parameters(items, fpp)
-        self.bits = np.zeros(self.num_bits, dtype=np.bool_)
+        self.words = [np.zeros((self.num_bits + 63) // 64, dtype=np.uint64)]  # one per thread
 
     def add(self, keys: Keys) -> None:
         """Set the k bits of every non-null key, a cache-sized chunk of keys at a time.
 
-        Setting bits is random access into the bit array, bound by memory latency: with more
-        than a few chunks two threads share the work (numpy releases the GIL; both only ever
-        write True, so their order does not matter).
+        Setting bits is random access into the bit set, bound by memory latency: with more
+        than a few chunks two threads share the work (numpy releases the GIL), each into its
+        own copy of the bit set, OR-ed together at the end (a bit is set by any key, so the
+        order does not matter).
         """
         words, hashed = _hash_input(keys, self.ptype)
         starts = range(0, len(words), _CHUNK)
         workers = min(_THREADS, len(starts) // 4)
         if workers <= 1:
-            self._set(words, hashed, starts)
+            self._set(self.words[0], words, hashed, starts)
             return
+        while len(self.words) < workers:
+            self.words.append(np.zeros_like(self.words[0]))
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda part: self._set(words, hashed, starts[part::workers]), range(workers)))
+            list(pool.map(lambda part: self._set(self.words[part], words, hashed, starts[part::workers]), range(workers)))
 
-    def _set(self, words: np.ndarray, hashed: bool, starts: range) -> None:
+    def _set(self, bits: np.ndarray, words: np.ndarray, hashed: bool, starts: range) -> None:
         scratch = _Scratch(min(_CHUNK, len(words)))
-        bits = self.bits
         for start in starts:  # per 32,768 keys, never per key
             chunk = words[start : start + _CHUNK]
             hashes = chunk if hashed else scratch.hash_chunk(chunk)
             for positions in scratch.positions(hashes, self.num_bits, self.k):
-                bits[positions] = True
+                scratch.set_bits(bits, positions)
 
     def finish(self) -> bytes:
-        packed = np.packbits(self.bits, bitorder="little")
+        bits = self.words[0]
+        for more in self.words[1:]:
+            bits |= more
+        packed = bits.view(np.uint8)[: self.num_bits // 8]  # little-endian words: LSB-first bytes
         return b"".join([self.k.to_bytes(4, "big", signed=True), packed])  # one copy
 
 

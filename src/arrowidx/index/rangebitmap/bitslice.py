@@ -74,8 +74,9 @@ EMPTY_PORTABLE = to_portable(BitMap())
 # ---------------------------------------------------------------------------------------
 
 
-def bitmap_from_mask(mask: np.ndarray) -> BitMap:
-    """The rows where ``mask`` (a numpy bool array) is True, as a ``BitMap``."""
+def bitmap_from_mask(mask: np.ndarray, offset: int = 0) -> BitMap:
+    """The rows where ``mask`` (a numpy bool array) is True, as a ``BitMap``; row ``i`` of the
+    mask is ``offset + i`` (``offset`` a multiple of 65,536)."""
     n = len(mask)
     if n == 0:
         return BitMap()
@@ -84,11 +85,12 @@ def bitmap_from_mask(mask: np.ndarray) -> BitMap:
     pad = blocks * _BYTES_PER_CONTAINER - len(packed)
     if pad:
         packed = np.concatenate((packed, np.zeros(pad, dtype=np.uint8)))
-    return bitmap_from_packed(packed, mask)
+    return bitmap_from_packed(packed, mask, offset)
 
 
-def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> BitMap:
-    """The set bits of ``packed`` (uint8, LSB first, whole 65,536-row blocks), as a ``BitMap``.
+def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None, offset: int = 0) -> BitMap:
+    """The set bits of ``packed`` (uint8, LSB first, whole 65,536-row blocks), as a ``BitMap``
+    (bit ``i`` is row ``offset + i``, ``offset`` a multiple of 65,536).
 
     Dense blocks go to CRoaring as 8 KiB bitsets straight from the bytes; sparse blocks as
     their positions (found in ``mask``, the same bits unpacked, when the caller has it). The
@@ -99,8 +101,12 @@ def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> Bi
     total = int(cards.sum())
     if total * 32 < packed.size * 8:  # mostly sparse: positions are cheaper than bitsets
         if mask is None:
-            return bitmap_of_sorted(positions_of_words(packed.reshape(-1).view(np.uint64)))
-        return bitmap_of(np.flatnonzero(mask))
+            rows = positions_of_words(packed.reshape(-1).view(np.uint64))
+        else:
+            rows = np.flatnonzero(mask).astype(np.uint32)
+        if offset:
+            rows += np.uint32(offset)
+        return bitmap_of_sorted(rows) if mask is None else bitmap_of(rows)
     keys = np.flatnonzero(cards)
     parts: list[bytes] = []
     for key in keys.tolist():  # per 65,536-row block
@@ -116,7 +122,7 @@ def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> Bi
             parts.append(np.flatnonzero(bits).astype("<u2").tobytes())
     m = len(keys)
     header = np.empty((m, 2), dtype="<u2")
-    header[:, 0] = keys
+    header[:, 0] = keys + (offset >> 16)
     header[:, 1] = cards[keys] - 1
     sizes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=m)
     offsets = 8 + 8 * m + np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -190,24 +196,51 @@ def bit_masks(values: np.ndarray, count: int):
         yield (unsigned & unsigned.dtype.type(1 << i)) != 0
 
 
-def serialize_bit_slices(codes: np.ndarray, present: np.ndarray, cardinality: int) -> bytes:
-    """Java's ``BitSliceIndexBitmap`` bytes for per-row ``codes`` (uint32, 0 where absent).
+class BitSlices:
+    """A bit-sliced index built block by block: the existence bitmap (rows with a value) and
+    one bitmap per bit of the rows' non-negative integer values, rows numbered across blocks.
+
+    Each block's bitmaps come from vectorised masks (:func:`bitmap_from_mask`); blocks start
+    at multiples of 65,536 rows, so OR-ing a block in only appends whole containers.
+    """
+
+    def __init__(self) -> None:
+        self.ebm = BitMap()
+        self.slices: list[BitMap] = []
+        self.top = 0  # the largest value added
+
+    def add(self, values: np.ndarray, present: np.ndarray, offset: int) -> None:
+        """Rows ``offset ..`` with ``values`` (unsigned or non-negative; 0 where not
+        ``present``)."""
+        self.ebm |= bitmap_from_mask(present, offset)
+        top = int(values.max()) if len(values) else 0
+        self.top = max(self.top, top)
+        while len(self.slices) < top.bit_length():
+            self.slices.append(BitMap())
+        for i, mask in enumerate(bit_masks(values, top.bit_length())):  # per slice
+            if mask is not None:
+                self.slices[i] |= bitmap_from_mask(mask, offset)
+
+
+def serialize_bit_slices(ebm: BitMap, slices: list[BitMap], cardinality: int) -> bytes:
+    """Java's ``BitSliceIndexBitmap`` bytes for the rows' codes (``ebm``: rows with a code;
+    ``slices[i]``: rows whose code has bit ``i``, as :class:`BitSlices` builds them).
 
     The slice count is the bit length of the largest code (at least 1); Java sizes it from
     ``cardinality - 1``, which makes an index without any value carry 64 empty slices.
     """
     count = max(int(cardinality - 1).bit_length(), 1) if cardinality > 0 else 64
-    ebm = to_portable(bitmap_from_mask(present))
-    slices = [
-        EMPTY_PORTABLE if mask is None or cardinality <= 1 else to_portable(bitmap_from_mask(mask))
-        for mask in bit_masks(codes, count)
-    ]
+    portable_ebm = to_portable(ebm)
+    parts = [
+        to_portable(slices[i]) if i < len(slices) and cardinality > 1 else EMPTY_PORTABLE
+        for i in range(count)
+    ]  # per slice
     index = np.empty((count, 2), dtype=">i4")
-    lengths = np.array([len(s) for s in slices], dtype=np.int64)
+    lengths = np.array([len(s) for s in parts], dtype=np.int64)
     index[:, 0] = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     index[:, 1] = lengths
-    header = struct.pack(">BbII", VERSION_1, count, len(ebm), 8 * count) + index.tobytes()
-    return b"".join([struct.pack(">i", len(header)), header, ebm, *slices])
+    header = struct.pack(">BbII", VERSION_1, count, len(portable_ebm), 8 * count) + index.tobytes()
+    return b"".join([struct.pack(">i", len(header)), header, portable_ebm, *parts])
 
 
 # ---------------------------------------------------------------------------------------
