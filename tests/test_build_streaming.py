@@ -75,6 +75,26 @@ def _lazy(table: pa.Table, sizes=(1, 7, 1000, 65_536, 100_003, 31)):
     return pa.RecordBatchReader.from_batches(table.schema, batches()), made
 
 
+class HeldAtOnce:
+    """The most numpy and Python (tracemalloc) and Arrow (a proxy of the default pool, made
+    the default meanwhile) hold at once inside ``with``: ``.bytes``."""
+
+    def __enter__(self):
+        self.previous = pa.default_memory_pool()
+        self.pool = pa.proxy_memory_pool(self.previous)
+        pa.set_memory_pool(self.pool)
+        tracemalloc.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.bytes = tracemalloc.get_traced_memory()[1] + self.pool.max_memory()
+        tracemalloc.stop()
+        pa.set_memory_pool(self.previous)
+
+    def __str__(self) -> str:
+        return f"{self.bytes / 2**20:.1f} MB held at once"
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Writers work in blocks of 65,536 rows (the smallest: one Roaring container), so a
@@ -152,17 +172,9 @@ def test_a_stream_is_indexed_in_memory_bounded_by_a_block(small_blocks, monkeypa
     options = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": str(rows),
                "file-index.bsi.columns": "id", "file-index.bitmap.columns": "status", "file-index.range-bitmap.columns": "amount"}  # fmt: skip
     write_file_index(next(batches()).slice(0, 10), options)  # (modules imported on first use are not the build's)
-    pool = pa.proxy_memory_pool(pa.default_memory_pool())
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pool)
-    tracemalloc.start()
-    try:
+    with HeldAtOnce() as held:
         data = write_file_index(pa.RecordBatchReader.from_batches(schema, batches()), options)
-        held = tracemalloc.get_traced_memory()[1] + pool.max_memory()
-    finally:
-        tracemalloc.stop()
-        pa.set_memory_pool(previous)
-    assert held < 24 << 20, f"{held / 2**20:.1f} MB held at once"
+    assert held.bytes < 24 << 20, held
     table = pa.Table.from_batches(list(batches()))  # (now, to check the index against pyarrow)
     index = FileIndex(data, schema)
     for expr in (pc.field("amount") < 0.5, pc.field("status") == "lost", pc.field("id").isin([5, 77, 1_999_999])):
@@ -223,21 +235,37 @@ def test_delete_reads_a_row_group_at_a_time(tmp_path):
     (what numpy and Arrow hold at once), and deletes exactly the rows pyarrow selects."""
     lake = tmp_path / "lake"
     lake.mkdir()
-    table = _parquet(lake / "f.parquet", 1_000_000, 50_000)  # the filter's column: 8 MB, plus 8 MB of row numbers
+    table = _parquet(lake / "f.parquet", 1_000_000, 50_000)  # the filter's column: 8 MB, its row numbers 8 MB
     where = pc.field("amount") > 20.0
     arrowidx.delete(str(lake), pc.field("amount") > 1e9, progress=False)  # (modules imported on first use)
-    pool = pa.proxy_memory_pool(pa.default_memory_pool())
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pool)
-    tracemalloc.start()
-    try:
+    with HeldAtOnce() as held:
         report = arrowidx.delete(str(lake), where, progress=False)
-        held = tracemalloc.get_traced_memory()[1] + pool.max_memory()
-    finally:
-        tracemalloc.stop()
-        pa.set_memory_pool(previous)
+    assert held.bytes < 8 << 20, held
     assert report.rows_deleted == table.filter(where).num_rows
-    kept = arrowidx.dataset(str(lake)).to_table().sort_by("id")
-    want = table.filter(~where | where.is_null()).sort_by("id")
-    assert kept.num_rows == want.num_rows and kept.column("id").equals(want.column("id")), (kept.schema, want.schema)
-    assert held < 8 << 20, f"{held / 2**20:.1f} MB held at once"
+    left = arrowidx.dataset(str(lake)).to_table().column("id").to_numpy()
+    assert np.array_equal(np.sort(left), np.sort(table.filter(~where | where.is_null()).column("id").to_numpy()))
+
+
+def test_build_holds_a_row_group_not_the_file(small_blocks, tmp_path):
+    """``arrowidx.build`` of a 2,000,000-row file (16 MB per numeric column) in row groups of
+    50,000 rows: what numpy and Arrow hold at once is a row group of one column, a block and
+    the indexes, not a column of the file."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    rows = 2_000_000
+    rng = np.random.default_rng(9)
+    table = pa.table({"id": pa.array(rng.permutation(rows).astype(np.int64)), "status": pa.array(np.array(["a", "b", "c", "d"])[rng.integers(0, 4, rows)]),
+                      "amount": pa.array(rng.integers(0, 1000, rows) / 4)})  # fmt: skip
+    pq.write_table(table, lake / "f.parquet", row_group_size=50_000)
+    options = {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "status",
+               "file-index.range-bitmap.columns": "amount", "file-index.bsi.columns": "id"}  # fmt: skip
+    small = tmp_path / "warm"
+    small.mkdir()
+    pq.write_table(table.slice(0, 10), small / "f.parquet")
+    arrowidx.build(str(small), options, progress=False)  # (modules imported on first use are not the build's)
+    with HeldAtOnce() as held:
+        report = arrowidx.build(str(lake), options, progress=False)
+    # the indexes (their bytes and the container's copy of them), and a few MB besides
+    assert held.bytes < 2 * report.index_bytes + (6 << 20), f"{held}, indexes {report.index_bytes / 2**20:.1f} MB"
+    for expr in (pc.field("amount") < 2.0, pc.field("status") == "c", pc.field("id") == 77):
+        assert arrowidx.dataset(str(lake)).to_table(filter=expr).sort_by("id").equals(table.filter(expr).sort_by("id"))

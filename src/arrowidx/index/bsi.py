@@ -55,13 +55,16 @@ _LONG_MIN = -(1 << 63)
 # ---------------------------------------------------------------------------------------
 
 
-def _serialize_half(half: BitSlices) -> bytes:
-    """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices."""
+def _serialize_half(half: BitSlices) -> list[bytes]:
+    """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices
+    (each bitmap dropped once serialised, so the index is not held twice)."""
     count = len(half.slices)  # the bit length of the largest magnitude
-    top = half.top
-    parts = [struct.pack(">Bqq", VERSION_1, 0, top), to_portable(half.ebm), struct.pack(">i", count)]
-    parts += [to_portable(s) for s in half.slices]  # per slice
-    return b"".join(parts)
+    parts = [struct.pack(">Bqq", VERSION_1, 0, half.top), to_portable(half.ebm), struct.pack(">i", count)]
+    half.ebm = None
+    for i in range(count):  # per slice
+        parts.append(to_portable(half.slices[i]))
+        half.slices[i] = None
+    return parts
 
 
 class BsiWriter(IndexWriter):
@@ -104,9 +107,10 @@ class BsiWriter(IndexWriter):
         out = [struct.pack(">Bi", VERSION_1, self.rows)]
         for half in self.halves:
             if half.ebm:
-                out += [b"\x01", _serialize_half(half)]
+                out += [b"\x01", *_serialize_half(half)]
             else:
                 out.append(b"\x00")
+        self.halves = ()
         return b"".join(out)
 
 

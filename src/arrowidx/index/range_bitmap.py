@@ -231,7 +231,7 @@ class RangeBitmapWriter(IndexWriter):
         for block, first_row in self.blocks.flush():
             self._codes(block, first_row)
         cardinality = len(self.keys)
-        slices = serialize_bit_slices(self.slices.ebm, self.slices.slices, cardinality)
+        slices = serialize_bit_slices(self.slices, cardinality)
         self.slices = None
         if self.ptype.is_string:
             head, lo, hi = serialize_variable(self.keys, self.chunk_size)
@@ -241,7 +241,7 @@ class RangeBitmapWriter(IndexWriter):
             dictionary = FixedDictionary(self.codec, self.keys, self.chunk_size)
             head, lo, hi, dictionary_length = dictionary.head, dictionary.lo, dictionary.hi, dictionary.size
         header = struct.pack(">Bii", VERSION_1, self.rows, cardinality) + lo + hi + struct.pack(">i", dictionary_length)
-        out = bytearray(4 + len(header) + dictionary_length + len(slices))
+        out = bytearray(4 + len(header) + dictionary_length + sum(len(p) for p in slices))
         view = np.frombuffer(out, dtype=np.uint8)
         at = 0
         for part in (struct.pack(">i", len(header)), header, head):
@@ -250,8 +250,11 @@ class RangeBitmapWriter(IndexWriter):
         if dictionary is not None:
             dictionary.write_keys(view[at : at + dictionary.keys_length])
             at += dictionary.keys_length
-        out[at:] = slices
         self.keys = self.codes = None
+        while slices:  # each part dropped once copied
+            part = slices.pop(0)
+            out[at : at + len(part)] = part
+            at += len(part)
         return out
 
 

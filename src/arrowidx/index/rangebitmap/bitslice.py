@@ -222,25 +222,30 @@ class BitSlices:
                 self.slices[i] |= bitmap_from_mask(mask, offset)
 
 
-def serialize_bit_slices(ebm: BitMap, slices: list[BitMap], cardinality: int) -> bytes:
-    """Java's ``BitSliceIndexBitmap`` bytes for the rows' codes (``ebm``: rows with a code;
-    ``slices[i]``: rows whose code has bit ``i``, as :class:`BitSlices` builds them).
+def serialize_bit_slices(bits: BitSlices, cardinality: int) -> list[bytes]:
+    """Java's ``BitSliceIndexBitmap`` bytes for the rows' codes, as parts to write one after
+    the other (``bits``: as :class:`BitSlices` built them; each bitmap is dropped once
+    written, so the index is not held twice).
 
     The slice count is the bit length of the largest code (at least 1); Java sizes it from
     ``cardinality - 1``, which makes an index without any value carry 64 empty slices.
     """
     count = max(int(cardinality - 1).bit_length(), 1) if cardinality > 0 else 64
-    portable_ebm = to_portable(ebm)
-    parts = [
-        to_portable(slices[i]) if i < len(slices) and cardinality > 1 else EMPTY_PORTABLE
-        for i in range(count)
-    ]  # per slice
+    portable_ebm = to_portable(bits.ebm)
+    bits.ebm = None
+    parts = []
+    for i in range(count):  # per slice
+        if i < len(bits.slices) and cardinality > 1:
+            parts.append(to_portable(bits.slices[i]))
+            bits.slices[i] = None
+        else:
+            parts.append(EMPTY_PORTABLE)
     index = np.empty((count, 2), dtype=">i4")
     lengths = np.array([len(s) for s in parts], dtype=np.int64)
     index[:, 0] = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     index[:, 1] = lengths
     header = struct.pack(">BbII", VERSION_1, count, len(portable_ebm), 8 * count) + index.tobytes()
-    return b"".join([struct.pack(">i", len(header)), header, portable_ebm, *parts])
+    return [struct.pack(">i", len(header)), header, portable_ebm, *parts]
 
 
 # ---------------------------------------------------------------------------------------
