@@ -2,7 +2,7 @@
 ``pyarrow.parquet.read_table`` of the same file (issue 55).
 
     PYTHONPATH=src .venv/bin/python bench/bench_build_memory.py [--rows 5000000] [--scale 10]
-        [--baseline /tmp/base/src] [--rounds 2] [--cases all,bloom-filter,bitmap,range-bitmap,bsi,stream]
+        [--baseline /tmp/base/src] [--rounds 2] [--large-rounds 1] [--cases all,bloom-filter,...]
 
 The file: ``id`` int64 (every row distinct, scrambled), ``status`` string (4 values),
 ``amount`` double (gamma-distributed, practically every row distinct), row groups of
@@ -146,6 +146,7 @@ def main() -> int:
     parser.add_argument("--baseline", help="another arrowidx src directory to run side by side (the old code)")
     parser.add_argument("--baseline-large", action="store_true", help="run the baseline on the large file too")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--large-rounds", type=int, help="rounds on the large file (default: --rounds)")
     parser.add_argument("--cases", default="read_table,all,bloom-filter,bitmap,range-bitmap,bsi,stream")
     args = parser.parse_args()
     src = str(HERE.parent / "src")
@@ -157,6 +158,8 @@ def main() -> int:
     results: dict[tuple, list[dict]] = {}
     for rnd in range(args.rounds):  # rounds: every case of every code, interleaved
         for rows in sizes:
+            if rows != sizes[0] and rnd >= (args.large_rounds or args.rounds):
+                continue
             for case in cases:
                 for name, code in codes:
                     if case == "read_table" and name != "new":
@@ -167,26 +170,35 @@ def main() -> int:
                     results.setdefault((rows, case, name), []).append(got)
                     print(f"  round {rnd + 1} {rows:>11,} {case:13} {name}: peak {got['peak']:7,.0f} MB"
                           f" {got['wall']:7.2f} s (cpu {got['cpu']:.2f} s) load {load()}", flush=True)  # fmt: skip
-    print(f"\nPeak RSS (MB) and build time (s), median of {args.rounds} (min-max); a new process per run;"
+    print(f"\nPeak RSS (MB) and build time (s), median of {args.rounds} runs ({args.large_rounds or args.rounds} on the large"
+          f" file; min-max); a new process per run;"
           f" import alone peaks at {statistics.median(r['imported'] for v in results.values() for r in v):,.0f} MB")  # fmt: skip
-    head = f"| {'rows':>11} | {'case':13} | {'peak new':>8} | {'peak old':>8} | {'time new':>17} | {'time old':>17} | same bytes |"
+    head = (f"| {'rows':>11} | {'case':13} | {'peak new':>8} | {'peak old':>8} | {'time new':>17} | {'time old':>17}"
+            f" | {'cpu new':>7} | {'cpu old':>7} | same bytes |")  # fmt: skip
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     summary: dict[tuple, dict] = {}
+
+    def span(rs: list[dict]) -> str:
+        walls = [r["wall"] for r in rs]
+        return f"{statistics.median(walls):6.2f} ({min(walls):.2f}-{max(walls):.2f})"
+
     for rows in sizes:
         for case in cases:
             new, old = results.get((rows, case, "new")), results.get((rows, case, "old"))
             if not new:
                 continue
-            row = {"peak": statistics.median(r["peak"] for r in new), "wall": statistics.median(r["wall"] for r in new)}
+            row = {"peak": statistics.median(r["peak"] for r in new), "wall": statistics.median(r["wall"] for r in new),
+                   "cpu": statistics.median(r["cpu"] for r in new)}  # fmt: skip
             summary[(rows, case)] = row
-            span = lambda rs: f"{statistics.median(r['wall'] for r in rs):6.2f} ({min(r['wall'] for r in rs):.2f}-{max(r['wall'] for r in rs):.2f})"  # noqa: E731
             same = "-" if not old or case == "read_table" else ("yes" if {r["digest"] for r in new} == {r["digest"] for r in old} else "NO")
             old_peak = f"{statistics.median(r['peak'] for r in old):8,.0f}" if old else f"{'-':>8}"
+            old_cpu = f"{statistics.median(r['cpu'] for r in old):7.2f}" if old else f"{'-':>7}"
             print(f"| {rows:>11,} | {case:13} | {row['peak']:8,.0f} | {old_peak} | {span(new):>17} |"
-                  f" {span(old) if old else '-':>17} | {same:>10} |")  # fmt: skip
+                  f" {span(old) if old else '-':>17} | {row['cpu']:7.2f} | {old_cpu} | {same:>10} |")  # fmt: skip
             if old:
                 row["old_wall"] = statistics.median(r["wall"] for r in old)
+                row["old_cpu"] = statistics.median(r["cpu"] for r in old)
     print("\nTargets:")
     small = sizes[0]
     ref = summary.get((small, "read_table"))
@@ -204,8 +216,8 @@ def main() -> int:
     for (rows, case), row in summary.items():
         if "old_wall" in row:
             ratio = row["old_wall"] / row["wall"]
-            print(f"  {case:13} {rows:,} rows time new {row['wall']:.2f} s vs old {row['old_wall']:.2f} s:"
-                  f" {ratio:.2f}x {'(no slower)' if ratio >= 1 else '(slower)'}")  # fmt: skip
+            print(f"  {case:13} {rows:,} rows time new {row['wall']:.2f} s vs old {row['old_wall']:.2f} s: {ratio:.2f}x"
+                  f" {'(no slower)' if ratio >= 1 else '(slower)'}; cpu {row['cpu']:.2f} vs {row['old_cpu']:.2f} s")  # fmt: skip
     return 0
 
 

@@ -87,7 +87,7 @@ def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray
     return [p.copy() for p in scratch.positions(hashes.astype(np.int64), num_bits, k)]
 
 
-_ONE = np.uint64(1)
+_ONE = np.uint8(1)
 _CHUNK = 1 << 15  # keys per step: the step's scratch arrays stay in the CPU cache
 _THREADS = min(2, os.cpu_count() or 1)
 
@@ -110,8 +110,8 @@ class _Scratch:
         self.flip = np.empty(n, np.int32)
         self.wide = np.empty(n, np.uint64)
         self.quot = np.empty(n, np.uint64)
-        self.mask = np.empty(n, np.uint64)
-        self.word = np.empty(n, np.int64)
+        self.mask = np.empty(n, np.uint8)
+        self.byte = np.empty(n, np.int64)
 
     def positions(self, hashes: np.ndarray, num_bits: int, k: int):
         """Yield, for i = 1..k, the bit position of each of ``hashes`` (int64, as an int64 view)."""
@@ -135,25 +135,26 @@ class _Scratch:
                 yield wide.view(np.int64)
 
     def set_bits(self, bits: np.ndarray, positions: np.ndarray) -> None:
-        """Set bit ``p`` of the packed uint64 ``bits`` for each of ``positions`` (int64).
+        """Set bit ``p`` of the packed bytes ``bits`` (LSB first) for each of ``positions``.
 
-        ``bits[word] |= mask`` with repeated words keeps only one of their masks, so the
-        masks a word lost are set again until none is missing (a chunk's positions rarely
-        share a word: the loop ends after one or two rounds).
+        ``bits[byte] |= mask`` with a byte repeated keeps only one of its masks, so the masks
+        a byte lost are set again until none is missing (a chunk's positions rarely share a
+        byte: the loop ends after a round or two).
         """
         n = len(positions)
-        word = self.word[:n]
-        np.right_shift(positions, 6, out=word)
+        byte = self.byte[:n]
+        np.right_shift(positions, 3, out=byte)
         mask = self.mask[:n]
-        np.bitwise_and(positions, 63, out=mask.view(np.int64))
+        np.copyto(mask, positions, casting="unsafe")  # the low 8 bits
+        np.bitwise_and(mask, 7, out=mask)
         np.left_shift(_ONE, mask, out=mask)
-        bits[word] |= mask
+        bits[byte] |= mask
         while True:
-            missing = np.flatnonzero((bits[word] & mask) == 0)
+            missing = np.flatnonzero((bits[byte] & mask) == 0)
             if not len(missing):
                 return
-            word, mask = word[missing], mask[missing]
-            bits[word] |= mask
+            byte, mask = byte[missing], mask[missing]
+            bits[byte] |= mask
 
     def hash_chunk(self, words: np.ndarray) -> np.ndarray:
         """Thomas Wang's hash of int64 ``words`` (a chunk of at most the scratch size)."""
@@ -231,7 +232,7 @@ class BloomFilterWriter(IndexWriter):
     def __init__(self, ptype: PaimonType, items: int, fpp: float):
         self.ptype = ptype
         self.num_bits, self.k = bloom_parameters(items, fpp)
-        self.words = [np.zeros((self.num_bits + 63) // 64, dtype=np.uint64)]  # one per thread
+        self.copies = [np.zeros(self.num_bits // 8, dtype=np.uint8)]  # the bit set, one copy per thread
 
     def add(self, keys: Keys) -> None:
         """Set the k bits of every non-null key, a cache-sized chunk of keys at a time.
@@ -245,12 +246,12 @@ class BloomFilterWriter(IndexWriter):
         starts = range(0, len(words), _CHUNK)
         workers = min(_THREADS, len(starts) // 4)
         if workers <= 1:
-            self._set(self.words[0], words, hashed, starts)
+            self._set(self.copies[0], words, hashed, starts)
             return
-        while len(self.words) < workers:
-            self.words.append(np.zeros_like(self.words[0]))
+        while len(self.copies) < workers:
+            self.copies.append(np.zeros_like(self.copies[0]))
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda part: self._set(self.words[part], words, hashed, starts[part::workers]), range(workers)))
+            list(pool.map(lambda part: self._set(self.copies[part], words, hashed, starts[part::workers]), range(workers)))
 
     def _set(self, bits: np.ndarray, words: np.ndarray, hashed: bool, starts: range) -> None:
         scratch = _Scratch(min(_CHUNK, len(words)))
@@ -261,11 +262,10 @@ class BloomFilterWriter(IndexWriter):
                 scratch.set_bits(bits, positions)
 
     def finish(self) -> bytes:
-        bits = self.words[0]
-        for more in self.words[1:]:
+        bits = self.copies[0]
+        for more in self.copies[1:]:
             bits |= more
-        packed = bits.view(np.uint8)[: self.num_bits // 8]  # little-endian words: LSB-first bytes
-        return b"".join([self.k.to_bytes(4, "big", signed=True), packed])  # one copy
+        return b"".join([self.k.to_bytes(4, "big", signed=True), bits])  # one copy
 
 
 class BloomFilterReader(IndexReader):
