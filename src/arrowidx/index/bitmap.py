@@ -7,12 +7,15 @@ block's first key, so a point lookup reads the header and one block only. An off
 ``< 0`` means the value occurs once, in row ``-1 - offset``. Keys are written as Java's
 ``DataOutput`` writes them (strings as int32 length + UTF-8).
 
-Build: the column is dictionary-encoded with ``pyarrow.compute`` (integers spanning at
-most 2**24 values skip the hash: value - minimum is the code), rows are grouped by value
-with Arrow's counting sort (one pass, or two over 12-bit digits), and every value's bitmap
-is written at once (:func:`arrowidx._roaring.portables_of_groups`: the containers of all
-values laid out by numpy, only values of over 4096 rows one by one through CRoaring), in
-Java's ``HashMap`` order; the entries and index blocks are numpy records too.
+Build, a block of rows at a time: the block is dictionary-encoded with ``pyarrow.compute``
+(integers spanning at most 2**24 values skip the hash: value - minimum is the code), its rows
+grouped by value with Arrow's counting sort (one pass, or two over 12-bit digits) and added
+to each value's Roaring bitmap (CRoaring's bulk add), so memory is the index and a block.
+A column of more than :data:`STREAMED_VALUES` distinct values keeps its keys instead and
+groups all rows at the end, every value's bitmap written at once
+(:func:`arrowidx._roaring.portables_of_groups`: the containers of all values laid out by
+numpy, only values of over 4096 rows one by one through CRoaring). Bitmaps go out in Java's
+``HashMap`` order; the entries and index blocks are numpy records too.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ from .._roaring import portable_size, to_portable
 from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
 from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter
-from .rangebitmap.bitslice import BitSlices, SliceSet, _version_error, load_bitmap
+from .rangebitmap.bitslice import SliceSet, _version_error, load_bitmap
+from .rangebitmap.writing import BitSlices
 
 VERSION_1 = 1
 SUPPORTED = frozenset(

@@ -14,9 +14,11 @@ Layout (Java ``RangeBitmap`` V1), big-endian::
     dictionary (see :mod:`.rangebitmap.dictionary`)
     bit-slice index (see :mod:`.rangebitmap.bitslice`)
 
-Build: the column is dictionary-encoded once (a counting pass for integers with a small
-span, ``pyarrow.compute.dictionary_encode`` otherwise), the distinct keys sorted, and each
-slice built from one vectorised bit test over all rows' codes.
+Build, in two passes over the column, a block of rows at a time: first its distinct keys
+(each block's sorted with one SIMD sort, or a counting pass for integers of a small span,
+merged as they grow); then each row's code (a table lookup for a small span, else a search
+of the sorted keys) and one vectorised bit test per slice, OR-ed into the slices. Memory: the
+dictionary, the slices and a block; the index is written once, straight into its buffer.
 """
 
 from __future__ import annotations
@@ -37,11 +39,9 @@ from ..types import Keys, PaimonType
 from .base import BLOCK_ROWS, Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter
 from .rangebitmap.bitslice import (
     BitSliceIndexBitmap,
-    BitSlices,
     _version_error,
     highest,
     lowest,
-    serialize_bit_slices,
 )
 from .rangebitmap.dictionary import (
     ChunkedDictionary,
@@ -50,6 +50,7 @@ from .rangebitmap.dictionary import (
     codec_for,
     serialize_variable,
 )
+from .rangebitmap.writing import BitSlices, serialize_bit_slices
 
 VERSION_1 = 1
 SUPPORTED = frozenset(
