@@ -269,3 +269,15 @@ def test_build_holds_a_row_group_not_the_file(small_blocks, tmp_path):
     assert held.bytes < 2 * report.index_bytes + (6 << 20), f"{held}, indexes {report.index_bytes / 2**20:.1f} MB"
     for expr in (pc.field("amount") < 2.0, pc.field("status") == "c", pc.field("id") == 77):
         assert arrowidx.dataset(str(lake)).to_table(filter=expr).sort_by("id").equals(table.filter(expr).sort_by("id"))
+
+
+@pytest.mark.parametrize("arrow_type", [pa.int64(), pa.string()])
+def test_bitmap_leaving_one_bitmap_per_value_after_null_blocks(small_blocks, arrow_type):
+    """A bitmap's first block all NULL, then more distinct values than it keeps a bitmap each
+    for: the rows so far are rebuilt as keys (NULLs included) and the answers are pyarrow's."""
+    values = [str(i) if arrow_type == pa.string() else i for i in range(10_000)]
+    table = pa.table({"c": pa.concat_arrays([pa.nulls(70_000, arrow_type), pa.array(values * 3, arrow_type)])})
+    for version in ("1", "2"):
+        index = FileIndex(write_file_index(table, {"file-index.bitmap.columns": "c", "file-index.bitmap.c.version": version}), table.schema)
+        for expr in (pc.field("c").is_null(), pc.field("c") == values[7], pc.field("c").isin(values[100:120])):
+            assert np.array_equal(_rows(table, expr), np.flatnonzero(index.evaluate(expr).to_mask(table.num_rows).to_numpy(zero_copy_only=False)))

@@ -319,10 +319,10 @@ class BitmapWriter(IndexWriter):
             return
         if nulls is not None:
             self.nulls |= bitmap_of(np.flatnonzero(nulls).astype(np.uint32) + np.uint32(offset))
-        rows = (grouping if nulls is None else np.flatnonzero(~nulls)[grouping]).astype(np.uint32)
-        rows += np.uint32(offset)
-        rows, grouped = array.array("I"), rows
-        rows.frombytes(memoryview(grouped).cast("B"))  # slices of an array.array go to CRoaring's bulk add as they are
+        grouped = (grouping if nulls is None else np.flatnonzero(~nulls)[grouping]).astype(np.uint32)
+        grouped += np.uint32(offset)
+        rows = array.array("I")  # (slices of an array.array go to CRoaring's bulk add as they are)
+        rows.frombytes(memoryview(grouped).cast("B"))
         bitmaps = self.bitmaps
         for code, start, count in zip(codes.tolist(), starts.tolist(), counts.tolist()):  # per value of the block
             if code == len(bitmaps):
@@ -366,18 +366,24 @@ class BitmapWriter(IndexWriter):
             return self.known
         return np.concatenate(self.values) if self.values else np.zeros(0, self.ptype.key_dtype)
 
-    def _keep_keys(self, rows: int) -> None:
-        """Leave bitmaps for keys: the ``rows`` so far as one chunk of keys rebuilt from them."""
-        codes = np.zeros(rows, dtype=np.int64)
-        for code, rows in enumerate(self.bitmaps):  # per distinct value (at most STREAMED_VALUES)
-            codes[positions_of(rows)] = code
-        distinct = self._distinct()
-        values = distinct.take(pa.array(codes)) if self.ptype.is_string else distinct[codes] if len(distinct) else np.zeros(len(codes), self.ptype.key_dtype)
-        nulls = None
-        if self.nulls:
-            nulls = np.zeros(len(codes), dtype=bool)
-            nulls[positions_of(self.nulls)] = True
-        self.chunks = [Keys(values, nulls)] if len(codes) else []
+    def _keep_keys(self, row_count: int) -> None:
+        """Leave bitmaps for keys: the ``row_count`` rows so far as one chunk of keys, rebuilt
+        from the bitmaps (NULL rows get the first key, masked as NULL)."""
+        self.chunks = []
+        if row_count:
+            codes = np.zeros(row_count, dtype=np.int64)
+            for code, rows in enumerate(self.bitmaps):  # per distinct value (at most STREAMED_VALUES)
+                codes[positions_of(rows)] = code
+            distinct = self._distinct()
+            if not len(distinct):  # every row so far NULL
+                values = pa.nulls(row_count, pa.large_binary()) if self.ptype.is_string else np.zeros(row_count, self.ptype.key_dtype)
+            else:
+                values = distinct.take(pa.array(codes)) if self.ptype.is_string else distinct[codes]
+            nulls = None
+            if self.nulls:
+                nulls = np.zeros(row_count, dtype=bool)
+                nulls[positions_of(self.nulls)] = True
+            self.chunks.append(Keys(values, nulls))
         self.bitmaps, self.values, self.known, self.nulls = None, [], None, BitMap()
 
     def finish(self) -> bytes:
