@@ -19,7 +19,7 @@ on ``amount``), one case per index type alone (``bloom-filter`` on ``id``, ``bit
 ``--baseline``: another arrowidx ``src`` directory (e.g. main's: ``git archive main src |
 tar -x -C /tmp/base``), run in the same rounds, interleaved with this one on the small file
 (``--baseline-large`` also on the large one: the old code needs gigabytes there); the table
-says whether both wrote the same index bytes.
+says whether both wrote the same index bytes; ``index`` is the size of the index written (MB).
 
 Targets: ``all`` on the small file peaks at most at ``read_table``'s peak of it; each index
 type on the large file peaks within 1.5x of its peak on the small file; builds are no
@@ -73,11 +73,13 @@ def peak_mb():
 
 imported = peak_mb()
 wall, cpu = time.perf_counter(), time.process_time()
+size = 0
 if case["case"] == "read_table":
     table = pq.read_table(case["file"])
     digest = f"{table.num_rows} rows"
 elif case["case"] == "stream":
-    digest = hashlib.sha256(write_file_index(pq.ParquetFile(case["file"]).iter_batches(), case["options"])).hexdigest()
+    data = write_file_index(pq.ParquetFile(case["file"]).iter_batches(), case["options"])
+    digest, size = hashlib.sha256(data).hexdigest(), len(data)
 else:
     arrowidx.build(case["dir"], case["options"], progress=False)
     index = os.path.join(case["dir"], "_arrowidx", "index")
@@ -85,9 +87,10 @@ else:
     for root, _, files in sorted(os.walk(index)):
         for name in sorted(files):
             h.update(name.split(".")[-2].split("-")[0].encode())  # the content's digest, in the name
+            size += os.path.getsize(os.path.join(root, name))
     digest = h.hexdigest()
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-print(json.dumps({"peak": peak_mb(), "imported": imported, "wall": wall, "cpu": cpu, "digest": digest}))
+print(json.dumps({"peak": peak_mb(), "imported": imported, "wall": wall, "cpu": cpu, "digest": digest, "index": size / 2**20}))
 """
 
 
@@ -173,8 +176,8 @@ def main() -> int:
     print(f"\nPeak RSS (MB) and build time (s), median of {args.rounds} runs ({args.large_rounds or args.rounds} on the large"
           f" file; min-max); a new process per run;"
           f" import alone peaks at {statistics.median(r['imported'] for v in results.values() for r in v):,.0f} MB")  # fmt: skip
-    head = (f"| {'rows':>11} | {'case':13} | {'peak new':>8} | {'peak old':>8} | {'time new':>17} | {'time old':>17}"
-            f" | {'cpu new':>7} | {'cpu old':>7} | same bytes |")  # fmt: skip
+    head = (f"| {'rows':>11} | {'case':13} | {'index':>6} | {'peak new':>8} | {'peak old':>8} | {'time new':>17}"
+            f" | {'time old':>17} | {'cpu new':>7} | {'cpu old':>7} | same bytes |")  # fmt: skip
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     summary: dict[tuple, dict] = {}
@@ -189,12 +192,12 @@ def main() -> int:
             if not new:
                 continue
             row = {"peak": statistics.median(r["peak"] for r in new), "wall": statistics.median(r["wall"] for r in new),
-                   "cpu": statistics.median(r["cpu"] for r in new)}  # fmt: skip
+                   "cpu": statistics.median(r["cpu"] for r in new), "index": new[0].get("index", 0)}  # fmt: skip
             summary[(rows, case)] = row
             same = "-" if not old or case == "read_table" else ("yes" if {r["digest"] for r in new} == {r["digest"] for r in old} else "NO")
             old_peak = f"{statistics.median(r['peak'] for r in old):8,.0f}" if old else f"{'-':>8}"
             old_cpu = f"{statistics.median(r['cpu'] for r in old):7.2f}" if old else f"{'-':>7}"
-            print(f"| {rows:>11,} | {case:13} | {row['peak']:8,.0f} | {old_peak} | {span(new):>17} |"
+            print(f"| {rows:>11,} | {case:13} | {row['index']:6,.1f} | {row['peak']:8,.0f} | {old_peak} | {span(new):>17} |"
                   f" {span(old) if old else '-':>17} | {row['cpu']:7.2f} | {old_cpu} | {same:>10} |")  # fmt: skip
             if old:
                 row["old_wall"] = statistics.median(r["wall"] for r in old)
@@ -212,7 +215,9 @@ def main() -> int:
             if a and b:
                 ratio = b["peak"] / a["peak"]
                 print(f"  {case:13} {sizes[1]:,} rows peak {b['peak']:,.0f} MB = {ratio:.2f}x of {small:,} rows"
-                      f" ({a['peak']:,.0f} MB), target <= 1.5x: {'met' if ratio <= 1.5 else 'MISSED'}")  # fmt: skip
+                      f" ({a['peak']:,.0f} MB), target <= 1.5x: {'met' if ratio <= 1.5 else 'MISSED'}"
+                      f" (the index: {b['index']:,.0f} MB against {a['index']:,.0f} MB; peak less twice the index"
+                      f" {b['peak'] - 2 * b['index']:,.0f} against {a['peak'] - 2 * a['index']:,.0f} MB)")  # fmt: skip
     for (rows, case), row in summary.items():
         if "old_wall" in row:
             ratio = row["old_wall"] / row["wall"]

@@ -42,7 +42,7 @@ class IndexWriter:
         """The column is read again from its first row (writers with ``passes > 1``)."""
         raise NotImplementedError
 
-    def finish(self) -> bytes | None:
+    def finish(self) -> bytes | bytearray | None:
         """The index bytes (None writes Paimon's empty-index flag in the container)."""
         raise NotImplementedError
 
@@ -67,6 +67,20 @@ def concat_keys(parts: list[Keys]) -> Keys:
     if all(p.nulls is None for p in parts):
         return Keys(values, None)
     return Keys(values, np.concatenate([p.nulls if p.nulls is not None else np.zeros(len(p), bool) for p in parts]))
+
+
+def join_parts(parts: list, out: bytearray | None = None, at: int = 0) -> bytearray:
+    """``b"".join(parts)`` (or the parts copied into ``out`` from byte ``at``), emptying
+    ``parts`` as it goes: each part is dropped once copied, so an index made of many parts
+    is never held twice over."""
+    if out is None:
+        out = bytearray(sum(len(p) for p in parts))
+    parts.reverse()
+    while parts:  # per part
+        part = parts.pop()
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
 
 
 class Blocks:

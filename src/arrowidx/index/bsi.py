@@ -30,7 +30,7 @@ from .._bytes import ByteReader
 from .._roaring import portable_size, to_portable
 from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
-from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter
+from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter, join_parts
 from .rangebitmap.bitslice import SliceSet, _version_error, load_bitmap
 from .rangebitmap.writing import BitSlices
 
@@ -102,7 +102,7 @@ class BsiWriter(IndexWriter):
             if present.any():
                 half.add(magnitude, present, offset)
 
-    def finish(self) -> bytes:
+    def finish(self) -> bytearray:
         for block, first_row in self.blocks.flush():
             self._block(block, first_row)
         out = [struct.pack(">Bi", VERSION_1, self.rows)]
@@ -112,7 +112,7 @@ class BsiWriter(IndexWriter):
             else:
                 out.append(b"\x00")
         self.halves = ()
-        return b"".join(out)
+        return join_parts(out)
 
 
 # ---------------------------------------------------------------------------------------

@@ -36,7 +36,15 @@ from ..errors import OptionError, UnsupportedTypeError
 from ..options import parse_memory_size
 from ..result import REMAIN, IndexResult
 from ..types import Keys, PaimonType
-from .base import BLOCK_ROWS, Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter
+from .base import (
+    BLOCK_ROWS,
+    Blocks,
+    ExactIndexReader,
+    IndexReader,
+    IndexType,
+    IndexWriter,
+    join_parts,
+)
 from .rangebitmap.bitslice import (
     BitSliceIndexBitmap,
     _version_error,
@@ -251,12 +259,9 @@ class RangeBitmapWriter(IndexWriter):
         if dictionary is not None:
             dictionary.write_keys(view[at : at + dictionary.keys_length])
             at += dictionary.keys_length
-        self.keys = self.codes = None
-        while slices:  # each part dropped once copied
-            part = slices.pop(0)
-            out[at : at + len(part)] = part
-            at += len(part)
-        return out
+        self.keys = self.codes = dictionary = None
+        del view
+        return join_parts(slices, out, at)  # (each slice dropped once copied)
 
 
 # ---------------------------------------------------------------------------------------
