@@ -403,7 +403,7 @@ class BitmapWriter(IndexWriter):
         bitmaps = self.bitmaps
 
         def portables(stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            parts = [to_portable(bitmaps[order[i]]) for i in stored.tolist()]  # per value of 2+ rows
+            parts = [to_portable(bitmaps[order[i]], copy=False) for i in stored.tolist()]  # per value of 2+ rows
             sizes = np.array([len(p) for p in parts], dtype=np.int64)
             return np.frombuffer(b"".join(parts), dtype=np.uint8), sizes
 

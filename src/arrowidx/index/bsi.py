@@ -60,10 +60,10 @@ def _serialize_half(half: BitSlices) -> list[bytes]:
     """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices
     (each bitmap dropped once serialised, so the index is not held twice)."""
     count = len(half.slices)  # the bit length of the largest magnitude
-    parts = [struct.pack(">Bqq", VERSION_1, 0, half.top), to_portable(half.ebm), struct.pack(">i", count)]
+    parts = [struct.pack(">Bqq", VERSION_1, 0, half.top), to_portable(half.ebm, copy=False), struct.pack(">i", count)]
     half.ebm = None
     for i in range(count):  # per slice
-        parts.append(to_portable(half.slices[i]))
+        parts.append(to_portable(half.slices[i], copy=False))
         half.slices[i] = None
     return parts
 

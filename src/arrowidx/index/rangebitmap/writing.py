@@ -51,12 +51,12 @@ def serialize_bit_slices(bits: BitSlices, cardinality: int) -> list[bytes]:
     ``cardinality - 1``, which makes an index without any value carry 64 empty slices.
     """
     count = max(int(cardinality - 1).bit_length(), 1) if cardinality > 0 else 64
-    portable_ebm = to_portable(bits.ebm)
+    portable_ebm = to_portable(bits.ebm, copy=False)
     bits.ebm = None
     parts = []
     for i in range(count):  # per slice
         if i < len(bits.slices) and cardinality > 1:
-            parts.append(to_portable(bits.slices[i]))
+            parts.append(to_portable(bits.slices[i], copy=False))
             bits.slices[i] = None
         else:
             parts.append(EMPTY_PORTABLE)
