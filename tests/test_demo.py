@@ -29,3 +29,40 @@ def test_a_small_demo_run_agrees_with_the_plain_readers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "all answers agree with plain readers" in out
     assert "DIFFERENT" not in out and " NO\n" not in out
+
+
+def test_spark_start_up_output_goes_to_the_log_not_the_terminal(tmp_path, capfd):
+    """What the JVM writes to standard error while the session is made (its WARN lines)
+    lands in the log file; standard error is the terminal's again afterwards."""
+    import os
+
+    class FakeSpark:
+        @staticmethod
+        def local_session(master, name):
+            os.write(2, b"26/11/29 WARN Utils: Your hostname resolves to a loopback address\n")
+            return "session"
+
+    log = tmp_path / "spark.log"
+    assert demo._quiet_session(FakeSpark, log) == "session"
+    os.write(2, b"after\n")
+    err = capfd.readouterr().err
+    assert "WARN" not in err and "after" in err
+    assert "WARN Utils" in log.read_text()
+
+
+def test_a_slower_polars_row_says_why(tmp_path):
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 (pa.compute)
+    import pyarrow.parquet as pq
+
+    import arrowidx
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    pq.write_table(pa.table({"id": list(range(1000)), "amount": [float(i) for i in range(1000)]}), root / "part-0.parquet")
+    arrowidx.build(root, {"file-index.range-bitmap.columns": "id"}, progress=False)
+    assert "the indexes rule nothing out here" in demo._why_slower(root, pl.col("amount") > 3)
+    assert "the indexes keep 0 of 1,000 rows" in demo._why_slower(root, pl.col("id") == 5000)
+    arrowidx.delete(root, pa.compute.field("id") < 10, progress=False)
+    assert "drops the 10 deleted rows by position" in demo._why_slower(root, pl.col("amount") > 3)

@@ -16,6 +16,8 @@ from .errors import (
     CommitUnsupportedError,
     CorruptIndexError,
     CorruptManifestError,
+    MissingFilterError,
+    MissingManifestError,
     OptionError,
     StaleDeletionError,
     UnsupportedTypeError,
@@ -34,6 +36,7 @@ _LAZY = {
          "read_puffin_deletion_vectors", "write_deletion_vectors", "write_deletion_vectors_file",
          "write_puffin_deletion_vectors"], ".deletion"),
     "FileIndex": ".file_index",
+    "accept_rollback": ".lake.rollback",
     "write_file_index": ".file_index",
     "build": ".lake.build",
     "dataset": ".lake.scan",
@@ -45,8 +48,9 @@ _LAZY = {
 __all__ = [
     "ArrowIdxError", "CommitConflictError", "CommitUnsupportedError", "CorruptIndexError",
     "CorruptManifestError", "DeletionVector", "DynamicBucketAssigner", "FileIndex", "IndexResult",
-    "OptionError", "PositionOutOfRangeError", "StaleDeletionError", "UnsupportedTypeError",
-    "UnsupportedValueError", "apply_deletion_vector", "build", "dataset", "delete",
+    "MissingFilterError", "MissingManifestError", "OptionError", "PositionOutOfRangeError",
+    "StaleDeletionError", "UnsupportedTypeError", "UnsupportedValueError", "accept_rollback",
+    "apply_deletion_vector", "build", "dataset", "delete",
     "paimon_binary_rows", "paimon_bucket", "paimon_bucket_of_hash", "paimon_key_hash",
     "read_deletion_vectors", "read_hash_index", "read_puffin_deletion_vectors", "vacuum",
     "write_deletion_vectors", "write_deletion_vectors_file", "write_file_index", "write_hash_index",
@@ -54,7 +58,13 @@ __all__ = [
 ]
 
 
+#: the documented subpackages and modules, imported on first use too (``arrowidx.paimon``)
+_SUBMODULES = ["errors", "facts", "options", "paimon", "polars", "spark", "sql"]
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'arrowidx' has no attribute {name!r}")
@@ -64,7 +74,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The documented names only (not this module's own imports)."""
+    return sorted([*__all__, *_SUBMODULES, "__version__"])
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
@@ -89,5 +100,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         write_puffin_deletion_vectors,
     )
     from .file_index import FileIndex, write_file_index  # noqa: F401
-    from .lake import build, dataset, delete, vacuum  # noqa: F401
+    from .lake import accept_rollback, build, dataset, delete, vacuum  # noqa: F401
     from .result import IndexResult  # noqa: F401

@@ -263,6 +263,9 @@ class MalformedBitmap(Exception):
         super().__init__(message)
         self.offset = offset
 
+    def __reduce__(self):  # (pickle and copy: both arguments, not only the message)
+        return type(self), (self.args[0], self.offset)
+
 
 class PortableLayout:
     """Where each container of one portable Roaring32 bitmap lies in a buffer."""

@@ -9,28 +9,21 @@ one reader per column when a predicate needs it) and answers Expressions with an
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._bytes import as_buffer
 from .arrow_input import arrow_schema, record_batches, without_views
-from .errors import ArrowIdxError, OptionError
+from .errors import ArrowIdxError, OptionError, UnsupportedTypeError
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
-from .options import ColumnIndexSpec, parse_index_options
+from .options import ColumnIndexSpec, parse_index_options, require_mapping
 from .passes import ColumnSource, TableColumns, index_columns, index_stream
-from .predicate import bind, evaluate, is_exact
+from .predicate import UnknownColumnError, bind, check_fields, evaluate, is_exact  # noqa: F401 (UnknownColumnError: importable here too)
 from .result import REMAIN, SKIP, IndexResult
-from .types import paimon_type
-
-
-class UnknownColumnError(ArrowIdxError, ValueError):
-    """A filter names a column that is not in the schema."""
-
+from .types import index_schema, paimon_type
 
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 
@@ -48,9 +41,13 @@ def index_writers(schema: pa.Schema, specs: list[ColumnIndexSpec]) -> dict[tuple
                 f"file-index.{spec.index_type}.columns names {spec.column!r}, which is not a column"
                 f" (columns: {', '.join(schema.names)})"
             )
-        ptype = paimon_type(schema.field(spec.column).type)
         index_type = INDEX_TYPES[spec.index_type]
-        index_type.check_type(ptype)
+        try:
+            ptype = paimon_type(schema.field(spec.column).type)
+            index_type.check_type(ptype)
+        except UnsupportedTypeError as e:
+            raise UnsupportedTypeError(f"{spec.index_type} index on column {spec.column!r}"
+                                       f" ({schema.field(spec.column).type}): {e}") from None  # fmt: skip
         writers[(spec.column, spec.index_type)] = (ptype, index_type.writer(ptype, spec.options))
     return writers
 
@@ -67,6 +64,7 @@ def write_file_index(data: Data, options: Mapping[str, object]) -> bytes:
     ``{"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id",
     "file-index.bloom-filter.id.fpp": "0.01"}``.
     """
+    require_mapping(options, "write_file_index")
     specs = parse_index_options(options)
     if isinstance(data, (pa.Table, pa.RecordBatch)):  # in memory: read column by column
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
@@ -126,7 +124,7 @@ class FileIndex:
             name = name or found_name
             container = Container(data, name)
         self.source = name
-        self.schema = arrow_schema(schema, "FileIndex(source, schema)")
+        self.schema = index_schema(arrow_schema(schema, "FileIndex(source, schema)"))  # dictionaries as values, ...
         self.container = container
         self._readers: dict[str, list[IndexReader]] = {}
         self._types: dict[frozenset, list[str]] = {}
@@ -182,31 +180,7 @@ class FileIndex:
     def _check_fields(self, expr) -> None:
         """A ``pc.Expression`` naming a column the schema lacks is an error (pyarrow would
         raise on the data too); a column that merely has no index answers REMAIN."""
-        if not isinstance(expr, pc.Expression):
-            return
-        from .predicate import _Call, _Field, parse
-
-        names: set[str] = set()
-
-        def walk(t) -> None:
-            if isinstance(t, _Field):
-                names.add(t.name)
-            elif isinstance(t, _Call):
-                for a in t.args:
-                    walk(a)
-
-        try:
-            walk(parse(expr))
-        except Exception:  # an Expression the parser does not know: binding decides (REMAIN)
-            return
-        for name in sorted(names):
-            if self.schema.get_field_index(name) < 0:
-                close = difflib.get_close_matches(name, self.schema.names, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise UnknownColumnError(
-                    f"{self.source or 'FileIndex'}: the filter names column {name!r}, which is not in the"
-                    f" schema (columns: {', '.join(self.schema.names)}){hint}"
-                )
+        check_fields(expr, self.schema, self.source or "FileIndex")
 
     def evaluate(self, expr) -> IndexResult:
         """REMAIN, SKIP or the bitmap of rows that may satisfy ``expr``.

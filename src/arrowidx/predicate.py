@@ -23,6 +23,7 @@ selects, by OR-ing both lowerings.
 from __future__ import annotations
 
 import ctypes
+import difflib
 import math
 import struct
 from collections.abc import Callable, Sequence
@@ -258,13 +259,78 @@ def _parse(expr: pc.Expression):
     return tree
 
 
+def expression_columns(expr: pc.Expression | None) -> set[str] | None:
+    """The top-level column names a pyarrow Expression reads anywhere in it (also inside
+    calls no index answers); None when it holds a part this cannot read (a nested field
+    reference): then every column is needed."""
+    if expr is None:
+        return set()
+    out: set[str] = set()
+    stack = [parse(expr)]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, _Field):
+            out.add(t.name)
+        elif isinstance(t, _Call):
+            stack.extend(t.args)
+        elif isinstance(t, _Unknown):
+            return None
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Names: a field a filter or a projection names must be a column
+# --------------------------------------------------------------------------------------
+
+
+class UnknownColumnError(ArrowIdxError, pa.ArrowInvalid):
+    """A name (in a filter, or in ``columns=``) that is not a column of the schema.
+
+    Also a ``pyarrow.ArrowInvalid`` (so a ``ValueError``): the class pyarrow raises for the
+    same call, so ``except pa.ArrowInvalid`` clauses keep working. ``column`` is the name,
+    ``columns`` the schema's columns; the message names both, with the closest column.
+    """
+
+    def __init__(self, message: str, *, column: str | None = None, columns: Sequence[str] = ()):
+        self.column = column
+        self.columns = list(columns)
+        super().__init__(message)
+
+    @classmethod
+    def naming(cls, column: str, columns: Sequence[str], where: str, argument: str = "filter=") -> UnknownColumnError:
+        """The error for ``column`` named by ``argument`` (``filter=``, ``columns=``) of a
+        call on ``where`` (a dataset root, a table path), whose columns are ``columns``."""
+        columns = list(columns)
+        close = difflib.get_close_matches(column, columns, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return cls(f"{where}: no column {column!r} in {argument}{hint}; the columns are: {', '.join(columns)}",
+                   column=column, columns=columns)  # fmt: skip
+
+
+def check_fields(expr, schema: pa.Schema, where: str, argument: str = "filter=") -> None:
+    """:class:`UnknownColumnError` for the first name ``expr`` references that is not a
+    column of ``schema`` (nothing for other expressions)."""
+    if not isinstance(expr, pc.Expression):
+        return
+    columns = schema.names
+    try:
+        names = expression_columns(expr)
+    except Exception:  # noqa: BLE001 - an Expression the parser does not know: pyarrow decides
+        return
+    for name in sorted(names or ()):
+        if name not in columns:
+            raise UnknownColumnError.naming(name, columns, where, argument)
+
+
 _CHECKED: list[tuple[object, pa.Schema]] = []  # the shapes of the last filters found valid
 
 
-def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
+def check_expression(expr, schema: pa.Schema, *, rows: bool = True, where: str = "dataset") -> None:
     """Raise what pyarrow raises when ``Table.filter(expr)`` runs on data of ``schema``
     (an unknown column, a comparison without a kernel, a timestamp with a time zone against
-    one without, a filter that is not boolean), whether or not any row is ever read.
+    one without, a filter that is not boolean), whether or not any row is ever read. An
+    unknown column is :class:`UnknownColumnError` (an ``ArrowInvalid``, as pyarrow's own)
+    naming it, the closest column and the columns, for a call on ``where``.
 
     Indexes and statistics can decide every file without running pyarrow's kernels; the
     same query must still fail the same way as when they do not (issue 38). The filter is
@@ -282,6 +348,18 @@ def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
     zero rows raises only what binding raises), and so is the filter checked."""
     if expr is None or not isinstance(expr, pc.Expression):
         return
+    try:
+        _check_expression(expr, schema, rows)
+    except pa.ArrowInvalid as e:
+        if "No match for FieldRef" in str(e):
+            try:
+                check_fields(expr, schema, where)  # names the unknown column (else pyarrow's error stands)
+            except UnknownColumnError as unknown:
+                raise unknown from None
+        raise
+
+
+def _check_expression(expr: pc.Expression, schema: pa.Schema, rows: bool) -> None:
     if not rows:
         schema.empty_table().filter(expr)
         return
@@ -428,6 +506,8 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
     if values is None:
         values = pa.array([], type=schema.field(column).type)
     null_in_set = values.null_count > 0
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.string())  # pyarrow 26 has no filter kernel for string_view (drop_null needs one)
     values = values.drop_null()
     col_type = schema.field(column).type
     casted = cast_literal_array(values, col_type)

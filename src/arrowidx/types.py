@@ -9,6 +9,7 @@ above, millis of day for TIME, the unscaled long for DECIMAL, ...), as numpy arr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -123,13 +124,45 @@ ARROW_TO_PAIMON: list[tuple[str, object]] = [
 ]
 
 
+#: Unsigned integers as the signed type holding every value, as Spark reads them from
+#: Parquet (UINT_8 -> SMALLINT, UINT_16 -> INT, UINT_32 -> BIGINT); keys are the values.
+_UNSIGNED_AS = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64()}
+
+
+def index_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The Arrow type whose values an index of an ``arrow_type`` column holds: a dictionary
+    (what pandas' ``category`` and Polars' ``Categorical`` write) is indexed as its values,
+    ``uint8`` / ``uint16`` / ``uint32`` as the signed type one size up (Paimon's SMALLINT,
+    INT, BIGINT); any other type as itself. The bytes are those of an index on a column of
+    that type holding the same values, so Java reads them."""
+    if pa.types.is_dictionary(arrow_type):
+        return index_arrow_type(arrow_type.value_type)
+    return _UNSIGNED_AS.get(arrow_type, arrow_type)
+
+
+@lru_cache(maxsize=64)  # one schema object per schema: a scan's bound filters are kept per schema object
+def index_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each field's type as :func:`index_arrow_type` gives it (the schema an
+    index is read and a filter bound with)."""
+    if all(index_arrow_type(f.type) == f.type for f in schema):
+        return schema
+    return pa.schema([f.with_type(index_arrow_type(f.type)) for f in schema], schema.metadata)
+
+
 def paimon_type(arrow_type: pa.DataType) -> PaimonType:
-    """The Paimon type for an Arrow type, or :class:`UnsupportedTypeError`."""
+    """The Paimon type for an Arrow type (through :func:`index_arrow_type`), or
+    :class:`UnsupportedTypeError`."""
+    arrow_type = index_arrow_type(arrow_type)
+    if pa.types.is_uint64(arrow_type):
+        raise UnsupportedTypeError(
+            "Arrow type uint64 has no Paimon index type (Spark reads it as DECIMAL(20, 0), which no index"
+            " holds); cast the column to int64 if its values fit"
+        )
     for _, match in ARROW_TO_PAIMON:
         found = match(arrow_type)
         if found:
             return found
-    supported = ", ".join(name for name, _ in ARROW_TO_PAIMON)
+    supported = ", ".join([name for name, _ in ARROW_TO_PAIMON] + ["uint8 / uint16 / uint32", "dictionaries of these"])
     raise UnsupportedTypeError(f"Arrow type {arrow_type} has no Paimon index type (supported: {supported})")
 
 
@@ -223,6 +256,8 @@ def column_keys(arr: pa.Array | pa.ChunkedArray, ptype: PaimonType) -> Keys:
     """The keys Java's index writers compute for every row of ``arr``."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if index_arrow_type(arr.type) != arr.type:  # dictionaries as their values, unsigned as signed
+        arr = arr.cast(index_arrow_type(arr.type))
     nulls = _nulls(arr)
     root = ptype.root
     if root == "STRING":

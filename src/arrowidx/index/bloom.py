@@ -336,9 +336,14 @@ class BloomFilterIndex(IndexType):
     def _parse(cls, column: str, options: Mapping[str, str]) -> tuple[int, float]:
         try:
             items = int(options.get("items", DEFAULT_ITEMS))
+        except ValueError:
+            raise OptionError(f"file-index.bloom-filter.{column}.items: {options['items']!r} is not a whole number;"
+                              " give the expected distinct values per file, e.g. 100000") from None  # fmt: skip
+        try:
             fpp = float(options.get("fpp", DEFAULT_FPP))
-        except ValueError as e:
-            raise OptionError(f"bloom-filter options of column {column!r}: {e}") from None
+        except ValueError:
+            raise OptionError(f"file-index.bloom-filter.{column}.fpp: {options['fpp']!r} is not a number;"
+                              " give a false positive probability, e.g. 0.01") from None  # fmt: skip
         if items <= 0 or items > 2**31 - 1:
             raise OptionError(f"file-index.bloom-filter.{column}.items must be in [1, 2^31-1], got {items}")
         if not 0.0 < fpp < 1.0:

@@ -9,8 +9,13 @@ that wrote it, so a committed index file is never overwritten and a build that f
 removes only its own files; see :class:`Uploads`). Files are indexed on a thread pool (pyarrow and numpy release the GIL),
 and the manifest is committed once at the end with one exclusive create, so a crash leaves
 the previous version valid; when another writer commits first the build plans again against
-the new version. An incremental build re-indexes files whose content changed (fingerprint)
-and indexes that fail their checksum.
+the new version. An incremental build re-indexes files whose content changed (the XXH64 of
+the whole file, :func:`~arrowidx.lake.footer.content_xxh64`, recorded for each file it
+indexes), files indexed before content hashes existed, and indexes that fail their checksum.
+
+Deletions belong to content: an entry with deletions whose file is gone leaves them in the
+manifest as a tombstone, and a file with that content that appears again gets them back
+(:mod:`arrowidx.lake.tombstones`); the report names both.
 
 Builds remember: the manifest stores the options, ``build(path)`` with no options rebuilds
 with them, new options are added to them, and an index is removed only on request
@@ -44,13 +49,15 @@ from ..errors import (
     CorruptIndexError,
     OptionError,
     StaleDeletionError,
+    UnsupportedTypeError,
 )
 from ..file_index import index_container
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
+from ..options import merge_index_options as merge_options
 from ..passes import ParquetColumns
 from ..storage import ObjectInfo, as_store, storage_error
-from .footer import read_footer
+from .footer import NO_DATA_FILES, content_xxh64, read_footer
 from .layout import (
     INDEX_DIR,
     FileEntry,
@@ -67,10 +74,12 @@ from .layout import (
     load_manifest,
     require_commit,
     resolve,
+    same_content,
     schema_to_b64,
     with_commit_retries,
     write_atomic,
 )
+from .tombstones import bury, drop, reapply
 
 
 @dataclass
@@ -86,8 +95,22 @@ class BuildReport:
     seconds: float = 0.0
     changed: bool = True  # False: nothing to do, no manifest version was written
     options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
+    # deleted rows per file whose deletions were kept as a tombstone (its entry left: the file
+    # is gone, or other content replaced it), re-applied (its content came back), or
+    # forgotten (an entry indexed before content hashes: nothing to key a tombstone by)
+    tombstoned: dict[str, int] = field(default_factory=dict)
+    restored: dict[str, int] = field(default_factory=dict)
+    forgotten: dict[str, int] = field(default_factory=dict)
+    # files whose content is the one indexed under a new change stamp (copied, touched): the
+    # entry took the new stamp, so no reader hashes them again
+    restamped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
+        if not (self.indexed or self.unchanged):
+            return (
+                f"manifest v{self.version} at {self.root}: no data files to index: {NO_DATA_FILES}; the options"
+                " are stored: run the build again once it holds Parquet files"
+            )
         if not self.changed:
             return (
                 f"nothing changed: manifest v{self.version} at {self.root} already indexes all"
@@ -97,7 +120,29 @@ class BuildReport:
             f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
             f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
             f" {len(self.removed)} removed, in {self.seconds:.2f}s"
+            + (f"; {len(self.restamped)} re-stamped (same content, new stamp)" if self.restamped else "")
+            + self.deletions_text()
         )
+
+    def deletions_text(self) -> str:
+        """What the build did with deletions of files that left or came back (empty: nothing)."""
+        parts = []
+        if self.tombstoned:
+            parts.append(f"kept the {sum(self.tombstoned.values()):,} deleted row(s) of {_files(self.tombstoned)} as"
+                         " tombstones (re-applied if that content returns, until arrowidx.vacuum)")  # fmt: skip
+        if self.restored:
+            parts.append(f"re-applied {sum(self.restored.values()):,} deleted row(s) to {_files(self.restored)}, whose"
+                         " content returned")  # fmt: skip
+        if self.forgotten:
+            parts.append(f"FORGOT the {sum(self.forgotten.values()):,} deleted row(s) of {_files(self.forgotten)}"
+                         " (indexed before content hashes: if that file returns, those rows are live)")  # fmt: skip
+        return "".join(f"; {p}" for p in parts)
+
+
+def _files(rows: Mapping[str, int], shown: int = 3) -> str:
+    names = sorted(rows)
+    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return f"{len(names)} file(s) ({listed})"
 
 
 def index_one_file(
@@ -118,6 +163,8 @@ def index_one_file(
         container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
+    except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
+        raise UnsupportedTypeError(f"{join(root, rel)}: {e}") from None
     except OSError as e:
         raise storage_error(e, join(root, rel), "data file") from None
     except pa.ArrowException as e:  # the footer parsed, the data does not
@@ -131,7 +178,9 @@ def index_one_file(
         ref.layout = Container(container, ref.file).layout()  # so a query reads only its columns' bytes
         write_atomic(fs, join(root, ref.file), container, root=root)
         fault_point("index-written")
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None))
+    content = content_xxh64(fs, join(root, rel), info.size)  # the file's identity when its stamp changes
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None),
+                     content_xxh64=content)  # fmt: skip
 
 
 def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
@@ -222,45 +271,9 @@ class BuildPlan:
     started: float
     on_stale_deletions: str = "raise"
     repaired: list[str] = field(default_factory=list)  # unchanged files whose index failed its checksum
-
-
-def _columns_value(value: str) -> list[str]:
-    return [c.strip() for c in value.split(",") if c.strip()]
-
-
-def merge_options(stored: Mapping[str, str], new: Mapping[str, object] | None, *, replace: bool = False,
-                  drop: Iterable[str] = ()) -> dict[str, str]:  # fmt: skip
-    """The options a build uses: ``stored`` plus ``new`` (column lists are united, other keys
-    overridden), minus the ``drop`` entries (``"column"`` or ``"column:type"``); with
-    ``replace=True`` only ``new``."""
-    out = {} if replace else dict(stored)
-    for key, value in (new or {}).items():
-        key, value = str(key), str(value)
-        if key.endswith(".columns") and key in out:
-            value = ",".join(dict.fromkeys(_columns_value(out[key]) + _columns_value(value)))
-        out[key] = value
-    for item in drop:
-        column, _, index_type = str(item).partition(":")
-        column, index_type = column.strip(), index_type.strip()
-        found = False
-        for key in [k for k in out if k.endswith(".columns")]:
-            kind = key[len("file-index.") : -len(".columns")]
-            if index_type and kind != index_type:
-                continue
-            columns = _columns_value(out[key])
-            if column in columns:
-                found = True
-                columns.remove(column)
-                if columns:
-                    out[key] = ",".join(columns)
-                else:
-                    del out[key]
-                for k in [k for k in out if k.startswith(f"file-index.{kind}.{column}.")]:
-                    del out[k]
-        if not found:
-            indexed = sorted(f"{c}:{k[len('file-index.') : -len('.columns')]}" for k, v in out.items() if k.endswith(".columns") for c in _columns_value(v))
-            raise OptionError(f"drop {item!r}: no such index; indexed are {', '.join(indexed) or 'none'}")
-    return out
+    # unchanged files whose content is the one indexed but whose change stamp is not (a copied
+    # lake, a touch): their entries take the new stamp, so readers need not hash them again
+    restamped: list[str] = field(default_factory=list)
 
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
@@ -297,14 +310,18 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
         if missing:
             raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
         infos = {rel: info for rel, info in found.items() if info is not None}
-    todo, unchanged, repaired = [], [], []
+    todo, unchanged, repaired, restamped = [], [], [], []
     for rel in rels:
-        entry = manifest.files.get(rel)
-        same = entry is not None and _entry_fresh(fs, root, entry, infos[rel], on_stale_deletions) and entry.index is not None
+        entry, info = manifest.files.get(rel), infos[rel]
+        fresh = entry is not None and _entry_fresh(fs, root, entry, info, on_stale_deletions)
+        same = fresh and entry.index is not None and entry.content_xxh64 is not None  # (else indexed again, once)
         if same and incremental and manifest.options == options and not _index_ok(fs, root, entry):
             same = False
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content, proved: trust the new stamp
+            restamped.append(rel)
     _check_columns(fs, root, todo, options)
     if explicit is None:  # every data file was listed: an entry whose file is gone leaves
         removed = sorted(set(manifest.files) - set(rels))
@@ -319,7 +336,7 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
                 f" dataset's options. Build the whole dataset ({root}) to change them"
             )
     return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
-                     on_stale_deletions, repaired)  # fmt: skip
+                     on_stale_deletions, repaired, restamped)  # fmt: skip
 
 
 def _options_text(options: Mapping[str, str]) -> str:
@@ -328,7 +345,8 @@ def _options_text(options: Mapping[str, str]) -> str:
 
 def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
     footer = lambda: read_footer(fs, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
-    return entry_is_fresh(entry, info, footer, on_stale_deletions=on_stale_deletions)
+    content = lambda: content_xxh64(fs, join(root, entry.path), info.size)  # noqa: E731
+    return entry_is_fresh(entry, info, footer, content=content, on_stale_deletions=on_stale_deletions)
 
 
 def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
@@ -340,30 +358,38 @@ def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
 
 
 def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
-    """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit once."""
+    """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit
+    once. Deletions leaving the manifest become tombstones; a new entry whose content a
+    tombstone holds gets its deletions back (:mod:`arrowidx.lake.tombstones`)."""
     manifest = plan.manifest
     report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
-                         options=dict(plan.options))  # fmt: skip
-    if not built and not plan.removed and manifest.options == plan.options and plan.base_version > 0:
+                         options=dict(plan.options), restamped=plan.restamped)  # fmt: skip
+    if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0:
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
-    gone = set(plan.removed)  # only entries whose data file is gone leave the manifest
-    files = {rel: entry for rel, entry in manifest.files.items() if rel not in gone}
+    version = plan.base_version + 1
+    for rel in plan.removed:  # only entries whose data file is gone leave the manifest
+        entry = drop(manifest, rel, version)
+        if entry.deletion is not None:
+            (report.tombstoned if entry.content_xxh64 is not None else report.forgotten)[rel] = entry.deletion.cardinality
     for entry in built:
         old = manifest.files.get(entry.path)
         if old is not None and old.deletion is not None:
-            same = old.fingerprint == entry.fingerprint if old.fingerprint is not None else old.matches(plan.infos[entry.path])
-            if same:
+            if same_content(old, entry):
                 entry.deletion = old.deletion  # same data, new index: deletions still apply
             elif plan.on_stale_deletions != "read-full":
                 raise StaleDeletionError("changed while it was being indexed, and rows were deleted from it;"
                                          " run the build again", path=join(plan.root, entry.path))  # fmt: skip
-        files[entry.path] = entry
+            elif bury(manifest, old, version) is not None:  # forgotten here, kept for that content
+                report.tombstoned[entry.path] = old.deletion.cardinality
+        if entry.deletion is None and (back := reapply(manifest, entry)) is not None:
+            report.restored[entry.path] = back.deletion.cardinality
+        manifest.files[entry.path] = entry
         report.indexed.append(entry.path)
         report.index_bytes += entry.index.size
     report.indexed.sort()
-    manifest.files = {rel: files[rel] for rel in sorted(files)}
+    manifest.files = {rel: manifest.files[rel] for rel in sorted(manifest.files)}
     manifest.options = plan.options
     manifest = commit_manifest(plan.fs, plan.root, manifest, plan.base_version)
     report.version = manifest.version
@@ -391,8 +417,10 @@ def build(
     ``file-index.in-manifest-threshold``), added to the options the dataset was built with
     before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
     ``replace=True`` uses ``options`` alone. Incremental by default: a file whose content
-    (fingerprint) and options are unchanged keeps its index, unless the index fails its
-    checksum; files that disappeared leave the manifest; a build that changes nothing
+    (the XXH64 of the whole file) and options are unchanged keeps its index, unless the index
+    fails its checksum; files that disappeared leave the manifest (their deletions kept as
+    tombstones for their content: ``report.tombstoned``, re-applied when it returns:
+    ``report.restored``); a build that changes nothing
     commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
     when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
     after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
@@ -495,4 +523,4 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
 
 def will_commit(plan: BuildPlan) -> bool:
     """Whether this plan commits a manifest version (else the build changes nothing)."""
-    return bool(plan.todo or plan.removed or plan.manifest.options != plan.options or plan.base_version == 0)
+    return bool(plan.todo or plan.removed or plan.restamped or plan.manifest.options != plan.options or plan.base_version == 0)

@@ -27,7 +27,7 @@ import pyarrow.fs as pafs
 
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import ArrowIdxError, CommitConflictError
-from ..filters import user_filter
+from ..filters import require_delete_filter, user_filter
 from ..options import DELETION_KEYS, check_option_keys
 from ..predicate import check_expression
 from .build import _progress
@@ -49,6 +49,7 @@ from .layout import (
 )
 from .scan import dataset as open_dataset
 from .scan import expression_mask
+from .tombstones import bury
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 
@@ -92,6 +93,10 @@ def delete(
     """Delete the rows matching ``where`` (a ``pc.Expression``, or SQL text with SQL's
     meaning) from every file of ``source``.
 
+    ``where`` must say which rows: ``None`` (a filter never set) or empty text raises
+    :class:`~arrowidx.errors.MissingFilterError`; to delete every row, pass ``"TRUE"`` or
+    ``pc.scalar(True)`` (:func:`arrowidx.filters.require_delete_filter`).
+
     The report counts the newly deleted rows in total (``rows_deleted``) and per file
     (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
     before anything is written; returning False turns the call into a dry run.
@@ -105,6 +110,7 @@ def delete(
     committed since the delete planned, and removed again if the commit is refused; the
     delete then plans again on the new version (bounded retries).
     """
+    require_delete_filter(where)  # before anything is opened: no filter is not "every row"
     check_stale_option(on_stale_deletions)
     if confirm is not None:  # asked once: a retry after another writer committed does not ask again
         asked = confirm
@@ -137,21 +143,28 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
     pushdown = match.pushdown
     if rels and pushdown is not None:
-        check_expression(pushdown, data.schema, rows=data._may_hold_rows())  # an invalid filter fails whether or not an index decides
+        check_expression(pushdown, data.schema, rows=data._may_hold_rows(), where=root)  # an invalid filter fails whether or not an index decides
     infos = file_infos(fs, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
-        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data.read_footer(rel), on_stale_deletions=on_stale_deletions):
-            footer = data.read_footer(rel)
+        fresh = entry is not None and entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel),
+                                                     content=lambda rel=rel: data._content_xxh64(rel),
+                                                     on_stale_deletions=on_stale_deletions)  # fmt: skip
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content (proved), a new stamp
+        if not fresh:
+            if entry is not None:  # changed, and read-full: its deletions stay with the content that left
+                bury(manifest, entry, base_version + 1)
+            footer = data._read_footer(rel)
             manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
     tick = _progress(len(rels), progress, "arrowidx delete")
 
-    read_columns = sorted(data.bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+    read_columns = sorted(data._bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
 
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
         plan = data.plan_file(rel, pushdown)
@@ -160,7 +173,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
             return rel, None
         found = [np.zeros(0, dtype=np.uint64)]
         for group in plan.row_groups:  # one row group at a time: memory bounded by a row group
-            read = data.read_rows(dataclasses.replace(plan, row_groups=[group]), read_columns or None,
+            read = data._read_rows(dataclasses.replace(plan, row_groups=[group]), read_columns or None,
                                   apply_deletions=False, row_numbers=True)  # fmt: skip
             if read is None:
                 continue
@@ -200,6 +213,9 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     if changed:
         require_commit(data.store, root)  # a store that cannot commit refuses before anything is uploaded
         check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
+        for rel in changed:  # deletions belong to content: name it (files never indexed, or indexed before content hashes)
+            if manifest.files[rel].content_xxh64 is None:
+                manifest.files[rel].content_xxh64 = data._content_xxh64(rel)
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector

@@ -7,7 +7,7 @@ trip over it::
 
     <root>/part-0.parquet ...                       the user's data files, never rewritten
     <root>/_arrowidx/manifest-00000007.json         manifest versions, each created once
-    <root>/_arrowidx/LATEST                         a hint: the version last committed
+    <root>/_arrowidx/LATEST                         the version last committed (a hint, and a check)
     <root>/_arrowidx/index/<data file>.<xxh64>-<writer>.index  containers above the in-manifest threshold
     <root>/_arrowidx/deletion/<uuid>.dv             deletion-vectors index files
 
@@ -17,9 +17,19 @@ writer (one build call) and deletion files by a fresh uuid, so no committed file
 overwritten and a writer that fails for good removes only its own files. A version is committed by *one exclusive
 create*: ``manifest-<N+1>`` is created from a fully written temporary file only if it does
 not exist yet (a hard link on local disks). The newest manifest on disk is the current
-version; ``LATEST`` is rewritten after each commit for people and tools but readers only
-compare it. A crash at any instant leaves the previous or the new version; of two writers
-racing for the same version exactly one wins, the other gets :class:`CommitConflictError`.
+version; ``LATEST`` is rewritten after each commit for people and tools. Readers never obey
+it, but when it names a version *newer* than any on disk, that version was lost (a partial
+sync, a lifecycle rule, an ``rm``) and reading the one left would undo its deletions: every
+read and write then raises :class:`~arrowidx.errors.MissingManifestError` until the
+manifest is restored or the rollback accepted (:func:`arrowidx.accept_rollback`). A crash at
+any instant leaves the previous or the new version; of two writers racing for the same
+version exactly one wins, the other gets :class:`CommitConflictError`.
+
+A manifest entry names its data file's content (:attr:`FileEntry.content_xxh64`, the XXH64
+of the whole file) and its deletions belong to that content: an entry with deletions that
+leaves the manifest (its file gone, or replaced by other content) leaves a
+:class:`Tombstone`, and a file with that content that appears again gets its deletions back
+(:mod:`arrowidx.lake.tombstones`), until ``vacuum`` drops the tombstone after its retention.
 
 Every manifest carries an XXH64 of its own canonical content and of every index file and
 deletion-vector range it references; all of it is validated when read
@@ -53,6 +63,7 @@ from ..errors import (
     CommitConflictError,
     CorruptIndexError,
     CorruptManifestError,
+    MissingManifestError,
     OptionError,
     StaleDeletionError,
 )
@@ -64,10 +75,10 @@ INDEX_DIR = f"{META_DIR}/index"
 DELETION_DIR = f"{META_DIR}/deletion"
 LATEST = f"{META_DIR}/LATEST"
 FORMAT = "arrowidx-manifest"
-FORMAT_VERSION = 2  # 2: checksums, fingerprints, exclusive-create commits
+FORMAT_VERSION = 3  # 2: checksums, fingerprints, exclusive-create commits; 3: content hashes, tombstones
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 STALE_DELETIONS = ("raise", "read-full")
-FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path"
+FAULTS_ENV = "ARROWIDX_FAULTS"  # test hooks: "point=kill", "point=kill@2", "point=sleep:0.3", "point=wait:/path", "point=touch:/path"
 
 _MANIFEST_NAME = re.compile(r"manifest-(\d{1,18})\.json")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -189,9 +200,10 @@ _fault_hits: dict[str, int] = {}
 
 def fault_point(name: str) -> None:
     """A named write point. With ``ARROWIDX_FAULTS="name=kill"`` (or ``kill@N`` for the N-th
-    time, ``sleep:SECONDS``, or ``wait:PATH``: until that file exists) the process is killed
-    with SIGKILL or paused there. Used by
-    the crash and race tests in ``integration/test_reliability.py``; a no-op otherwise."""
+    time, ``sleep:SECONDS``, ``wait:PATH``: until that file exists, or ``touch:PATH``: create
+    that file) the process is killed with SIGKILL, paused or says it got there; several
+    items for one point run in order (``p=touch:/a,p=wait:/b``: a rendezvous of two
+    processes). Used by the crash and race tests in ``integration/``; a no-op otherwise."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
         return
@@ -203,6 +215,9 @@ def fault_point(name: str) -> None:
         action = action.strip()
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
+        elif action.startswith("touch:"):
+            with open(action[6:], "a"):
+                pass
         elif action.startswith("wait:"):  # until the file exists (another process says go), at most 120 s
             deadline = time.monotonic() + 120
             while not os.path.exists(action[5:]) and time.monotonic() < deadline:
@@ -261,7 +276,8 @@ def read_bytes(fs: pafs.FileSystem, path: str, what: str = "file") -> bytes:
     try:
         return as_store(fs).get(path, what)
     except FileNotFoundError:
-        raise CorruptIndexError(f"{what} is missing (deleted or never written)", source=path) from None
+        hint = "; rebuild with arrowidx build" if what == "index file" else ""
+        raise CorruptIndexError(f"{what} is missing (deleted or never written){hint}", source=path) from None
 
 
 def checksum(data: bytes) -> str:
@@ -329,8 +345,9 @@ class FileEntry:
     rows: int
     index: IndexRef | None = None
     deletion: DeletionRef | None = None
-    fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed
+    fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed (size and tail)
     stamp: str | None = None  # the store's change stamp when it was indexed (storage.ObjectInfo.stamp)
+    content_xxh64: str | None = None  # XXH64 of the whole file when it was indexed (lake.footer.content_xxh64)
 
     def matches(self, info: ObjectInfo | None) -> bool:
         """Size and mtime unchanged (only for entries without a fingerprint, written before
@@ -344,7 +361,26 @@ class FileEntry:
         """The inverse of ``dataclasses.asdict`` (no validation: see :meth:`Manifest.from_json`)."""
         index = IndexRef(**d["index"]) if d.get("index") else None
         deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
-        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"))
+        return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"),
+                   d.get("content_xxh64"))  # fmt: skip
+
+
+@dataclass
+class Tombstone:
+    """The deletions of a data file whose entry left the manifest with them (its file was gone
+    at a build, or replaced by other content, or an overwrite replaced it), kept for the
+    file's content: a data file with that content (``size`` and ``content_xxh64``) that
+    appears again, at any path, gets them back (:mod:`arrowidx.lake.tombstones`). A committed
+    delete is never undone by a file leaving and coming back. ``vacuum`` drops a tombstone
+    ``dropped_ms`` plus its retention later."""
+
+    path: str  # where the file was (relative to the root)
+    size: int
+    rows: int
+    content_xxh64: str
+    deletion: DeletionRef
+    version: int  # the manifest version that dropped the entry
+    dropped_ms: int  # when it was dropped (vacuum's retention counts from here)
 
 
 @dataclass
@@ -356,16 +392,32 @@ class Manifest:
     options: dict[str, str] = field(default_factory=dict)
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
+    tombstones: list[Tombstone] = field(default_factory=list)  # deletions kept for content that left
+
+    def __repr__(self) -> str:
+        indexed = sum(e.index is not None for e in self.files.values())
+        deleted = sum(e.deletion.cardinality for e in self.files.values() if e.deletion is not None)
+        options = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items())) or "none"
+        where = f" from {self.source}" if self.source else ""
+        return (f"Manifest(version {self.version}{where}: {len(self.files)} file(s), {indexed} indexed,"
+                f" {deleted:,} row(s) deleted; options {options})")  # fmt: skip
 
     def copy(self) -> Manifest:
-        """A copy whose files and entries a writer may change (index and deletion references
-        are shared: they are replaced, never changed)."""
+        """A copy whose files, entries and tombstones a writer may change (index and deletion
+        references are shared: they are replaced, never changed)."""
         files = {rel: dataclasses.replace(e) for rel, e in self.files.items()}
         for rel, e in files.items():
             listed = getattr(self.files[rel], "_listed", None)
             if listed is not None:
                 e._listed = listed  # type: ignore[attr-defined]
-        return dataclasses.replace(self, files=files, options=dict(self.options))
+        return dataclasses.replace(self, files=files, options=dict(self.options), tombstones=list(self.tombstones))
+
+    def referenced_files(self) -> set[str]:
+        """The index and deletion files (relative paths) this version references: those of
+        its entries and of its tombstones."""
+        out = {e.index.file for e in self.files.values() if e.index is not None and e.index.file is not None}
+        out |= {e.deletion.file for e in self.files.values() if e.deletion is not None}
+        return out | {t.deletion.file for t in self.tombstones}
 
     def _payload(self) -> dict:
         return {
@@ -375,6 +427,7 @@ class Manifest:
             "created_ms": self.created_ms,
             "options": self.options,
             "files": [asdict(e) for e in self.files.values()],
+            "tombstones": [asdict(t) for t in self.tombstones],
         }
 
     def to_json(self) -> str:
@@ -528,6 +581,7 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         rows = _int(f, "rows", source, where)
         fingerprint = _str(f, "fingerprint", source, where, optional=True)
         stamp = _str(f, "stamp", source, where, optional=True)
+        content = _hex(f, "content_xxh64", source, where, required=False)
         if fingerprint is not None:
             m = _FINGERPRINT.fullmatch(fingerprint)
             if m is None or int(m.group(1)) != size:
@@ -555,21 +609,43 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         deletion = None
         raw = _dict(f, "deletion", source, where, optional=True)
         if raw is not None:
-            w = f"{where}deletion."
-            dv_file = check_rel(_str(raw, "file", source, w), source, f"{w}file", under=DELETION_DIR)
-            offset = _int(raw, "offset", source, w, low=1)
-            length = _int(raw, "length", source, w, low=1)
-            cardinality = _int(raw, "cardinality", source, w)
-            bitmap64 = raw.get("bitmap64", False)
-            if not isinstance(bitmap64, bool):
-                raise CorruptManifestError(f"expected true or false, got {_show(bitmap64)}", source=source, field=f"{w}bitmap64")
-            if cardinality > rows:
-                raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
-                                           field=f"{w}cardinality")  # fmt: skip
-            deletion = DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
-        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp)
+            deletion = _deletion(raw, rows, source, f"{where}deletion.", strict)
+        entry = files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content)
         entry._listed = (source, f"files[{i}]")  # type: ignore[attr-defined]  # for errors found when loading
-    return Manifest(version, files, options, created_ms, source)
+    return Manifest(version, files, options, created_ms, source, _tombstones(d, source))
+
+
+def _deletion(raw: dict, rows: int, source: str, w: str, strict: bool) -> DeletionRef:
+    """A ``deletion`` object (of an entry or a tombstone), validated."""
+    dv_file = check_rel(_str(raw, "file", source, w), source, f"{w}file", under=DELETION_DIR)
+    offset = _int(raw, "offset", source, w, low=1)
+    length = _int(raw, "length", source, w, low=1)
+    cardinality = _int(raw, "cardinality", source, w)
+    bitmap64 = raw.get("bitmap64", False)
+    if not isinstance(bitmap64, bool):
+        raise CorruptManifestError(f"expected true or false, got {_show(bitmap64)}", source=source, field=f"{w}bitmap64")
+    if cardinality > rows:
+        raise CorruptManifestError(f"{cardinality} deleted rows in a file of {rows} rows", source=source,
+                                   field=f"{w}cardinality")  # fmt: skip
+    return DeletionRef(dv_file, offset, length, cardinality, bitmap64, _hex(raw, "xxh64", source, w, strict))
+
+
+def _tombstones(d: dict, source: str) -> list[Tombstone]:
+    raw = d.get("tombstones", [])
+    if not isinstance(raw, list):
+        raise CorruptManifestError(f"expected a list, got {_show(raw)}", source=source, field="tombstones")
+    out = []
+    for i, t in enumerate(raw):
+        w = f"tombstones[{i}]."
+        if not isinstance(t, dict):
+            raise CorruptManifestError(f"expected an object, got {_show(t)}", source=source, field=f"tombstones[{i}]")
+        path = check_rel(t.get("path"), source, f"{w}path")
+        size, rows = _int(t, "size", source, w), _int(t, "rows", source, w)
+        content = _hex(t, "content_xxh64", source, w, required=True)
+        deletion = _deletion(_dict(t, "deletion", source, w), rows, source, f"{w}deletion.", True)
+        out.append(Tombstone(path, size, rows, content, deletion, _int(t, "version", source, w, low=1),
+                             _int(t, "dropped_ms", source, w)))  # fmt: skip
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -589,13 +665,67 @@ def manifest_versions(fs: pafs.FileSystem | Store, root: str) -> list[int]:
 def manifest_infos(fs: pafs.FileSystem | Store, root: str) -> dict[int, ObjectInfo]:
     """The committed manifests on disk by version, as one listing finds them (their size
     and change stamp tell a manifest edited in place from the one parsed before)."""
+    return metadata_listing(fs, root)[0]
+
+
+def metadata_listing(fs: pafs.FileSystem | Store, root: str) -> tuple[dict[int, ObjectInfo], ObjectInfo | None]:
+    """One listing of ``_arrowidx/``: the manifests by version, and ``LATEST`` (None: absent)."""
     meta = join(root, META_DIR)
-    out = {}
+    out, latest = {}, None
     for info in as_store(fs).list(meta, recursive=False, hidden=True, missing_ok=True):
-        m = _MANIFEST_NAME.fullmatch(posixpath.basename(info.path))
+        name = posixpath.basename(info.path)
+        m = _MANIFEST_NAME.fullmatch(name)
         if m and int(m.group(1)) > 0:
             out[int(m.group(1))] = info
-    return out
+        elif name == "LATEST":
+            latest = info
+    return out, latest
+
+
+def current_manifest(fs: pafs.FileSystem | Store, root: str) -> tuple[int, ObjectInfo | None]:
+    """The current manifest version and its listing (``(0, None)``: never indexed): the
+    newest manifest on disk, unless ``LATEST`` names a newer one that is missing, which
+    raises :class:`~arrowidx.errors.MissingManifestError` (reading the version left would
+    silently undo the deletions of the lost one). One listing; ``LATEST`` itself is read
+    only when it changed (its stamp) since this process last read it."""
+    store = as_store(fs)
+    infos, latest = metadata_listing(store, root)
+    newest = max(infos) if infos else 0
+    if latest is not None:
+        check_latest(store, root, newest, latest)
+    return newest, infos.get(newest)
+
+
+def check_latest(store: Store, root: str, newest: int, latest: ObjectInfo | None = None) -> None:
+    """Raise :class:`~arrowidx.errors.MissingManifestError` when ``LATEST`` names a version
+    above ``newest`` (the newest listed) whose manifest is not on disk. A version committed
+    after the listing was made is not missing (its manifest exists when looked at)."""
+    named = _latest_named(store, root, latest)
+    if named is None or named <= newest:
+        return
+    if store.stat([join(root, manifest_path(named))])[0] is not None:
+        return  # committed after our listing: this reader reads the version it listed
+    raise MissingManifestError(
+        f"names manifest version {named}, but {posixpath.basename(manifest_path(named))} is not on disk (the"
+        f" newest there is version {newest}): reading version {newest} would bring back every row deleted after"
+        f" it. Restore the missing manifest(s) (a backup, the rest of a sync), or accept the rollback to version"
+        f" {newest}: arrowidx.accept_rollback({root!r}) (CLI: arrowidx accept-rollback {root}), which says which"
+        " deletions it undoes",
+        source=join(root, LATEST), version=named, newest=newest,
+    )  # fmt: skip
+
+
+def _latest_named(store: Store, root: str, info: ObjectInfo | None) -> int | None:
+    """The version ``LATEST`` names (None: missing or not a version number), read once per
+    change stamp of the file where the store gives stamps."""
+    key = ("LATEST", store.key, root, info.size, info.mtime_ns, info.stamp) if info is not None and info.stamp else None
+
+    def read() -> tuple[int | None, int]:
+        return latest_hint(store, root), 64
+
+    from .. import facts
+
+    return facts.MANIFESTS.get(key, read)
 
 
 def latest_hint(fs: pafs.FileSystem, root: str) -> int | None:
@@ -609,9 +739,9 @@ def latest_hint(fs: pafs.FileSystem, root: str) -> int | None:
 
 def latest_version(fs: pafs.FileSystem, root: str) -> int:
     """The current manifest version: the newest on disk (0 when never indexed). ``LATEST``
-    is ignored: a stale or damaged pointer cannot roll the dataset back."""
-    versions = manifest_versions(fs, root)
-    return versions[-1] if versions else 0
+    is a hint that cannot roll the dataset back; naming a newer version that is missing, it
+    raises :class:`~arrowidx.errors.MissingManifestError` (:func:`current_manifest`)."""
+    return current_manifest(fs, root)[0]
 
 
 def load_manifest(fs: pafs.FileSystem, root: str) -> Manifest:
@@ -630,7 +760,36 @@ def load_manifest(fs: pafs.FileSystem, root: str) -> Manifest:
 def read_manifest(fs: pafs.FileSystem, root: str, version: int) -> Manifest:
     path = join(root, manifest_path(version))
     ensure_inside(fs, root, path, "manifest")
-    return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
+    try:
+        return Manifest.from_json(read_bytes(fs, path, "manifest"), path, expect_version=version)
+    except CorruptManifestError as e:
+        advice = _damaged_manifest_advice(fs, root, version)
+        if not advice:
+            raise
+        message = e.detail[len(e.field) + 2 :] if e.field and e.detail.startswith(f"{e.field}: ") else e.detail
+        raise CorruptManifestError(f"{message}; {advice}", source=e.source, field=e.field) from None
+
+
+def _damaged_manifest_advice(fs: pafs.FileSystem, root: str, version: int) -> str:
+    """What to do when the newest manifest does not validate (the lake cannot be read: an
+    older version would bring deleted rows back, so none is read in its place)."""
+    versions = manifest_versions(fs, root)
+    if not versions or versions[-1] != version:
+        return ""
+    older = [v for v in versions if v < version]
+    if not older:
+        return (f"the dataset's only manifest version is damaged: restore {manifest_path(version)} from a backup,"
+                f" or move it out of {META_DIR}/, accept the rollback (arrowidx.accept_rollback({root!r}), CLI:"
+                f" arrowidx accept-rollback {root}) and run arrowidx build again (deleted rows then come back)")  # fmt: skip
+    previous = older[-1]
+    try:
+        Manifest.from_json(read_bytes(fs, join(root, manifest_path(previous)), "manifest"), "", expect_version=previous)
+    except ArrowIdxError:
+        return f"version {previous} is damaged too: restore {manifest_path(version)} from a backup"
+    return (f"the dataset cannot be read while its newest version ({version}) is damaged: restore the file"
+            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/ and"
+            f" accepting the rollback (arrowidx.accept_rollback({root!r}), CLI: arrowidx accept-rollback {root});"
+            f" what version {version} committed, a build or a delete, is then undone: run it again")  # fmt: skip
 
 
 def commit_manifest(fs: pafs.FileSystem | Store, root: str, manifest: Manifest, base_version: int) -> Manifest:
@@ -737,29 +896,42 @@ def same_by_stamp(entry: FileEntry, info: ObjectInfo | None) -> bool:
     )  # fmt: skip
 
 
-def needs_footer(entry: FileEntry, info: ObjectInfo | None) -> bool:
-    """Whether :func:`entry_is_fresh` needs the data file's footer (its fingerprint)."""
-    return info is not None and info.size == entry.size and entry.fingerprint is not None and not same_by_stamp(entry, info)
+def by_tail(entry: FileEntry, info: ObjectInfo) -> bool:
+    """Whether :func:`entry_is_fresh` decides by the file's tail fingerprint (its footer)
+    rather than its whole content: for an entry indexed before content hashes existed, and on
+    a store without change stamps when the modification time is the one indexed (a copy
+    changes it, and then the content decides)."""
+    if entry.fingerprint is None:
+        return False
+    if entry.content_xxh64 is None:
+        return True
+    return entry.stamp is None and info.stamp is None and entry.mtime_ns is not None and info.mtime_ns == entry.mtime_ns
 
 
 def entry_is_fresh(entry: FileEntry, info: ObjectInfo | None, footer: Footer | Callable[[], Footer] | None = None, *,
-                   on_stale_deletions: str = "raise") -> bool:  # fmt: skip
+                   content: Callable[[], str] | None = None, on_stale_deletions: str = "raise") -> bool:  # fmt: skip
     """True when the data file is still the one ``entry`` describes (its index and deletion
     vector apply); False when it changed (read it in full, ignore its index).
 
     Identity is the content: the store's change stamp when it is the one recorded
-    (:func:`same_by_stamp`: nothing read), else the content fingerprint (size + XXH64 of the
-    file's tail with its footer; ``footer`` is the footer or a function reading it, called
-    only then), so copies keep their indexes and same-size same-mtime rewrites are caught;
-    entries without a fingerprint fall back to size + mtime. A changed file that has
-    deletions raises :class:`StaleDeletionError` unless ``on_stale_deletions="read-full"``.
+    (:func:`same_by_stamp`: nothing read); else the XXH64 of the whole file (``content``, a
+    function computing it, called only then: a copied lake is hashed once per process), so a
+    rewrite is caught whatever it keeps (size, mtime, footer). Two cases use the file's tail
+    fingerprint instead (``footer``: the footer or a function reading it; :func:`by_tail`):
+    an entry indexed before content hashes existed (``build`` re-indexes those), and a store
+    without change stamps whose modification time is the one indexed (the limit written in
+    docs/reliability.md). Entries without any fingerprint fall back to size + mtime. A
+    changed file that has deletions raises :class:`StaleDeletionError` unless
+    ``on_stale_deletions="read-full"``.
     """
     where = info.path if info is not None else entry.path
     if info is None or info.size != entry.size:
         fresh = False  # gone, or another size: nothing to read to see it
     elif same_by_stamp(entry, info):
         fresh = True
-    elif entry.fingerprint is not None and footer is not None:
+    elif by_tail(entry, info):
+        if footer is None:
+            raise ValueError("entry_is_fresh: this entry's identity is its fingerprint: pass the footer")
         footer = footer() if callable(footer) else footer
         fresh = footer.fingerprint == entry.fingerprint
         if fresh and footer.num_rows != entry.rows:
@@ -767,19 +939,31 @@ def entry_is_fresh(entry: FileEntry, info: ObjectInfo | None, footer: Footer | C
                 f"the manifest says {entry.rows} rows but the file has {footer.num_rows}; rebuild with arrowidx build",
                 source=where,
             )
-    elif entry.fingerprint is not None:
-        raise ValueError("entry_is_fresh: this entry's identity is its fingerprint: pass the footer")
+    elif entry.content_xxh64 is not None:
+        if content is None:
+            raise ValueError("entry_is_fresh: this entry's identity is its content: pass content=")
+        fresh = content() == entry.content_xxh64
     else:
         fresh = entry.matches(info)
     if not fresh and entry.deletion is not None and on_stale_deletions != "read-full":
         raise StaleDeletionError(
             f"changed since {entry.deletion.cardinality} row(s) were deleted from it (its content no longer"
-            " matches the manifest's fingerprint), so its deletion vector no longer applies. Restore the file,"
+            " matches the manifest's), so its deletion vector no longer applies. Restore the file,"
             " or pass on_stale_deletions='read-full' to read it in full (the deleted rows come back), or"
             " rebuild with build(..., on_stale_deletions='read-full') to forget those deletions",
             path=where,
         )
     return fresh
+
+
+def same_content(old: FileEntry, new: FileEntry) -> bool:
+    """Whether two entries describe the same content: by their content hashes, or (``old``
+    indexed before content hashes existed) by their tail fingerprints, else size + mtime."""
+    if old.content_xxh64 is not None and new.content_xxh64 is not None:
+        return old.size == new.size and old.content_xxh64 == new.content_xxh64
+    if old.fingerprint is not None:
+        return old.fingerprint == new.fingerprint
+    return old.size == new.size and (old.mtime_ns is None or new.mtime_ns is None or old.mtime_ns == new.mtime_ns)
 
 
 def _listed(entry: FileEntry) -> str:

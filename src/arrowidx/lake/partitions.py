@@ -120,7 +120,7 @@ def partition_view(data, filter):
     alone (pyarrow's partition expressions), before any of them is opened."""
     if data.partitioning is None or not isinstance(filter, pc.Expression) or not data._partitions:
         return data
-    if not (data.bind_columns(filter) & set(data.partitioning.schema.names)):
+    if not (data._bind_columns(filter) & set(data.partitioning.schema.names)):
         return data
     files = data.files
     cached = data.__dict__.get("_partition_dataset")

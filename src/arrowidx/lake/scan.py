@@ -52,19 +52,20 @@ from .._lazy import lazy_module
 from ..deletion import DeletionVector
 from ..errors import ArrowIdxError, CorruptIndexError
 from ..file_index import FileIndex
-from ..filters import Filter, user_filter
+from ..filters import Filter, user_columns, user_filter
 from ..index.container import SparseContainer
 from ..predicate import bind, check_expression, expression_text, is_exact, needles
 from ..result import REMAIN, SKIP, IndexResult
 from ..statistics import statistics_filter
 from ..storage import ObjectInfo, Store, as_store
 from .directory import DIRECTORY_MIN_FILES, KeyDirectory, Member, build_directory
-from .footer import Footer, read_footer
+from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
 from .layout import (
     META_DIR,
     FileEntry,
     Manifest,
     _listed,
+    check_latest,
     check_stale_option,
     deletion_record_length,
     deletion_vector_of,
@@ -74,7 +75,7 @@ from .layout import (
     join,
     latest_version,
     load_index_bytes,
-    manifest_infos,
+    metadata_listing,
     read_manifest,
     resolve,
 )
@@ -86,6 +87,7 @@ from .partitions import (
     with_pruned,
 )
 from .read import FileRead, FileReader, bitmap_groups, expression_mask, statistics_groups  # noqa: F401 (expression_mask re-exported)
+from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -130,14 +132,26 @@ def _stat_pool() -> ThreadPoolExecutor:
 def load_manifest_shared(store: Store, root: str) -> Manifest:
     """The current manifest of ``root``: its version listed now, its content parsed once
     per process (a manifest version is created once and never rewritten). Readers only:
-    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change."""
-    infos = manifest_infos(store, root)
-    if not infos:
-        return Manifest()
-    version = max(infos)
-    info = infos[version]
-    key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
-    return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+    writers load their own copy (:func:`arrowidx.lake.layout.load_manifest`) to change.
+    A version ``LATEST`` names that is missing raises
+    :class:`~arrowidx.errors.MissingManifestError` (:func:`~arrowidx.lake.layout.current_manifest`)."""
+    infos, latest = metadata_listing(store, root)
+    version = max(infos) if infos else 0
+    pending = None
+    if latest is not None:  # (read beside the manifest where a read is a round trip)
+        if store.quick_reads:
+            check_latest(store, root, version, latest)
+        else:
+            pending = facts.executor().submit(check_latest, store, root, version, latest)
+    try:
+        if not version:
+            return Manifest()
+        info = infos[version]
+        key = ("manifest", store.key, root, version, info.size, info.mtime_ns, info.stamp)
+        return facts.MANIFESTS.get(key, lambda: _sized(read_manifest(store, root, version)))
+    finally:
+        if pending is not None:
+            pending.result()  # a missing newer version raises here, whatever was read
 
 
 def _sized(manifest: Manifest) -> tuple[Manifest, int]:
@@ -340,6 +354,7 @@ class IndexedDataset:
             for fragment in source.get_fragments():
                 self._partitions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
         self.manifest: Manifest = load_manifest_shared(self.store, root)
+        self._committed = self.manifest  # the version as committed (manifest: as read, see _use_manifest)
         self._lock = threading.Lock()
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
         self._infos: dict[str, ObjectInfo | None] = {}
@@ -360,6 +375,17 @@ class IndexedDataset:
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): bind_columns of the last expression
+        self._use_manifest(self.manifest)
+
+    def _use_manifest(self, manifest: Manifest) -> None:
+        """Read the committed ``manifest`` (the current version, or one a query is pinned
+        to): with tombstones, a data file it does not list whose content a tombstone holds
+        (moved back, restored) is read with those deletions (:mod:`arrowidx.lake.tombstones`)."""
+        self._committed = manifest
+        if manifest.tombstones:
+            unlisted = {rel: self._info(rel) for rel in self.files if rel not in manifest.files}
+            manifest = with_returned_files(manifest, unlisted, self._content_xxh64)
+        self.manifest = manifest
 
     @property
     def format(self) -> ds.ParquetFileFormat:
@@ -406,17 +432,20 @@ class IndexedDataset:
     def refresh(self) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
         files' sizes and times."""
-        if self.manifest.version == 0 or latest_version(self.store, self.root) != self.manifest.version:
-            self.manifest = load_manifest_shared(self.store, self.root)
+        committed = self._committed
+        if committed.version == 0 or latest_version(self.store, self.root) != committed.version:
+            committed = load_manifest_shared(self.store, self.root)
         files = self._discover()
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
+        if committed is not self._committed or committed.tombstones:
+            self._use_manifest(committed)
         if not self._listed_now:
-            self.forget_file_infos()
+            self._forget_file_infos()
 
-    def forget_file_infos(self) -> None:
+    def _forget_file_infos(self) -> None:
         """Stat the files again at their next use: once per query, so a file changed since
         the last query is seen as changed (its index then no longer applies). The first
         query after the files were listed uses the listing."""
@@ -472,7 +501,7 @@ class IndexedDataset:
 
     def _fresh(self, entry: FileEntry | None) -> bool:
         """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
-        by the store's change stamp, else by the footer's fingerprint), remembered per file
+        by the store's change stamp, else by the content hash), remembered per file
         identity and manifest entry: a scan asks it of every file."""
         if entry is None:
             return False
@@ -480,12 +509,12 @@ class IndexedDataset:
         known = self._freshness.get(key)
         if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
             return known[2]
-        fresh = entry_is_fresh(entry, self._info(entry.path), lambda: self.read_footer(entry.path),
-                               on_stale_deletions=self.on_stale_deletions)  # fmt: skip
+        fresh = entry_is_fresh(entry, self._info(entry.path), lambda: self._read_footer(entry.path),
+                               content=lambda: self._content_xxh64(entry.path), on_stale_deletions=self.on_stale_deletions)  # fmt: skip
         self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
         return fresh
 
-    def file_identity(self, rel: str) -> tuple:
+    def _file_identity(self, rel: str) -> tuple:
         """The data file's identity, ``(rel, size, mtime_ns, stamp)`` as this query's stat
         found it: what is cached of a file is cached under it."""
         return self._key(rel)
@@ -505,7 +534,7 @@ class IndexedDataset:
     def _fact_key(self, kind: str, rel: str, *more) -> tuple:
         return (kind, self.store.key, join(self.root, rel), *self._key(rel)[1:], *more)
 
-    def read_footer(self, rel: str) -> Footer:
+    def _read_footer(self, rel: str) -> Footer:
         """The data file's footer and fingerprint (our own read), once per file identity
         in the process."""
         info = self._info(rel)
@@ -517,7 +546,16 @@ class IndexedDataset:
 
         return facts.FOOTERS.get(self._fact_key("footer", rel), make)
 
-    def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
+    def _content_xxh64(self, rel: str) -> str:
+        """The XXH64 of the data file's whole content (what identifies it when its change
+        stamp is not the one indexed), read once per file identity in the process."""
+        info = self._info(rel)
+        if info is None:
+            raise FileNotFoundError(join(self.root, rel))
+        make = lambda: (content_xxh64(self.store, join(self.root, rel), info.size), 64)  # noqa: E731
+        return facts.DERIVED.get(self._fact_key("content", rel), make)
+
+    def _fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
         """pyarrow's fragment of one data file (its partition expression, footer loaded by
         pyarrow), made once per file identity in the process. ``dictionary``: one that reads
         the dataset's dictionary-encoded string columns as dictionaries
@@ -537,7 +575,7 @@ class IndexedDataset:
             except FileNotFoundError:
                 raise
             except (OSError, pa.ArrowException) as e:
-                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}") from None
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}{stray_file_hint(rel)}") from None
             return fragment, fragment.metadata.serialized_size + 512
 
         return facts.FRAGMENTS.get(key, make)
@@ -545,16 +583,16 @@ class IndexedDataset:
     #: Footers are read by pyarrow through the files' fragments (the one footer read a file
     #: read by pyarrow needs). A reader that reads with another engine (arrowidx.polars) sets
     #: it False: footers are then read by arrowidx alone, and pyarrow.dataset never loaded.
-    footers_from_fragments = True
+    _footers_from_fragments = True
 
     def footer(self, rel: str) -> pq.FileMetaData:
         """The data file's parsed footer: ours when it was read for its fingerprint (or
-        when :attr:`footers_from_fragments` is False), else pyarrow's, through the file's
+        when :attr:`_footers_from_fragments` is False), else pyarrow's, through the file's
         fragment."""
         held = facts.FOOTERS.peek(self._fact_key("footer", rel))
         if held is not None:
             return held.metadata
-        return self.fragment(rel).metadata if self.footers_from_fragments else self.read_footer(rel).metadata
+        return self._fragment(rel).metadata if self._footers_from_fragments else self._read_footer(rel).metadata
 
     def _dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
         """A format reading the string columns the first file stores dictionary-encoded as
@@ -581,8 +619,8 @@ class IndexedDataset:
     def _prepare(self, files: list[str], expr=None, *, columns: frozenset[str] | None = None) -> None:
         """Read, on the process's I/O pool (in this thread where reads are quick: a local
         disk), what planning ``files`` for ``expr`` needs that
-        the process does not hold yet: the footers of files whose freshness needs their
-        fingerprint (their change stamp is not the one indexed), and the bytes of the
+        the process does not hold yet: the content hash (or footer) of files whose freshness
+        needs it (their change stamp is not the one indexed), and the bytes of the
         indexes of ``expr``'s columns (one ranged read per file, when the manifest records
         where they lie). Nothing else: footers and deletion vectors of the files the
         indexes keep are read by :meth:`_prepare_kept`."""
@@ -590,7 +628,7 @@ class IndexedDataset:
             return
         self._key(files[0])  # stats every file at once (_stat_files): their identities are then known
         if columns is None:
-            columns = frozenset(self.bind_columns(expr)) if expr is not None else frozenset()
+            columns = frozenset(self._bind_columns(expr)) if expr is not None else frozenset()
         stamp = None
         if files is self.files and self._identities[0] is files:
             stamp = (self.manifest.version, self._identities[1], columns)
@@ -635,7 +673,7 @@ class IndexedDataset:
                 key = self._vector_key(entry)
                 if not facts.DELETIONS.holds(key):
                     by_file.setdefault(join(self.root, entry.deletion.file), []).append(entry)
-        jobs: list = [(self.fragment, rel) for rel in todo] + [(self._read_vectors, group) for group in by_file.values()]
+        jobs: list = [(self._fragment, rel) for rel in todo] + [(self._read_vectors, group) for group in by_file.values()]
         sizes = sum(e.size for e in map(self.manifest.files.get, todo) if e is not None)
         facts.parallel(lambda job: job[0](job[1]), jobs, inline=self._quick(sizes, len(todo)))
 
@@ -670,11 +708,11 @@ class IndexedDataset:
         partition fields of a source dataset)."""
         if self._schema is None:
             if not self.files:
-                raise ArrowIdxError(f"{self.root} has no indexed data files; run arrowidx.build first")
+                raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
             self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
         return self._schema
 
-    def bind_columns(self, expr) -> set[str]:
+    def _bind_columns(self, expr) -> set[str]:
         """The dataset columns ``expr`` reads."""
         if expr is None:
             return set()
@@ -719,7 +757,8 @@ class IndexedDataset:
         try:
             return self.store.get_ranges(path, ranges, "index file")
         except FileNotFoundError:
-            raise CorruptIndexError("index file is missing (deleted or never written)", source=path) from None
+            raise CorruptIndexError("index file is missing (deleted or never written); rebuild with arrowidx build",
+                                    source=path) from None  # fmt: skip
 
     def deletion_vector(self, rel: str) -> DeletionVector | None:
         """The deletion vector of a fresh file (None if it has none or is stale): its range
@@ -800,7 +839,7 @@ class IndexedDataset:
         plan.deleted = dv.cardinality if dv is not None else 0
         if entry is None or plan.status == "stale":
             plan.rows = self.row_count(rel)
-        offsets = self.row_group_offsets(rel)
+        offsets = self._row_group_offsets(rel)
         key = self._key(rel)
         plan.row_group_offsets = offsets
         counts = self._counts[key]
@@ -813,10 +852,10 @@ class IndexedDataset:
         else:
             plan.row_groups = list(self._nonempty[key])
         by = statistics if isinstance(statistics, pc.Expression) else (expr if statistics is True else None)
-        self.prune_with_statistics(plan, by)
+        self._prune_with_statistics(plan, by)
         return plan
 
-    def prune_with_statistics(self, plan: FilePlan, expr) -> None:
+    def _prune_with_statistics(self, plan: FilePlan, expr) -> None:
         """Drop from ``plan`` the row groups Parquet statistics and the partition rule out for ``expr``."""
         if not isinstance(expr, pc.Expression) or not plan.row_groups:
             return
@@ -826,7 +865,7 @@ class IndexedDataset:
         if not plan.row_groups:
             plan.status, plan.note = "pruned", "row-group statistics / partition"
 
-    def row_group_offsets(self, rel: str) -> np.ndarray:
+    def _row_group_offsets(self, rel: str) -> np.ndarray:
         """First row of each row group, and the row count at the end (cached per file identity)."""
         key = self._key(rel)
         offsets = self._offsets.get(key)
@@ -840,7 +879,7 @@ class IndexedDataset:
                 self._offsets[key] = offsets
         return offsets
 
-    def indexed_columns(self) -> set[str]:
+    def _indexed_columns(self) -> set[str]:
         """Every column some file's index covers, in the current manifest."""
         key = (self.manifest.version, len(self.manifest.files))
         if self._indexed[0] != key:
@@ -850,7 +889,7 @@ class IndexedDataset:
 
     def _statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
         """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
-        return statistics_groups(self.fragment(rel), expr, self.schema, groups)
+        return statistics_groups(self._fragment(rel), expr, self.schema, groups)
 
     def plan(self, expr, *, statistics: bool | pc.Expression = True) -> list[FilePlan]:
         """One :class:`FilePlan` per data file, in read order.
@@ -863,14 +902,14 @@ class IndexedDataset:
         """
         expr = user_filter(expr, lambda: self.schema).pushdown if isinstance(expr, (str, Filter)) else expr
         if self.files and isinstance(expr, pc.Expression):
-            check_expression(expr, self.schema, rows=self._may_hold_rows())
+            check_expression(expr, self.schema, rows=self._may_hold_rows(), where=self.root)
         view = partition_view(self, expr)  # Hive folders ruled out before any file is opened
         if view is not self:
             return with_pruned(self, view, view.plan(expr, statistics=statistics))
-        self.forget_file_infos()
+        self._forget_file_infos()
         self._prepare(self.files, expr)
         bound: dict = {}
-        ruled = self.ruled_out(expr, bound)
+        ruled = self._ruled_out(expr, bound)
         decided = [ruled.get(rel) or self._decide(rel, expr, bound) for rel in self.files]
         self._prepare_kept(decided)
         return [self._finish(p, expr, statistics) for p in decided]
@@ -910,7 +949,7 @@ class IndexedDataset:
         self._prepare_kept(decided)
         plans = [self._finish(p, expr, statistics=False) for p in decided]
         for p in plans:
-            self.prune_with_statistics(p, expr)
+            self._prune_with_statistics(p, expr)
 
         def settle() -> list[FilePlan]:
             changed = [
@@ -923,13 +962,13 @@ class IndexedDataset:
             self._prepare(changed, expr)
             extra = [self.plan_file(rel, expr, bound, statistics=False) for rel in changed]
             for p in extra:
-                self.prune_with_statistics(p, expr)
+                self._prune_with_statistics(p, expr)
             return extra
 
         return _Route(plans, one_pass=False, settle=settle)
 
     # -- key directories -------------------------------------------------------------------------
-    def ruled_out(self, expr, bound: dict) -> dict[str, FilePlan]:
+    def _ruled_out(self, expr, bound: dict) -> dict[str, FilePlan]:
         """The plans of the files a key directory (:mod:`~arrowidx.lake.directory`) rules
         out for ``expr``: files whose range bitmap holds none of the keys of an equality /
         IN conjunct, skipped as :meth:`plan_file` skips a file whose index answers SKIP,
@@ -944,7 +983,7 @@ class IndexedDataset:
                     plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns), rows_selected=0)
         return plans
 
-    def ruled_out_rows(self, expr, bound: dict) -> dict[str, int]:
+    def _ruled_out_rows(self, expr, bound: dict) -> dict[str, int]:
         """:meth:`ruled_out` without a plan per file: the files ruled out, and their rows."""
         ruled: dict[str, int] = {}
         for directory, skipped in self._ruled_out_by_directories(expr, bound)[0]:
@@ -1040,7 +1079,7 @@ class IndexedDataset:
     def _scan(self, rel: str, groups: list[int], columns: list[str], filter=None) -> pa.Table:
         """``columns`` of row groups ``groups`` of one file, read by pyarrow with the dataset
         schema (partition columns filled, missing columns NULL), optionally filtered."""
-        fragment = self.fragment(rel).subset(row_group_ids=groups)
+        fragment = self._fragment(rel).subset(row_group_ids=groups)
         scanner = ds.Scanner.from_fragment(fragment, schema=self.schema, columns=columns, filter=filter)
         return scanner.to_table()
 
@@ -1048,7 +1087,7 @@ class IndexedDataset:
         """The planned file as the scan core's :class:`~arrowidx.lake.read.FileRead`."""
         dv = self.deletion_vector(plan.path) if apply_deletions and plan.deleted else None
         return FileRead(
-            plan.path, lambda dictionary: self.fragment(plan.path, dictionary=dictionary), plan.row_groups,
+            plan.path, lambda dictionary: self._fragment(plan.path, dictionary=dictionary), plan.row_groups,
             plan.row_group_offsets, plan.result.bitmap if plan.result.kind == "bitmap" else None, dv, plan.exact,
         )  # fmt: skip
 
@@ -1056,7 +1095,7 @@ class IndexedDataset:
         """Index bitmap AND not deleted, over the rows of ``groups`` (None: every row)."""
         return self._file_read(plan, apply_deletions=apply_deletions).position_mask(groups)
 
-    def read_rows(
+    def _read_rows(
         self, plan: FilePlan, columns: list[str] | None, *, apply_deletions: bool = True, row_numbers: bool = False
     ) -> tuple[pa.Table, np.ndarray | None] | None:
         """The rows of one file that its index kept (and deletions did not drop), without
@@ -1078,10 +1117,10 @@ class IndexedDataset:
     def read_plan(self, plan: FilePlan, expr, columns: list[str] | None, *, one_pass: bool | None = None) -> pa.Table | None:
         """The rows of one planned file that match ``expr`` (deleted rows dropped), or None.
         ``one_pass``: as :meth:`read_plans` (None: decided from this plan alone)."""
-        tables = [t for t in self.read_plans([plan], expr, columns, one_pass=one_pass) if t is not None]
+        tables = [t for t in self._read_plans([plan], expr, columns, one_pass=one_pass) if t is not None]
         return tables[0] if tables else None
 
-    def read_plans(
+    def _read_plans(
         self, plans: list[FilePlan], expr, columns: list[str] | None, *, one_pass: bool | None = None
     ) -> Iterator[pa.Table | None]:
         """Per planned file (in order), its rows matching ``expr`` minus deleted rows (or None).
@@ -1100,7 +1139,7 @@ class IndexedDataset:
             one_pass = not self._index_pruned(plans)
         reader = FileReader(self.fs, self.schema, self.format, self._dictionary_format())
         reads = [self._file_read(p) for p in plans if p.row_groups]
-        filter_columns = sorted(self.bind_columns(expr)) if expr is not None else []
+        filter_columns = sorted(self._bind_columns(expr)) if expr is not None else []
         out_schema = self._output_schema(columns)
         tables = iter(reader.read(reads, expr, columns, filter_columns, out_schema, one_pass=one_pass))
         for p in plans:
@@ -1116,11 +1155,11 @@ class IndexedDataset:
         """True when the indexes pruned nothing and nothing is deleted: pyarrow reads alone."""
         return not self._index_pruned(plans) and not any(p.deleted for p in plans)
 
-    def indexes_cannot_help(self, filter) -> bool:
+    def _indexes_cannot_help(self, filter) -> bool:
         """True when no index covers a column of ``filter`` and nothing is deleted."""
         if self._deletes():
             return False
-        return filter is None or not (self.bind_columns(filter) & self.indexed_columns())
+        return filter is None or not (self._bind_columns(filter) & self._indexed_columns())
 
     def _may_hold_rows(self) -> bool:
         """False only when the manifest lists every file, each with no row (an empty lake:
@@ -1144,14 +1183,14 @@ class IndexedDataset:
         key directory ruled out left out)."""
         if not self.files:
             return _Route([], one_pass=True)
-        check_expression(filter, self.schema, rows=self._may_hold_rows())
+        check_expression(filter, self.schema, rows=self._may_hold_rows(), where=self.root)
         view = partition_view(self, filter)  # Hive folders ruled out before any file is opened
         if view is not self:
             return view._route(filter)
-        if self.indexes_cannot_help(filter):
-            self.forget_file_infos()
+        if self._indexes_cannot_help(filter):
+            self._forget_file_infos()
             return self._pyarrow_dataset()
-        self.forget_file_infos()
+        self._forget_file_infos()
         bound: dict = {}
         listed = self._listed(filter, bound)
         if listed:
@@ -1162,7 +1201,7 @@ class IndexedDataset:
         if not ruled and self._handover(plans):
             return self._pyarrow_dataset()
         for p in plans:
-            self.prune_with_statistics(p, filter)
+            self._prune_with_statistics(p, filter)
         return _Route(plans, one_pass=not ruled and not self._index_pruned(plans))
 
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
@@ -1172,10 +1211,19 @@ class IndexedDataset:
         files itself (its own statistics pruning, same cost); otherwise the surviving row
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
+        ``columns``: names (one ``str`` is one column); an unknown one raises
+        :class:`~arrowidx.predicate.UnknownColumnError` here, as pyarrow raises.
         """
+        return self._batches(filter, self._user_columns(columns))
+
+    def _user_columns(self, columns) -> list[str] | None:
+        """``columns=`` as a list of this dataset's column names (:func:`arrowidx.filters.user_columns`)."""
+        return user_columns(columns, self.schema, self.root) if columns is not None else None
+
+    def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         route = self._route(filter)
@@ -1196,7 +1244,7 @@ class IndexedDataset:
             yield from data.scanner(filter=sound.expression, columns=columns).to_batches()
             return
         out = list(self.schema.names) if columns is None else list(columns)
-        names = out + [c for c in sorted(self.bind_columns(filter)) if c not in out]
+        names = out + [c for c in sorted(self._bind_columns(filter)) if c not in out]
         for batch in data.scanner(filter=sound.expression, columns=names).to_batches():
             mask = expression_mask(batch, filter, threads=False)
             if mask.any():
@@ -1209,12 +1257,12 @@ class IndexedDataset:
         since they were listed are planned, read and put in their place."""
         if route.settle is None:
             if route.plans:
-                yield from self.read_plans(route.plans, filter, columns, one_pass=route.one_pass)
+                yield from self._read_plans(route.plans, filter, columns, one_pass=route.one_pass)
             return
-        tables = list(self.read_plans(route.plans, filter, columns, one_pass=False)) if route.plans else []
+        tables = list(self._read_plans(route.plans, filter, columns, one_pass=False)) if route.plans else []
         extra = route.settle()
         if extra:
-            pairs = list(zip(route.plans, tables)) + list(zip(extra, self.read_plans(extra, filter, columns, one_pass=False)))
+            pairs = list(zip(route.plans, tables)) + list(zip(extra, self._read_plans(extra, filter, columns, one_pass=False)))
             position = {rel: i for i, rel in enumerate(self.files)}
             tables = [table for _, table in sorted(pairs, key=lambda pair: position[pair[0].path])]
         yield from tables
@@ -1224,7 +1272,7 @@ class IndexedDataset:
         process has not read yet are read on the I/O pool)."""
         keys = tuple(self._key(rel) for rel in self.files)
         if self._handover_dataset[0] != keys:
-            fragments = facts.parallel(self.fragment, self.files)
+            fragments = facts.parallel(self._fragment, self.files)
             self._handover_dataset = (keys, ds.FileSystemDataset(fragments, self.schema, self.format, self.fs))
         return self._handover_dataset[1]
 
@@ -1234,11 +1282,12 @@ class IndexedDataset:
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         filter = user_filter(filter, lambda: self.schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for b in self.to_batches(filter, columns):
+            for b in self._batches(filter, columns):
                 yield b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
 
         return pa.RecordBatchReader.from_batches(schema, batches())
@@ -1259,11 +1308,12 @@ class IndexedDataset:
                 f"{self.root}: {len(deleted)} file(s) have deleted rows, which pyarrow fragments cannot"
                 f" carry: {', '.join(deleted[:5])}{' ...' if len(deleted) > 5 else ''}; use scanner() or to_table()"
             )
-        return [self.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
+        return [self._fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
-        (``filter``: a ``pc.Expression``, or SQL text)."""
+        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column)."""
+        columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
@@ -1287,18 +1337,18 @@ class IndexedDataset:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+            return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
         if filter is None:
-            self.forget_file_infos()
+            self._forget_file_infos()
             total = 0
             for rel in self.files:
                 entry = self.manifest.files.get(rel)
                 dv = self.deletion_vector(rel)
                 total += (entry.rows if self._fresh(entry) else self.row_count(rel)) - (dv.cardinality if dv else 0)
             return total
-        columns = sorted(self.bind_columns(filter)) or [self.schema.names[0]]
-        return sum(b.num_rows for b in self.to_batches(filter, columns))
+        columns = sorted(self._bind_columns(filter)) or [self.schema.names[0]]
+        return sum(b.num_rows for b in self._batches(filter, columns))
 
 
 @dataclass

@@ -6,6 +6,10 @@ Retained are the current version and every version that was still current less t
 opened it may still be reading its files. Files no retained manifest references are removed
 only when they are older than the retention too, so the files of a build or delete still
 running (not committed yet) are never touched.
+
+Tombstones (the deletions of files that left the lake, kept for their content:
+:mod:`arrowidx.lake.tombstones`) older than the retention are dropped first, in a new
+manifest version: a file with that content that returns afterwards is new data.
 """
 
 from __future__ import annotations
@@ -19,21 +23,26 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..storage import as_store
 from .layout import (
     DELETION_DIR,
     INDEX_DIR,
     LATEST,
     META_DIR,
+    commit_manifest,
+    current_manifest,
     join,
     latest_hint,
+    load_manifest,
     manifest_path,
     manifest_versions,
     read_manifest,
     resolve,
+    with_commit_retries,
     write_atomic,
 )
+from .tombstones import expire
 
 DEFAULT_RETENTION = timedelta(days=7)
 
@@ -49,41 +58,74 @@ class VacuumReport:
     bytes_freed: int = 0
     dry_run: bool = False
     latest_repaired: bool = False  # LATEST named another version and was rewritten
+    # tombstones older than the retention (dropped: a file with that content that returns is
+    # new data), by the path the file had, with their deleted rows
+    tombstones_dropped: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
+        dropped = ""
+        if self.tombstones_dropped:
+            dropped = (f"; {'would drop' if self.dry_run else 'dropped'} {len(self.tombstones_dropped)} tombstone(s)"
+                       f" ({sum(self.tombstones_dropped.values()):,} deleted row(s) of files that left:"
+                       f" {', '.join(sorted(self.tombstones_dropped)[:3])}{' ...' if len(self.tombstones_dropped) > 3 else ''})")  # fmt: skip
         return (
             f"manifest v{self.version} at {self.root}: {verb} {len(self.removed)} file(s)"
             f" ({self.bytes_freed:,} bytes); kept version(s) {', '.join(map(str, self.kept_versions)) or 'none'}"
+            + dropped
         )
 
 
-def _seconds(older_than: float | timedelta) -> float:
-    seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else float(older_than)
-    if not seconds >= 0:
-        raise ArrowIdxError(f"older_than must be a duration >= 0, got {older_than!r}")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(older_than: float | str | timedelta, what: str = "older_than") -> float:
+    """Seconds in ``older_than``: a number of seconds, a ``timedelta``, or text such as
+    ``"3600"``, ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"``. Anything else is an
+    :class:`~arrowidx.errors.OptionError` naming ``what`` (the argument or flag)."""
+    try:
+        if isinstance(older_than, timedelta):
+            seconds = older_than.total_seconds()
+        elif isinstance(older_than, str):
+            text = older_than.strip().lower()
+            unit = text[-1:] if text[-1:] in _UNITS else "s"
+            seconds = float(text[:-1] if text[-1:] in _UNITS else text) * _UNITS[unit]
+        elif isinstance(older_than, bool):
+            raise TypeError
+        else:
+            seconds = float(older_than)
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or not seconds >= 0 or seconds == float("inf"):
+        raise OptionError(f"{what}={older_than!r} is not a duration: give seconds (3600), a datetime.timedelta,"
+                          " or text such as '30m', '12h' or '7d'")  # fmt: skip
     return seconds
 
 
 def vacuum(
     source: Any,
-    older_than: float | timedelta = DEFAULT_RETENTION,
+    older_than: float | str | timedelta = DEFAULT_RETENTION,
     *,
     filesystem: pafs.FileSystem | None = None,
     dry_run: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> VacuumReport:
-    """Remove what no retained manifest version references (``older_than``: seconds or a
-    ``timedelta``; default 7 days). Never removes the current version's files.
+    """Remove what no retained manifest version references (``older_than``: seconds, a
+    ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the
+    current version's files. Tombstones (deletions kept for files that left the lake)
+    dropped longer ago than ``older_than`` are dropped first, in a new manifest version
+    (``report.tombstones_dropped``).
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
-    cutoff_ms = (time.time() - _seconds(older_than)) * 1000
+    cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
     fs, root, _ = resolve(source, filesystem, storage_options)
     store = as_store(fs)
+    current_manifest(store, root)  # a missing newest version: refused (MissingManifestError), nothing removed
+    dropped = _drop_tombstones(fs, root, cutoff_ms, dry_run)
     listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours
     if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(fs, root):
         raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
     versions = manifest_versions(store, root)
-    report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
+    report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run, tombstones_dropped=dropped)
     if not versions:
         return report
     kept: list[int] = []
@@ -94,11 +136,7 @@ def vacuum(
             break  # superseded before the retention: no reader can still need it (nor older ones)
         manifest = read_manifest(fs, root, version)  # a retained manifest must be readable
         kept.append(version)
-        for entry in manifest.files.values():
-            if entry.index is not None and entry.index.file is not None:
-                referenced.add(entry.index.file)
-            if entry.deletion is not None:
-                referenced.add(entry.deletion.file)
+        referenced |= manifest.referenced_files()  # (tombstones' deletion files too)
         successor_ms = manifest.created_ms
     report.kept_versions = sorted(kept)
     if latest_hint(fs, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
@@ -139,3 +177,21 @@ def _is_folder(fs: pafs.FileSystem, root: str) -> bool:
         return fs.get_file_info(root).type == pafs.FileType.Directory
     except OSError:
         return False
+
+
+def _drop_tombstones(fs: pafs.FileSystem, root: str, cutoff_ms: float, dry_run: bool) -> dict[str, int]:
+    """Drop the tombstones of the current manifest dropped before ``cutoff_ms`` (committed
+    as a new version, unless ``dry_run``): ``{path the file had: deleted rows}``."""
+
+    def attempt() -> dict[str, int]:
+        manifest = load_manifest(fs, root)
+        base = manifest.version
+        old = expire(manifest, cutoff_ms)
+        if old and not dry_run:
+            commit_manifest(fs, root, manifest, base)
+        rows: dict[str, int] = {}
+        for t in old:
+            rows[t.path] = rows.get(t.path, 0) + t.deletion.cardinality
+        return rows
+
+    return with_commit_retries(attempt)

@@ -41,9 +41,22 @@ import pyarrow.fs as pafs
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
 from ..file_index import FileIndex
-from ..filters import user_filter
+from ..filters import user_columns, user_filter
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
+from ..predicate import (
+    And,
+    Compare,
+    Const,
+    IsIn,
+    IsNull,
+    Node,
+    Not,
+    Opaque,
+    Or,
+    bind,
+    check_fields,
+    is_exact,
+)
 from ..result import REMAIN, IndexResult
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (
@@ -308,6 +321,11 @@ class PaimonTable:
         self._bound_filters: list[_BoundFilter] = []  # the latest first
         self._polars_scans: dict[str, Any] = {}  # data file name -> its pl.scan_parquet
 
+    def __repr__(self) -> str:
+        snapshot = "no snapshot" if self._snapshot is None else f"snapshot {self.snapshot_id}"
+        keys = f", primary key {', '.join(self.primary_keys)}" if self.primary_keys else ""
+        return f"PaimonTable({self.path!r}, {snapshot}, schema {self.table_schema.id}{keys}: {', '.join(self.schema.names)})"
+
     @property
     def snapshot_id(self) -> int | None:
         return None if self._snapshot is None else int(self._snapshot["id"])
@@ -566,6 +584,7 @@ class PaimonTable:
                 for bound in self._bound_filters:
                     if bound.expr is filter or bound.expr.equals(filter):
                         return bound
+            check_fields(filter, self.schema, self.path)  # a misspelt column names itself (an ArrowInvalid, as pyarrow's)
         node = bind(filter, self.schema)
         bound = _BoundFilter(filter, node, frozenset(node.columns()), sorted(_filter_columns(filter, self.schema)))
         if expression:
@@ -630,10 +649,10 @@ class PaimonTable:
                 self._blobs[rng.index_file] = data
         return read_deletion_vectors(data, ranges={name: (rng.offset, rng.length)})[name]
 
-    def _check_columns(self, columns: list[str] | None) -> None:
-        missing = [c for c in columns or [] if c not in self.schema.names]
-        if missing:
-            raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
+    def _check_columns(self, columns: list[str] | None) -> list[str] | None:
+        """``columns=`` as a list of the table's column names (one ``str`` is one column; an
+        unknown name raises :class:`~arrowidx.predicate.UnknownColumnError`)."""
+        return user_columns(columns, self.schema, self.path)
 
     def _file_read(self, plan: FilePlan, bound: _BoundFilter | None, reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
         """One planned file for the scan core (:mod:`arrowidx.lake.read`): its row groups
@@ -730,7 +749,7 @@ class PaimonTable:
         return [self._file_read(p, bound, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
-        self._check_columns(columns)
+        columns = self._check_columns(columns)
         bound = self._bound(filter)
         explain = self._plan(filter, bound)
         plans = [p for p in explain.files if not p.skipped]
@@ -763,20 +782,25 @@ class PaimonTable:
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (a ``pc.Expression`` or SQL text;
         deleted and merged-away rows dropped)."""
+        return self._batches(filter, self._check_columns(columns))
+
+    def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, self.schema)
         if where.residual is not None:
-            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         for t in self._tables(filter, columns):
             yield from t.to_batches()
 
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        columns = self._check_columns(columns)
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        return pa.RecordBatchReader.from_batches(schema, self.to_batches(user_filter(filter, self.schema), columns))
+        return pa.RecordBatchReader.from_batches(schema, self._batches(user_filter(filter, self.schema), columns))
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)`` over the table as Java reads it."""
+        columns = self._check_columns(columns)
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
         where = user_filter(filter, self.schema)
         if where.residual is not None:
@@ -787,7 +811,7 @@ class PaimonTable:
     def count_rows(self, filter=None) -> int:
         where = user_filter(filter, self.schema)
         if where.residual is not None:
-            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+            return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
         if filter is None and not self.merge_on_read:
             total = 0

@@ -34,7 +34,7 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
         data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
                              partitioning=partitioning)  # fmt: skip
-        data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+        data._footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
@@ -48,7 +48,7 @@ def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
             data.refresh()  # files added or removed since it was cached
         return data
     data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
-    data.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+    data._footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
     with _DATASETS_LOCK:
         data = _DATASETS.setdefault(key, data)
         while len(_DATASETS) > _DATASETS_MAX:
@@ -110,15 +110,15 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
     with _lock(data):
         data.refresh()
         names = None if always else _column_names(predicate)
-        if names is not None and not (names & data.indexed_columns()) and data.indexes_cannot_help(None):
+        if names is not None and not (names & data._indexed_columns()) and data._indexes_cannot_help(None):
             return Planned(None, None, {})  # no index on a column the predicate names, nothing deleted: not even translated
         translation = translate(predicate, data.schema)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
-        unprunable = data.indexes_cannot_help(translation.expression)
+        unprunable = data._indexes_cannot_help(translation.expression)
         if unprunable and not always:
             return Planned(translation, None, {})
-        data.forget_file_infos()  # one stat of every file per execution
+        data._forget_file_infos()  # one stat of every file per execution
         expr = None if unprunable else translation.expression
         data._prepare(data.files, expr)
         # plan_file per file, in this thread: once the indexes are cached this takes well
@@ -126,8 +126,8 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
         # ``bound``: the Expression bound once per index schema it is evaluated against.
         bound: dict = {}
         # files a key directory skips: their plans, or (no report wanted) their rows only
-        ruled = data.ruled_out(expr, bound) if always else {}
-        unlisted = {} if always else data.ruled_out_rows(expr, bound)
+        ruled = data._ruled_out(expr, bound) if always else {}
+        unlisted = {} if always else data._ruled_out_rows(expr, bound)
         plans = []
         futile = 0  # files in a row whose index bitmap kept (or would keep) every row group
         ranged = bind(expr, data.schema) if expr is not None else None  # for every_row_group_matches

@@ -453,7 +453,7 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
     every execution) and kept per dataset: Polars reads the files' metadata when the scan
     first runs and keeps it in the scan, so files read again are not resolved again
     (~0.1-0.4 ms a file)."""
-    key = (tuple(data.file_identity(rel) for rel in rels), row_index)
+    key = (tuple(data._file_identity(rel) for rel in rels), row_index)
     scans = _SCANS.get(data)
     if scans is None:
         with _DATASETS_LOCK:

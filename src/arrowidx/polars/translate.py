@@ -304,8 +304,16 @@ class _Translator:
             if any(b is not None and len(b) == 1 and b.null_count() for b in bounds):
                 return None  # a NULL bound: Polars does not evaluate it as lo <= x AND x <= hi
             lo_op, hi_op = _CLOSED[opt]
-            lo = self.compare(lo_op, args[0], args[1])
-            hi = self.compare(hi_op, args[0], args[2])
+            bound_args = list(args[1:])
+            if any(b is not None and b.dtype.is_float() for b in bounds):
+                # Polars evaluates is_between in the supertype of the column and both bounds:
+                # one float bound makes the other compare in Float64 too (2**53 + 1 <= 2**53).
+                bound_args = [
+                    a if b is not None and b.dtype.is_float() else a.cast(pl.Float64)
+                    for a, b in zip(bound_args, bounds)
+                ]
+            lo = self.compare(lo_op, args[0], bound_args[0])
+            hi = self.compare(hi_op, args[0], bound_args[1])
             if lo is not None and hi is not None:
                 return lo & hi
             if mode == "sup" and (lo is not None or hi is not None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import posixpath
 import time
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..lake.build import BuildReport, Uploads, index_one_file, plan_build, will_commit
 from ..lake.layout import (
     META_DIR,
@@ -30,7 +31,8 @@ from ..lake.layout import (
     resolve,
     with_commit_retries,
 )
-from ..options import in_manifest_threshold, parse_index_options
+from ..lake.tombstones import bury
+from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..storage import as_store
 from .session import ensure_worker_python
 
@@ -73,10 +75,36 @@ def _parallelism(spark) -> int:
         return 2
 
 
-def _normalise_options(options: Mapping[str, object] | None) -> dict[str, str]:
+def _normalise_options(options: Mapping[str, object] | None, what: str) -> dict[str, str]:
+    """``options`` checked on the driver, before any job starts: an unknown key (a typo
+    outside ``file-index.*``) or a bad index option is refused naming ``what`` (the call)."""
+    check_option_keys(options or {}, what=what)
     options = {str(k): str(v) for k, v in (options or {}).items()}
-    parse_index_options(options)  # fail on bad options before any job starts
+    parse_index_options(options)
     return options
+
+
+def _parquet_option_names() -> set[str]:
+    """The keyword arguments ``pyarrow.parquet.ParquetWriter`` takes (those of
+    ``write_table`` included: its extra ones reach the writer too), but the ones
+    :func:`write` sets itself."""
+    import inspect
+
+    names = set(inspect.signature(pq.ParquetWriter.__init__).parameters) | set(inspect.signature(pq.write_table).parameters)
+    return names - {"self", "where", "schema", "filesystem", "table", "row_group_size", "options", "kwargs"}
+
+
+def _check_parquet_options(parquet_options: Mapping[str, Any]) -> None:
+    """Refuse on the driver a ``parquet_options`` key the Parquet writer does not take (the
+    tasks would fail with a TypeError, after the job started)."""
+    accepted = _parquet_option_names()
+    for key in parquet_options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            extra = " (give it as row_group_size= of write)" if key == "row_group_size" else ""
+            raise OptionError(f"arrowidx.spark.write: parquet_options: {key!r} is not an option of"
+                              f" pyarrow.parquet.ParquetWriter{hint}{extra}")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------
@@ -130,8 +158,8 @@ def build(
     reusing the files already indexed (no second Spark job for them); a build that fails for
     good removes the index files it wrote.
     """
+    options = _normalise_options(options, "arrowidx.spark.build")
     ensure_worker_python(spark)
-    options = _normalise_options(options)
     uploads = Uploads()
 
     def attempt() -> BuildReport:
@@ -289,6 +317,9 @@ def write(
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
         raise ValueError("row_group_size and max_rows_per_file must be positive")
+    if options is not None:
+        check_option_keys(options, what="arrowidx.spark.write")
+    _check_parquet_options(parquet_options or {})
     ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
     fs, root, explicit = resolve(path, filesystem, storage_options)
@@ -299,7 +330,7 @@ def write(
     current = load_manifest(fs, root)
     if options is None:
         options = dict(current.options)
-    options = _normalise_options(options)
+    options = _normalise_options(options, "arrowidx.spark.write")
     if mode == "append":
         if current.files and current.options != options:
             raise ArrowIdxError(
@@ -351,13 +382,20 @@ def write(
 
 
 def _commit_files(fs, root: str, new: dict[str, FileEntry], options: dict[str, str], mode: str, attempts: int = 5):
-    """Commit ``new`` on top of the latest manifest (retrying if another writer got in first)."""
+    """Commit ``new`` on top of the latest manifest (retrying if another writer got in first).
+    The tombstones of the previous version stay; with ``mode="overwrite"`` the deletions of
+    the entries it replaces become tombstones too (deletions belong to content:
+    :mod:`arrowidx.lake.tombstones`). Written files are new data: no tombstone applies to them."""
     for attempt in range(attempts):
         previous = load_manifest(fs, root)
         if mode == "append" and not new:
             return previous, previous
         files = dict(new) if mode == "overwrite" else {**previous.files, **new}
-        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options)
+        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options,
+                            tombstones=list(previous.tombstones))  # fmt: skip
+        for rel, entry in previous.files.items():
+            if files.get(rel) is not entry:  # replaced (overwrite): its deletions stay with its content
+                bury(manifest, entry, previous.version + 1)
         try:
             return commit_manifest(fs, root, manifest, previous.version), previous
         except CommitConflictError:
@@ -405,9 +443,7 @@ def _delete_replaced(fs, root: str, previous: Manifest, manifest: Manifest) -> l
             side.add(entry.index.file)
         if entry.deletion is not None:
             side.add(entry.deletion.file)
-    for e in manifest.files.values():  # never delete what the new version references
-        side.discard(e.index.file if e.index else None)
-        side.discard(e.deletion.file if e.deletion else None)
+    side -= manifest.referenced_files()  # never delete what the new version references (tombstones too)
     for rel in side:
         _delete_quietly(fs, join(root, rel))
     return replaced

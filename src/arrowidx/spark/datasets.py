@@ -33,10 +33,8 @@ def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = 
     if data is None:
         data = IndexedDataset(fs, root, on_corrupt=on_corrupt, threads=1)
         if data.manifest.version != version:
-            if version == 0:
-                data.manifest = Manifest()
-            else:
-                data.manifest = read_manifest(fs, root, version)  # validated, errors name the file
+            # validated, errors name the file; files that returned get their deletions (tombstones)
+            data._use_manifest(Manifest() if version == 0 else read_manifest(fs, root, version))
         with _DATASETS_LOCK:
             if len(_DATASETS) > 16:
                 _DATASETS.clear()

@@ -217,7 +217,7 @@ def plan_route(data: IndexedDataset, plans: list[FilePlan], *, translatable: boo
                 continue
             budget -= dv.cardinality
             route.deletions[rel] = dv
-        route.native.append((rel, data.file_identity(rel)[1]))
+        route.native.append((rel, data._file_identity(rel)[1]))
     return route
 
 

@@ -11,6 +11,8 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import difflib
+import functools
 import json
 import logging
 import os
@@ -26,14 +28,14 @@ from pyspark.sql.datasource import (
 )
 
 from ..errors import ArrowIdxError, OptionError
-from ..file_index import UnknownColumnError
-from ..filters import Filter, user_filter
+from ..filters import Filter, user_columns, user_filter
 from ..lake.layout import (
     resolve,
 )
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset, _expression_fields
 from ..options import parse_memory_size
+from ..predicate import UnknownColumnError
 from ..storage import as_store
 from .build import FORMAT_NAME
 from .datasets import _dataset_at
@@ -48,7 +50,7 @@ _LOG = logging.getLogger("arrowidx.spark")
 class FilePartition(InputPartition):
     """Data files to read in one task, at the manifest version the query was planned on;
     ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
-    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
+    (see :meth:`arrowidx.lake.scan.IndexedDataset._read_plans`)."""
 
     def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
         super().__init__((paths, version, one_pass))
@@ -120,12 +122,67 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
 
 STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
 
+#: The data source's options a user gives (``.option(key, value)``, or ``**options`` of :func:`read`).
+USER_OPTIONS = ("where", "filter", "on_corrupt", "maxPartitionBytes", "minPartitions")
+#: Options :func:`read` sets itself for the files it hands to the data source.
+READ_OPTIONS = ("files", "version", "sessionTimeZone")
+ON_CORRUPT = ("raise", "fallback")
+
+
+def check_source_options(options: Mapping[str, object], *, call: str = 'spark.read.format("arrowidx")',
+                         accepted: Sequence[str] = ("path", *USER_OPTIONS, *READ_OPTIONS)) -> None:  # fmt: skip
+    """Refuse, where the DataFrame is loaded (on the driver, before any job), an option the
+    data source does not know (``.option("wher", ...)`` would otherwise read the whole lake,
+    ``.option("on_corupt", ...)`` be ignored), with the closest known one; and a value of
+    ``on_corrupt``, ``maxPartitionBytes`` or ``minPartitions`` it cannot use. Spark gives
+    option names in lower case: they are compared so. ``storage.<key>`` options are an
+    object store's ``storage_options``."""
+    known = {k.lower(): k for k in accepted}
+    for key in options:
+        name = str(key)
+        if name.lower() in known or name.lower().startswith(STORAGE_PREFIX):
+            continue
+        close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {known[close[0]]!r}?)" if close else ""
+        takes = ", ".join(k for k in known.values() if k in USER_OPTIONS)
+        raise OptionError(f"{call}: unknown option {name!r}{hint}; it takes {takes} and storage.<key> (object stores)")
+    lower = {str(k).lower(): v for k, v in options.items()}
+    on_corrupt = lower.get("on_corrupt")
+    if on_corrupt is not None and str(on_corrupt) not in ON_CORRUPT:
+        raise OptionError(f"{call}: on_corrupt must be one of {', '.join(ON_CORRUPT)}, got {on_corrupt!r}")
+    if lower.get("maxpartitionbytes") is not None:
+        parse_memory_size(str(lower["maxpartitionbytes"]), "maxPartitionBytes")
+    if lower.get("minpartitions") is not None:
+        text = str(lower["minpartitions"]).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise OptionError(f"{call}: minPartitions must be a whole number >= 1, got {lower['minpartitions']!r}")
+
 
 def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
     """The ``storage.<key>`` options of the data source (an object store's endpoint,
     credentials...: :func:`read` passes ``storage_options`` so), or None."""
     found = {str(k)[len(STORAGE_PREFIX) :]: str(v) for k, v in options.items() if str(k).lower().startswith(STORAGE_PREFIX)}
     return found or None
+
+
+def _said_to_spark(method):
+    """A planning method of the data source whose arrowidx errors Spark shows as their message
+    alone: ``[PYTHON_DATA_SOURCE_ERROR] ...: arrowidx.sql.WhereError: where: unknown column
+    ...``, not a traceback of arrowidx's frames with the message at its end. PySpark's worker
+    prints only the message when ``SPARK_HIDE_TRACEBACK`` is set (what the session setting
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for every UDF); it is set
+    here, in the planning worker that raises, only when the error is arrowidx's own."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ArrowIdxError:
+            if "PYTHON_WORKER_FACTORY_SECRET" in os.environ:  # (in a Spark Python worker only)
+                os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+            raise
+
+    return wrapper
 
 
 _PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
@@ -177,6 +234,7 @@ class _Reader(DataSourceReader):
         self.files = json.loads(options["files"]) if options.get("files") else None
         self.version = int(options["version"]) if options.get("version") else None
 
+    @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
             fs, root, _ = resolve(self.path, None, self.storage)
@@ -184,7 +242,7 @@ class _Reader(DataSourceReader):
             data.restat(list(self.files))
         else:
             data = planning_dataset(self.path, self.on_corrupt, self.storage)
-        _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
+        _check_columns(self.schema.fieldNames(), data.schema, data.root, ".schema(...)")  # a user's .schema(...)
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
         one_pass = True
@@ -251,10 +309,14 @@ class ArrowIdxDataSource(DataSource):
     Spark log (:func:`warn_unfiltered`).
     """
 
+    @_said_to_spark
     def __init__(self, options) -> None:
         super().__init__(options)
-        # called once per DataFrame: when it is loaded (later queries unpickle this instance)
+        # called once per DataFrame: when it is loaded (later queries unpickle this instance),
+        # on the driver: a typo is refused before any job
+        check_source_options(options)
         if not any(options.get(k) for k in ("where", "filter", "files")):
+            self._check_path()  # a missing dataset is said first, and alone
             warn_unfiltered(str(options.get("path", "")))
 
     @classmethod
@@ -267,10 +329,20 @@ class ArrowIdxDataSource(DataSource):
             raise ArrowIdxError('give the dataset path: spark.read.format("arrowidx").load(path)')
         return path
 
-    def schema(self):
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        return arrow_to_spark_schema(IndexedDataset(fs, root).schema)
+    def _check_path(self) -> None:
+        path = absolute(self._path())
+        if "://" not in path and not os.path.exists(path):
+            raise ArrowIdxError(f"spark.read.format('arrowidx').load({self._path()!r}): {path}: no such dataset directory")
 
+    @_said_to_spark
+    def schema(self):
+        self._check_path()
+        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(fs, root)
+        load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
+        return arrow_to_spark_schema(data.schema)
+
+    @_said_to_spark
     def reader(self, schema) -> DataSourceReader:
         return _Reader(self._path(), schema, self.options)
 
@@ -321,11 +393,16 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options (an object-store lake is read by the data source).
     """
+    for key in ("where", "filter"):
+        if key in options:
+            raise OptionError(f"arrowidx.spark.read: give the filter as the third argument, read(spark, path, {options[key]!r}),"
+                              f" not as {key}=")  # fmt: skip
+    check_source_options(options, call="arrowidx.spark.read", accepted=USER_OPTIONS)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
     data = planning_dataset(path, on_corrupt, storage_options)
     schema = data.schema
-    names = list(schema.names) if columns is None else list(columns)
+    names = list(schema.names) if columns is None else user_columns(columns, schema, data.root)
     _check_columns(names, schema, data.root)
     spark_schema = arrow_to_spark_schema(schema)
     out_schema = arrow_to_spark_schema(pa.schema([schema.field(c) for c in names]))
@@ -383,7 +460,7 @@ def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: lis
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    read = data._read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
     tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
     tables = [t for t in tables if t.num_rows]
     if not tables:
@@ -409,14 +486,12 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def _check_columns(columns: list[str], schema: pa.Schema, root: str) -> None:
+def _check_columns(columns: list[str], schema: pa.Schema, root: str, argument: str = "columns=") -> None:
     if not columns:
         raise OptionError("columns must name at least one column (Spark reads no zero-column data source)")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
-    if missing:
-        raise UnknownColumnError(
-            f"{root}: no column {', '.join(map(repr, missing))} in the dataset (columns: {', '.join(schema.names)})"
-        )
+    for name in columns:
+        if name not in schema.names:
+            raise UnknownColumnError.naming(name, schema.names, root, argument)
 
 
 def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):
