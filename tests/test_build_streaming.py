@@ -23,6 +23,7 @@ import pytest
 
 import arrowidx
 import arrowidx.index.base as base
+import arrowidx.lake.footer as footer
 import arrowidx.passes as passes
 from arrowidx import FileIndex, write_file_index
 from arrowidx.storage import SINGLE_WRITER_ENV
@@ -35,16 +36,17 @@ HERE = Path(__file__).resolve().parent
 OPTIONS = {
     "file-index.bloom-filter.columns": "id,name",
     "file-index.bloom-filter.id.items": "300000",
-    "file-index.bitmap.columns": "status,day,name",
-    "file-index.range-bitmap.columns": "amount,name,id",
-    "file-index.bsi.columns": "id,day",
+    "file-index.bitmap.columns": "status,day,name,tier",
+    "file-index.range-bitmap.columns": "amount,name,id,tier,count",
+    "file-index.bsi.columns": "id,day,count",
 }
 
 
 def _table(rows: int, seed: int = 55) -> pa.Table:
     """Columns of every kind a writer treats apart: all-distinct int64, few strings (with
-    NULLs), a date of ~1,000 values, doubles with NaN and -0.0 (and NULLs), and strings whose
-    distinct count keeps growing (a bitmap that leaves one bitmap per value midway)."""
+    NULLs), a date of ~1,000 values, doubles with NaN and -0.0 (and NULLs), strings whose
+    distinct count keeps growing (a bitmap that leaves one bitmap per value midway), a
+    dictionary of strings and uint32 (indexed as their values, as int64)."""
     rng = np.random.default_rng(seed)
     nulls = rng.random(rows) < 0.05
     amount = rng.normal(0, 100, rows).round(1)
@@ -56,6 +58,8 @@ def _table(rows: int, seed: int = 55) -> pa.Table:
         "day": pa.array(rng.integers(18000, 19000, rows).astype(np.int32)).cast(pa.date32()),
         "amount": pa.array(amount, mask=rng.random(rows) < 0.02),
         "name": pa.array([f"n{i // 40}" for i in range(rows)]),
+        "tier": pa.array(np.array(["gold", "silver", "bronze"])[rng.integers(0, 3, rows)]).dictionary_encode(),
+        "count": pa.array(rng.integers(0, 2**32, rows, dtype=np.uint64).astype(np.uint32)),
     })  # fmt: skip
 
 
@@ -230,9 +234,10 @@ def test_paimon_rewrite_reads_one_column_chunk_at_a_time(tmp_path, monkeypatch):
     assert table.to_table(filter=expr).sort_by("id").equals(before.filter(expr).sort_by("id"))
 
 
-def test_delete_reads_a_row_group_at_a_time(tmp_path):
+def test_delete_reads_a_row_group_at_a_time(tmp_path, monkeypatch):
     """A delete that reads a file to find its rows holds one row group's rows at a time
     (what numpy and Arrow hold at once), and deletes exactly the rows pyarrow selects."""
+    monkeypatch.setattr(footer, "CONTENT_CHUNK", 1 << 20)  # (the content hash reads 8 MB at a time otherwise)
     lake = tmp_path / "lake"
     lake.mkdir()
     table = _parquet(lake / "f.parquet", 1_000_000, 50_000)  # the filter's column: 8 MB, its row numbers 8 MB
@@ -246,10 +251,11 @@ def test_delete_reads_a_row_group_at_a_time(tmp_path):
     assert np.array_equal(np.sort(left), np.sort(table.filter(~where | where.is_null()).column("id").to_numpy()))
 
 
-def test_build_holds_a_row_group_not_the_file(small_blocks, tmp_path):
+def test_build_holds_a_row_group_not_the_file(small_blocks, tmp_path, monkeypatch):
     """``arrowidx.build`` of a 2,000,000-row file (16 MB per numeric column) in row groups of
     50,000 rows: what numpy and Arrow hold at once is a row group of one column, a block and
     the indexes, not a column of the file."""
+    monkeypatch.setattr(footer, "CONTENT_CHUNK", 1 << 20)  # (the content hash reads 8 MB at a time otherwise)
     lake = tmp_path / "lake"
     lake.mkdir()
     rows = 2_000_000
