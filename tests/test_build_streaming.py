@@ -1,8 +1,9 @@
 """Indexes built in bounded memory (issue 55): a lazily produced stream gives the bytes of the
 whole table (and of Java's writers), the writers hold a block of rows and their indexes, not
-the column, and every writer that reads Parquet files (``arrowidx.build``, the Paimon
-rewrite, deletes) reads one column chunk of one row group at a time, the range bitmap's
-column once per pass. Spark's build and rewrite: ``integration/test_build_streaming_spark.py``.
+the column; ``arrowidx.build`` and the Paimon rewrite read one column chunk (one column of
+one row group) at a time, the range bitmap's column once per pass; deletes (of a lake, of a
+Paimon table) hold a row group at a time. Spark's build and Paimon rewrite:
+``integration/test_build_streaming_spark.py``.
 """
 
 from __future__ import annotations
