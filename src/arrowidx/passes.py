@@ -171,6 +171,9 @@ class Spill:
         self._write(array)
 
     def _write(self, array: pa.Array) -> None:
+        target = self.schema.field(0).type
+        if array.type != target:  # (a plain iterable's batches may differ from its first)
+            array = array.cast(target)
         self._writer.write_batch(pa.record_batch([array], schema=self.schema))
 
     def read(self) -> Iterator[pa.Array]:
@@ -204,8 +207,6 @@ def index_stream(
     schema: pa.Schema | None,
     batches: Iterable[pa.RecordBatch],
     writers_for: Callable[[pa.Schema], Writers],
-    *,
-    spill_after: int | None = None,
 ) -> tuple[Built, int] | None:
     """:func:`index_columns` over a stream read once: the first pass of every column as the
     batches come, then, column by column, the further passes from a :class:`Spill`.
@@ -213,7 +214,6 @@ def index_stream(
     ``writers_for(schema)`` makes the writers (from the first batch's schema when
     ``schema`` is None); None when a stream without a schema has no batch.
     """
-    limit = SPILL_AFTER if spill_after is None else spill_after
     groups = spills = None
     rows = 0
     try:
@@ -222,7 +222,7 @@ def index_stream(
                 writers = writers_for(batch.schema if schema is None else schema)
                 order, groups = list(writers), _by_column(writers)
                 del writers
-                spills = {c: Spill(batch.schema.field(c), limit) for c, g in groups.items() if _passes(g) > 1}
+                spills = {c: Spill(batch.schema.field(c), SPILL_AFTER) for c, g in groups.items() if _passes(g) > 1}
             for column, group in groups.items():
                 array = batch.column(column)
                 _read_pass(group, [array], 0)
