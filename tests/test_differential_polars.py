@@ -163,7 +163,7 @@ def test_polars_scan_matches_polars():
     POLARS.check()
 
 
-@fuzz_settings(34)
+@fuzz_settings(40)  # the selective floor with room: Hypothesis draws constants from the modules loaded, so the count moves with the tests run before (93-139 of ~300 at 34 examples; 213 of 331 at 40 in every order tried)
 @given(lake_specs(max_files=4), st.data())
 def _polars_examples(spec, data):
     # a scan before the changes caches the dataset of this path: later scans must see the changes
