@@ -27,7 +27,9 @@ from arrowidx.errors import (
     CommitUnsupportedError,
     OptionError,
 )
-from arrowidx.lake.layout import Manifest, commit_manifest, load_manifest, read_manifest, resolve
+from arrowidx.lake.commit import commit_manifest, load_manifest, read_manifest
+from arrowidx.lake.manifest import Manifest
+from arrowidx.lake.source import resolve
 from arrowidx.objectstore import ObjectStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

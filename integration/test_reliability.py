@@ -1,7 +1,7 @@
 """Crashes, races, corruption and copies (issue 11), tried as operators would.
 
 * crash: ``build`` and ``delete`` run in a subprocess killed with SIGKILL at every named
-  write point (``ARROWIDX_FAULTS``, see ``lake.layout.fault_point``) and at random moments;
+  write point (``ARROWIDX_FAULTS``, see ``arrowidx._faults.fault_point``) and at random moments;
   afterwards the lake reads exactly the old or the new version and accepts the next write;
 * races: two processes commit in lockstep, meeting at the fault hook between planning and
   the exclusive create (``before-commit=touch:...,before-commit=wait:...``), so every round
@@ -33,8 +33,8 @@ import pytest
 
 import arrowidx
 import arrowidx.facts
-from arrowidx import ArrowIdxError
-from arrowidx.lake import layout
+from arrowidx import ArrowIdxError, _faults
+from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
 from tests.conftest import rows_in_memory, tables_equal  # noqa: E402
@@ -90,9 +90,9 @@ def fresh_copy(template, tmp_path, name="lake"):
 
 def run_worker(root, op, faults=None, kill_after=None):
     env = dict(os.environ)
-    env.pop(layout.FAULTS_ENV, None)
+    env.pop(_faults.FAULTS_ENV, None)
     if faults:
-        env[layout.FAULTS_ENV] = faults
+        env[_faults.FAULTS_ENV] = faults
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = os.pathsep.join([src, os.path.dirname(src), env.get("PYTHONPATH", "")])
     args = [sys.executable, "-c", WORKER, root, op]
@@ -165,12 +165,13 @@ RACER = r"""
 import importlib, json, os, sys, time
 import pyarrow.compute as pc
 import arrowidx
-from arrowidx.lake import layout
+from arrowidx import _faults
+from arrowidx.lake import commit
 delete_module = importlib.import_module("arrowidx.lake.delete")
 build_module = importlib.import_module("arrowidx.lake.build")
 root, me, rounds, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 conflicts = 0
-real = layout.commit_manifest
+real = commit.commit_manifest
 def counting(*a, **k):
     global conflicts
     try:
@@ -186,7 +187,7 @@ for r in range(rounds):
         time.sleep(0.002)
     # both have planned on the same version before either creates the next one: one
     # create fails, and its retry passes the rendezvous at once (both files exist)
-    os.environ[layout.FAULTS_ENV] = (f"before-commit=touch:{barrier}/commit-{r}-{me},"
+    os.environ[_faults.FAULTS_ENV] = (f"before-commit=touch:{barrier}/commit-{r}-{me},"
                                      f"before-commit=wait:{barrier}/commit-{r}-{1 - me}")
     if me == 1 and r % 2:
         opts["file-index.bloom-filter.id.fpp"] = str(0.01 + (r % 7) / 100)
@@ -236,7 +237,7 @@ def test_no_lost_delete_in_races(tmp_path):
 
 
 def _reseal(d):
-    d["checksum"] = layout.checksum(layout._canonical({k: v for k, v in d.items() if k != "checksum"}))
+    d["checksum"] = manifest.checksum(manifest.canonical({k: v for k, v in d.items() if k != "checksum"}))
     return json.dumps(d).encode()
 
 

@@ -30,7 +30,8 @@ import pytest
 
 import arrowidx
 from arrowidx.index import INDEX_TYPES
-from arrowidx.lake.layout import load_manifest, resolve
+from arrowidx.lake.commit import load_manifest
+from arrowidx.lake.source import resolve
 
 spark_mod = pytest.importorskip("arrowidx.spark")
 from pyspark.sql import functions as F  # noqa: E402
@@ -660,9 +661,9 @@ def test_read_files_of_equal_size(spark, tmp_path):
 def test_read_refuses_files_changed_since_planned(spark, lake, monkeypatch):
     """A file whose size is not the one read() planned with would get no deletion vector
     applied: the query fails instead, naming read()."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.spark import native
 
-    monkeypatch.setattr(IndexedDataset, "_file_identity", lambda self, rel: (rel, 7, 0))
+    monkeypatch.setattr(native, "planned_size", lambda data, rel: 7)
     df = spark_mod.read(spark, lake["root"], "id > 5")
     with pytest.raises(Exception, match="changed after arrowidx.spark.read planned"):
         df.count()

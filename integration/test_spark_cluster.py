@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import arrowidx
-from arrowidx.lake.layout import load_manifest, resolve
+from arrowidx.lake.commit import load_manifest
+from arrowidx.lake.source import resolve
 
 pytest.importorskip("arrowidx.spark")
 

@@ -15,7 +15,7 @@ import pytest
 
 import arrowidx
 from arrowidx.errors import OptionError
-from arrowidx.predicate import UnknownColumnError
+from arrowidx.expression import UnknownColumnError
 
 pytest.importorskip("pyspark")
 import arrowidx.spark  # noqa: E402

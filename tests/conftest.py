@@ -121,9 +121,11 @@ def damage_index(root: str, data_file: str, column: str) -> str:
     import pyarrow.fs as pafs
 
     import arrowidx.facts
-    from arrowidx.lake.layout import join, load_manifest
+    from arrowidx.lake.commit import load_manifest
+    from arrowidx.lake.layout import join
+    from arrowidx.storage import as_store
 
-    entry = load_manifest(pafs.LocalFileSystem(), root).files[data_file]
+    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files[data_file]
     path = join(root, entry.index.file)
     start, length, _ = next(iter(entry.index.layout[column].values()))
     with open(path, "r+b") as f:

@@ -176,7 +176,7 @@ def _polars_examples(spec, data):
         share = 1 if data.draw(st.booleans(), label="narrow every kept file") else source._NARROW_SHARE
         # and indexes stop being asked after 0, 1 or the default number of files whose
         # bitmap kept every row group (the lakes here have at most 4 files)
-        futile = data.draw(st.sampled_from([0, 1, polars_plan._FUTILE_FILES]), label="files before indexes stop being asked")
-        with mock.patch.object(source, "_NARROW_SHARE", share), mock.patch.object(polars_plan, "_FUTILE_FILES", futile):
+        futile = data.draw(st.sampled_from([0, 1, polars_plan.FUTILE_FILES]), label="files before indexes stop being asked")
+        with mock.patch.object(source, "_NARROW_SHARE", share), mock.patch.object(polars_plan, "FUTILE_FILES", futile):
             for _ in range(8):
                 _check(lake, data.draw(polars_predicates(lake.columns, spec.pools)), expected.height)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import arrowidx
 import arrowidx.polars
 from arrowidx.lake.read import statistics_groups
-from arrowidx.paimon.table import ColumnStats, may_match
+from arrowidx.paimon.stats import ColumnStats, may_match
 from arrowidx.predicate import bind
 from arrowidx.statistics import statistics_filter
 

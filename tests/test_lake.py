@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import arrowidx
 from arrowidx import CorruptIndexError
 from arrowidx.index import INDEX_TYPES
-from arrowidx.lake.layout import load_manifest
+from arrowidx.lake.commit import load_manifest
+from arrowidx.storage import as_store
 
 from .conftest import filtered_in_memory, rows_in_memory, tables_equal
 
@@ -235,7 +236,7 @@ def test_corrupt_index_file_raises_or_falls_back(tmp_path, damage):
     arrowidx.build(root, OPTIONS, progress=False)
     (index_file,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
     data = bytearray(open(index_file, "rb").read())
-    entry = load_manifest(pafs.LocalFileSystem(), root).files["part-001.parquet"]
+    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files["part-001.parquet"]
     if damage == "the container header":
         data[0:8] = b"garbage!"
     else:
@@ -341,7 +342,7 @@ def test_bitmap64_deletes_and_repeat_deletes(tmp_path):
     assert_same(root, None, deleted=both)
     assert_same(root, pc.field("amount") > 10, deleted=both)
     data = arrowidx.dataset(root)
-    dvs = [data.deletion_vector(f) for f in data.files]
+    dvs = [data.lake.deletion_vector(f) for f in data.files]
     assert all(dv is not None and dv.bitmap64 for dv in dvs)
     assert report.rows_deleted > 0
     again = arrowidx.delete(root, second, progress=False)

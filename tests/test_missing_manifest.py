@@ -18,7 +18,7 @@ import pytest
 import arrowidx
 from arrowidx.cli import main
 from arrowidx.errors import CorruptManifestError, MissingManifestError
-from arrowidx.lake.layout import check_latest, metadata_listing
+from arrowidx.lake.commit import check_latest, metadata_listing
 from arrowidx.storage import as_store
 
 IDS = list(range(10))

@@ -25,8 +25,8 @@ pytest.importorskip("fastavro")
 
 from arrowidx import paimon
 from arrowidx.errors import OptionError, UnsupportedTableError
+from arrowidx.paimon.javalayout import next_index_name
 from arrowidx.paimon.metadata import partition_stats, read_avro_file
-from arrowidx.paimon.rewrite import next_index_name
 
 from .test_paimon_shapes import expected as java_rows
 

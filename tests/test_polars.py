@@ -29,6 +29,8 @@ from polars.testing import assert_frame_equal  # noqa: E402
 
 import arrowidx  # noqa: E402
 from arrowidx import polars as apl  # noqa: E402
+from arrowidx.polars import plan as polars_plan  # noqa: E402
+from arrowidx.polars import source  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 T0 = dt.datetime(2024, 1, 1)
@@ -335,7 +337,7 @@ def test_translations_are_remembered_per_predicate_and_schema(monkeypatch):
     calls = []
     real = module._translate
     monkeypatch.setattr(module, "_translate", lambda e, s: calls.append(str(e)) or real(e, s))
-    monkeypatch.setattr(module, "_REMEMBERED", [])
+    arrowidx.facts.POLARS_TRANSLATIONS.clear()
     schema = FRAME_TABLE.schema
     expr = (pl.col("i64") == 2) & (pl.col("s") == "b")
     first = apl.translate(expr, schema)
@@ -658,7 +660,7 @@ def test_deletes_after_the_lazyframe_was_made_are_seen(tmp_path):
 
 def test_batch_size_and_row_limit(lake):
     root, deleted = lake
-    src = apl._Source(apl._dataset(root, None, "raise"), native=True, on_scan=None)
+    src = source._Source(polars_plan.open_dataset(root, None, "raise"), native=True, on_scan=None)
     frames = list(src(["id", "k"], pl.col("k") < 10, None, 64))
     assert frames and all(f.height <= 64 for f in frames)
     want = plain(root, deleted).filter(pl.col("k") < 10).select("id", "k").collect()
@@ -704,7 +706,7 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
     to Polars whole and no file is planned (no footer or index read); the answer is
     plain Polars'. With a listener (on_scan, or the INFO log) every file is planned for
     the report."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     caplog.set_level(logging.WARNING, logger="arrowidx.polars")  # nobody listens
 
@@ -722,9 +724,9 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
         tmp_path / "part-9.parquet",
     )
     planned: list[str] = []
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
     monkeypatch.setattr(
-        IndexedDataset, "plan_file", lambda self, rel, *a, **k: planned.append(rel) or plan_file(self, rel, *a, **k)
+        Planner, "plan_file", lambda self, rel, *a, **k: planned.append(rel) or plan_file(self, rel, *a, **k)
     )
     reference = rows_in_memory(str(tmp_path / "*.parquet"))
     for expr in [pl.col("v") > 0.5, pl.col("s").str.contains("b"), (pl.col("id") % 7 == 0) & (pl.col("v") < 0)]:
@@ -838,10 +840,10 @@ def test_an_exact_bitmap_holding_rows_polars_does_not_return_falls_back_to_a_row
     An index claiming exactness with a bitmap one row too wide (here made so) is caught by
     the count, and the query runs again with a row index: the answer stays plain Polars'
     minus the deleted ids."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     k_1500, reference = _deleted_rows_lake(tmp_path)
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
 
     def one_row_too_many(self, rel, expr, bound=None, **kw):
         plan = plan_file(self, rel, expr, bound, **kw)
@@ -851,7 +853,7 @@ def test_an_exact_bitmap_holding_rows_polars_does_not_return_falls_back_to_a_row
             bitmap.add(extra)  # a row that does not match, before some deleted ones
         return plan
 
-    monkeypatch.setattr(IndexedDataset, "plan_file", one_row_too_many)
+    monkeypatch.setattr(Planner, "plan_file", one_row_too_many)
     row_indexes = _recording_row_indexes(monkeypatch)
     expr = pl.col("k").is_in([5, k_1500])
     assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
@@ -926,17 +928,17 @@ def _asking_files(lake: Path, monkeypatch):
     """``check(expr, reference=None)``: asserts that ``arrowidx.polars.scan(lake)`` filtered
     by ``expr`` equals ``reference`` (plain Polars of the lake by default) filtered by it,
     and returns the numbers ``n`` of the ``part-<n>.parquet`` files whose index was asked."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     asked: list[int] = []
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
 
     def recording(self, rel, expr, *args, **kwargs):
         if expr is not None:
             asked.append(int(rel[5:-8]))
         return plan_file(self, rel, expr, *args, **kwargs)
 
-    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
+    monkeypatch.setattr(Planner, "plan_file", recording)
     everything = rows_in_memory(str(lake / "*.parquet"))
 
     def check(expr, reference=None):

@@ -373,7 +373,7 @@ def word_arrays(draw):
 def test_positions_of_words_are_the_set_bits(case):
     """The bits of a word walk's words, read pass by pass, are numpy's unpacked bits (at the
     words' own indexes when given), in order."""
-    from arrowidx.index.rangebitmap.bitslice import positions_of_words
+    from arrowidx.index.rangebitmap.bitwords import positions_of_words
 
     words, where = case
     bits = np.unpackbits(words.view(np.uint8), bitorder="little").reshape(-1, 64)
@@ -391,7 +391,7 @@ def test_bitmaps_of_words_hold_the_set_bits(case):
     from pyroaring import BitMap
 
     from arrowidx._roaring import bitmap_of_sorted
-    from arrowidx.index.rangebitmap.bitslice import bitmap_from_words, positions_of_words
+    from arrowidx.index.rangebitmap.bitwords import bitmap_from_words, positions_of_words
 
     words, _ = case
     expected = BitMap(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())

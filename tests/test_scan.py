@@ -17,6 +17,7 @@ import pytest
 
 import arrowidx
 from arrowidx import ArrowIdxError
+from arrowidx.storage import as_store
 
 from .conftest import filtered_in_memory, rows_in_memory, tables_equal
 
@@ -214,7 +215,7 @@ def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
     files pyarrow.dataset reads."""
     import pyarrow.fs as pafs
 
-    from arrowidx.lake.layout import discover
+    from arrowidx.lake.source import discover
 
     t = pa.table({"x": [1, 2]})
     for rel in ["a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet",
@@ -222,15 +223,15 @@ def test_local_discovery_finds_what_pyarrow_listing_finds(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(t, tmp_path / rel)
     root = str(tmp_path)
-    local = discover(pafs.LocalFileSystem(), root)
+    local = discover(as_store(pafs.LocalFileSystem()), root)
     wrapped = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # not a LocalFileSystem: generic listing
-    assert local == ["/" + p.lstrip("/") for p in discover(wrapped, root)]
+    assert local == ["/" + p.lstrip("/") for p in discover(as_store(wrapped), root)]
     assert local == sorted(f.path for f in ds.dataset(root).get_fragments())
     assert [os.path.relpath(p, root) for p in local] == [
         "a.parquet", "dt=1/b.parquet", "dt=1/sub/c.parquet", "dt=2/d.parquet"
     ]
     with pytest.raises(FileNotFoundError):
-        discover(pafs.LocalFileSystem(), str(tmp_path / "missing"))
+        discover(as_store(pafs.LocalFileSystem()), str(tmp_path / "missing"))
 
 
 def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
@@ -238,14 +239,14 @@ def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
     both names); a link back to a folder above ends there instead of looping."""
     import pyarrow.fs as pafs
 
-    from arrowidx.lake.layout import discover
+    from arrowidx.lake.source import discover
 
     (tmp_path / "a").mkdir()
     pq.write_table(pa.table({"x": [1]}), tmp_path / "a" / "x.parquet")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
+    assert discover(as_store(pafs.LocalFileSystem()), str(tmp_path)) == sorted(f.path for f in ds.dataset(str(tmp_path)).get_fragments())
     (tmp_path / "a" / "loop").symlink_to(tmp_path)
-    assert discover(pafs.LocalFileSystem(), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
+    assert discover(as_store(pafs.LocalFileSystem()), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
 
 
 @pytest.mark.parametrize("threads", [True, False])
@@ -565,7 +566,7 @@ _FILTER_TABLE = pa.table({
 def test_polars_filter_selects_what_pyarrow_selects(expr):
     """Every filter given a Polars form selects exactly pyarrow's rows (NULLs included)."""
     pl = pytest.importorskip("polars")
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     predicate = polars_filter(expr, _FILTER_TABLE.schema)
     assert predicate is not None
@@ -589,7 +590,7 @@ def test_polars_filter_selects_what_pyarrow_selects(expr):
     ids=str,
 )
 def test_filters_without_an_exact_polars_form_stay_with_pyarrow(expr):
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     assert polars_filter(expr, _FILTER_TABLE.schema) is None
 
@@ -598,7 +599,7 @@ def test_polars_filter_asked_again_answers_as_the_first_time():
     """polars_filter remembers its last answer: an equal filter built anew gets it, the
     same filter under another schema or another filter does not."""
     pytest.importorskip("polars")
-    from arrowidx.lake.read import polars_filter
+    from arrowidx.lake.polars_filter import polars_filter
 
     schema = _FILTER_TABLE.schema
     first = polars_filter(pc.field("i") == 5, schema)

@@ -141,14 +141,14 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
     (size and checksum), its deletions; each problem said with what to do."""
     from .errors import CorruptIndexError, StaleDeletionError
     from .lake import dataset
-    from .lake.layout import entry_is_fresh, load_index_bytes
+    from .lake.freshness import entry_is_fresh, load_index_bytes
 
     data = dataset(path, storage_options=storage_options)
     manifest = data.manifest
     rows = []
     for rel in data.files:
         entry = manifest.files.get(rel)
-        info = data._info(rel)
+        info = data.lake.info(rel)
         row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok",
                "index_bytes": 0, "index_embedded": None, "columns": {}, "deleted": 0, "problem": None}  # fmt: skip
         if entry is None:
@@ -156,8 +156,8 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
             row["problem"] = "added after the last build: read in full; run arrowidx build to index it"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel),  # by content, not mtime
-                                       content=lambda rel=rel: data._content_xxh64(rel))  # fmt: skip
+                fresh = entry_is_fresh(entry, info, lambda rel=rel: data.lake.read_footer(rel),  # by content, not mtime
+                                       content=lambda rel=rel: data.lake.content_xxh64(rel))  # fmt: skip
             except StaleDeletionError as e:
                 fresh, row["state"] = False, "STALE DELETIONS"
                 row["problem"] = f"{e}"

@@ -8,6 +8,7 @@ it with its message and attributes, whatever its constructor takes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -129,10 +130,42 @@ class MissingManifestError(CorruptManifestError):
 
 
 def __getattr__(name: str):
-    # an error that is also pyarrow's own class lives where pyarrow is imported (``import
-    # arrowidx`` imports no pyarrow); it is still importable from here
+    # an error that is also pyarrow's own class is made on first use (``import arrowidx``
+    # imports no pyarrow), here, so that it is importable from here and pickles by name
     if name == "UnknownColumnError":
-        from .predicate import UnknownColumnError
-
-        return UnknownColumnError
+        globals()[name] = cls = _unknown_column_error()
+        return cls
     raise AttributeError(f"module 'arrowidx.errors' has no attribute {name!r}")
+
+
+def _unknown_column_error() -> type:
+    import difflib
+
+    import pyarrow as pa
+
+    class UnknownColumnError(ArrowIdxError, pa.ArrowInvalid):
+        """A name (in a filter, or in ``columns=``) that is not a column of the schema.
+
+        Also a ``pyarrow.ArrowInvalid`` (so a ``ValueError``): the class pyarrow raises for the
+        same call, so ``except pa.ArrowInvalid`` clauses keep working. ``column`` is the name,
+        ``columns`` the schema's columns; the message names both, with the closest column.
+        """
+
+        def __init__(self, message: str, *, column: str | None = None, columns: Sequence[str] = ()):
+            self.column = column
+            self.columns = list(columns)
+            super().__init__(message)
+
+        @classmethod
+        def naming(cls, column: str, columns: Sequence[str], where: str, argument: str = "filter=") -> UnknownColumnError:
+            """The error for ``column`` named by ``argument`` (``filter=``, ``columns=``) of a
+            call on ``where`` (a dataset root, a table path), whose columns are ``columns``."""
+            columns = list(columns)
+            close = difflib.get_close_matches(column, columns, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return cls(f"{where}: no column {column!r} in {argument}{hint}; the columns are: {', '.join(columns)}",
+                       column=column, columns=columns)  # fmt: skip
+
+    UnknownColumnError.__qualname__ = "UnknownColumnError"
+    UnknownColumnError.__module__ = __name__
+    return UnknownColumnError

@@ -17,11 +17,12 @@ import pyarrow as pa
 from ._bytes import as_buffer
 from .arrow_input import arrow_schema, record_batches, without_views
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError
+from .expression import UnknownColumnError, check_fields  # noqa: F401 (UnknownColumnError: importable here too)
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
 from .options import ColumnIndexSpec, parse_index_options, require_mapping
 from .passes import ColumnSource, TableColumns, index_columns, index_stream
-from .predicate import UnknownColumnError, bind, check_fields, evaluate, is_exact  # noqa: F401 (UnknownColumnError: importable here too)
+from .predicate import bind, evaluate, is_exact
 from .result import REMAIN, SKIP, IndexResult
 from .types import index_schema, paimon_type
 

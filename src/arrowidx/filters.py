@@ -147,7 +147,7 @@ def user_columns(columns: str | Sequence[str] | None, schema: pa.Schema, where: 
     """``columns`` as a list of column names of ``schema`` (None: every column).
 
     One name given as a ``str`` is that one column (never its characters). A name that is
-    not a column raises :class:`~arrowidx.predicate.UnknownColumnError` (also pyarrow's
+    not a column raises :class:`~arrowidx.expression.UnknownColumnError` (also pyarrow's
     ``ArrowInvalid``, as ``pyarrow.dataset`` raises) naming it, the closest column and the
     columns; ``where`` (a dataset root, a table path) and ``argument`` say where it was given.
     """
@@ -169,9 +169,7 @@ def user_columns(columns: str | Sequence[str] | None, schema: pa.Schema, where: 
         if not isinstance(name, str):
             raise UnsupportedInputError(f"{where}: {argument} takes column names (str), got {type(name).__name__} {name!r}")
         if name not in known:
-            from .predicate import (
-                UnknownColumnError,  # (the error's class is pyarrow's too: imported when raised)
-            )
+            from .expression import UnknownColumnError
 
             raise UnknownColumnError.naming(name, known, where, argument)
     return names

@@ -41,7 +41,7 @@ from .._roaring import (
     to_portable,
 )
 from ..errors import OptionError, UnsupportedTypeError
-from ..options import parse_memory_size
+from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType, java_float_order
 from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter, concat_keys
 

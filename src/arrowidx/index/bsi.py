@@ -31,7 +31,7 @@ from .._roaring import portable_size, to_portable
 from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
 from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter, join_parts
-from .rangebitmap.bitslice import SliceSet, _version_error, load_bitmap
+from .rangebitmap.bitslice import SliceSet, load_bitmap, version_error
 from .rangebitmap.writing import BitSlices
 
 VERSION_1 = 1
@@ -128,7 +128,7 @@ class _Half(SliceSet):
         self.source, self.data, self.rows, self.what = r.source, r.data, rows, what
         version = r.u8(f"{what} BSI version")
         if version != VERSION_1:
-            _version_error(r, version, f"{what} BSI")
+            version_error(r, version, f"{what} BSI")
         at = r.pos
         self.min, self.max = r.i64(f"{what} BSI min"), r.i64(f"{what} BSI max")
         if not 0 <= self.min <= self.max:
@@ -184,7 +184,7 @@ class BsiReader(ExactIndexReader):
     def __init__(self, r: ByteReader):
         version = r.u8("bsi version")
         if version != VERSION_1:
-            _version_error(r, version, "bsi index")
+            version_error(r, version, "bsi index")
         self.rows = r.i32("bsi row count")
         if self.rows < 0:
             raise r.fail(f"negative bsi row count {self.rows}", r.pos - 4)

@@ -33,8 +33,8 @@ from pyroaring import BitMap
 
 from .._bytes import ByteReader
 from ..errors import OptionError, UnsupportedTypeError
-from ..options import parse_memory_size
 from ..result import REMAIN, IndexResult
+from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType
 from .base import (
     BLOCK_ROWS,
@@ -47,9 +47,9 @@ from .base import (
 )
 from .rangebitmap.bitslice import (
     BitSliceIndexBitmap,
-    _version_error,
     highest,
     lowest,
+    version_error,
 )
 from .rangebitmap.dictionary import (
     ChunkedDictionary,
@@ -287,7 +287,7 @@ class RangeBitmapReader(ExactIndexReader):
         h = r.sub(header_length, "range-bitmap header")
         version = h.u8("range-bitmap version")
         if version != VERSION_1:
-            _version_error(h, version, "range-bitmap index")
+            version_error(h, version, "range-bitmap index")
         self.rows = h.i32("range-bitmap row count")
         self.cardinality = h.i32("range-bitmap distinct count")
         if self.rows < 0 or self.cardinality < 0 or self.cardinality > self.rows:

@@ -1,8 +1,8 @@
 """Indexed Parquet datasets: build, delete, and read with pruning (issue 5)."""
 
+from ..errors import CommitConflictError
 from .build import BuildReport, build
 from .delete import DeleteReport, delete
-from .layout import CommitConflictError
 from .rollback import RollbackReport, accept_rollback
 from .scan import Explain, FilePlan, IndexedDataset, dataset
 from .vacuum import VacuumReport, vacuum

@@ -30,11 +30,10 @@ import dataclasses
 import difflib
 import os
 import posixpath
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +42,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..errors import (
     ArrowIdxError,
     CommitConflictError,
@@ -56,29 +56,14 @@ from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
 from ..passes import ParquetColumns
-from ..storage import ObjectInfo, as_store, storage_error
+from ..progress import progress_bar
+from ..storage import ObjectInfo, Store, storage_error
+from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
 from .footer import NO_DATA_FILES, content_xxh64, read_footer
-from .layout import (
-    INDEX_DIR,
-    FileEntry,
-    IndexRef,
-    Manifest,
-    check_stale_option,
-    checksum,
-    commit_manifest,
-    entry_is_fresh,
-    fault_point,
-    file_infos,
-    join,
-    load_index_bytes,
-    load_manifest,
-    require_commit,
-    resolve,
-    same_content,
-    schema_to_b64,
-    with_commit_retries,
-    write_atomic,
-)
+from .freshness import check_stale_option, entry_is_fresh, load_index_bytes, same_content
+from .layout import INDEX_DIR, file_infos, join, write_atomic
+from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
+from .source import resolve
 from .tombstones import bury, drop, reapply
 
 
@@ -146,7 +131,7 @@ def _files(rows: Mapping[str, int], shown: int = 3) -> str:
 
 
 def index_one_file(
-    fs: pafs.FileSystem,
+    store: Store,
     root: str,
     rel: str,
     info: ObjectInfo | pafs.FileInfo,
@@ -158,9 +143,9 @@ def index_one_file(
     named by its content and ``writer``, the build that wrote it: see :class:`Uploads`)."""
     specs = parse_index_options(options)
     columns = sorted({s.column for s in specs})
-    footer = read_footer(fs, join(root, rel), info.size)
+    footer = read_footer(store, join(root, rel), info.size)
     try:
-        container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
+        container, file_options, indexed_schema, rows = _index_file(store.fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
     except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
@@ -176,15 +161,16 @@ def index_one_file(
     else:
         ref.file = f"{INDEX_DIR}/{rel}.{digest}{'-' + writer if writer else ''}.index"
         ref.layout = Container(container, ref.file).layout()  # so a query reads only its columns' bytes
-        write_atomic(fs, join(root, ref.file), container, root=root)
+        write_atomic(store, join(root, ref.file), container, root=root)
         fault_point("index-written")
-    content = content_xxh64(fs, join(root, rel), info.size)  # the file's identity when its stamp changes
+    content = content_xxh64(store, join(root, rel), info.size)  # the file's identity when its stamp changes
     return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None),
                      content_xxh64=content)  # fmt: skip
 
 
 def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
-    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``."""
+    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``
+    (``fs``: the store's pyarrow filesystem, which pyarrow reads the data through)."""
     with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
@@ -216,38 +202,19 @@ def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, st
     return out
 
 
-def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Mapping[str, str]) -> None:
+def _check_columns(store: Store, root: str, rels: list[str], options: Mapping[str, str]) -> None:
     """A column to index must exist in at least one file (else it is surely a typo)."""
     wanted = {s.column for s in parse_index_options(options)}
     seen: set[str] = set()
     for rel in rels:
         if not wanted:
             return
-        names = set(read_footer(fs, join(root, rel)).metadata.schema.to_arrow_schema().names)
+        names = set(read_footer(store, join(root, rel)).metadata.schema.to_arrow_schema().names)
         wanted -= names
         seen |= names
     if wanted and rels:
         hints = [f"{w!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(w, sorted(seen), n=1)) else repr(w) for w in sorted(wanted)]
         raise OptionError(f"column(s) {', '.join(hints)} to index are not a column of any data file (columns: {', '.join(sorted(seen))})")
-
-
-def show_progress(progress: bool | None) -> bool:
-    """``progress=None`` (the default everywhere): a bar only when stderr is a terminal."""
-    if progress is None:
-        isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty())
-    return bool(progress)
-
-
-def _progress(total: int, enabled: bool | None, what: str) -> Callable[[], None]:
-    if not show_progress(enabled) or total == 0:
-        return lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return lambda: None
-    bar = tqdm(total=total, unit="file", desc=what, leave=False)
-    return bar.update
 
 
 @dataclass
@@ -258,7 +225,7 @@ class BuildPlan:
     :func:`index_one_file` over ``todo``.
     """
 
-    fs: pafs.FileSystem
+    store: Store
     root: str
     options: dict[str, str]
     threshold: int
@@ -288,9 +255,9 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     """
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
-    fs, root, explicit = resolve(source, filesystem, storage_options)
+    store, root, explicit = resolve(source, filesystem, storage_options)
     check_option_keys(options or {}, what="arrowidx.build")
-    manifest = load_manifest(fs, root)
+    manifest = load_manifest(store, root)
     options = merge_options(manifest.options, options, replace=replace, drop=drop)
     if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
         raise OptionError(
@@ -300,12 +267,12 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     parse_index_options(options)  # fail on bad options before touching anything
     threshold = in_manifest_threshold(options)
     if explicit is None:  # one listing: every data file with its size and change stamp
-        listed = as_store(fs).list(root)
+        listed = store.list(root)
         rels = [posixpath.relpath(i.path, root) for i in listed]
         infos = dict(zip(rels, listed))
     else:
         rels = [posixpath.relpath(p, root) for p in explicit]
-        found = file_infos(fs, root, rels)
+        found = file_infos(store, root, rels)
         missing = [rel for rel, info in found.items() if info is None]
         if missing:
             raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
@@ -313,16 +280,16 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     todo, unchanged, repaired, restamped = [], [], [], []
     for rel in rels:
         entry, info = manifest.files.get(rel), infos[rel]
-        fresh = entry is not None and _entry_fresh(fs, root, entry, info, on_stale_deletions)
+        fresh = entry is not None and _entry_fresh(store, root, entry, info, on_stale_deletions)
         same = fresh and entry.index is not None and entry.content_xxh64 is not None  # (else indexed again, once)
-        if same and incremental and manifest.options == options and not _index_ok(fs, root, entry):
+        if same and incremental and manifest.options == options and not _index_ok(store, root, entry):
             same = False
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
         if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
             entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content, proved: trust the new stamp
             restamped.append(rel)
-    _check_columns(fs, root, todo, options)
+    _check_columns(store, root, todo, options)
     if explicit is None:  # every data file was listed: an entry whose file is gone leaves
         removed = sorted(set(manifest.files) - set(rels))
     else:  # some files named: the other entries (and their deletions) stay as they are
@@ -335,7 +302,7 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
                 f" built with ({_options_text(manifest.options)}); a build naming some files keeps the"
                 f" dataset's options. Build the whole dataset ({root}) to change them"
             )
-    return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
+    return BuildPlan(store, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
                      on_stale_deletions, repaired, restamped)  # fmt: skip
 
 
@@ -343,16 +310,16 @@ def _options_text(options: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
 
 
-def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
-    footer = lambda: read_footer(fs, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
-    content = lambda: content_xxh64(fs, join(root, entry.path), info.size)  # noqa: E731
+def _entry_fresh(store: Store, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
+    footer = lambda: read_footer(store, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
+    content = lambda: content_xxh64(store, join(root, entry.path), info.size)  # noqa: E731
     return entry_is_fresh(entry, info, footer, content=content, on_stale_deletions=on_stale_deletions)
 
 
-def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
+def _index_ok(store: Store, root: str, entry: FileEntry) -> bool:
     """False when the index is missing or fails its checksum (the build repairs it)."""
     try:
-        return load_index_bytes(fs, root, entry) is not None
+        return load_index_bytes(store, root, entry) is not None
     except ArrowIdxError:
         return False
 
@@ -391,7 +358,7 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     report.indexed.sort()
     manifest.files = {rel: manifest.files[rel] for rel in sorted(manifest.files)}
     manifest.options = plan.options
-    manifest = commit_manifest(plan.fs, plan.root, manifest, plan.base_version)
+    manifest = commit_manifest(plan.store, plan.root, manifest, plan.base_version)
     report.version = manifest.version
     report.seconds = time.perf_counter() - plan.started
     return report
@@ -451,7 +418,7 @@ class Uploads:
     def __init__(self) -> None:
         self.writer = uuid.uuid4().hex[:8]
         self.entries: dict[tuple, FileEntry] = {}
-        self.files: list[tuple[Any, str]] = []  # (filesystem, path) of the index files written
+        self.files: list[tuple[Store, str]] = []  # (store, path) of the index files written
         self.outcome_unknown = False
         self._lock = threading.Lock()
 
@@ -471,7 +438,7 @@ class Uploads:
     def add(self, plan: BuildPlan, rel: str, entry: FileEntry) -> None:
         with self._lock:
             if entry.index is not None and entry.index.file is not None:
-                self.files.append((plan.fs, join(plan.root, entry.index.file)))
+                self.files.append((plan.store, join(plan.root, entry.index.file)))
             key = self.key(rel, plan.infos.get(rel), plan.options)
             if key is not None:
                 self.entries[key] = dataclasses.replace(entry)
@@ -490,9 +457,9 @@ class Uploads:
         """Remove the index files written (the call failed for good)."""
         if self.outcome_unknown:
             return
-        for fs, path in self.files:
+        for store, path in self.files:
             try:
-                as_store(fs).delete(path)
+                store.delete(path)
             except (OSError, ArrowIdxError):
                 pass  # vacuum removes it later
 
@@ -504,14 +471,14 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
     plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
                       on_stale_deletions=on_stale_deletions, storage_options=storage_options)  # fmt: skip
     if will_commit(plan):
-        require_commit(plan.fs, plan.root)  # a store that cannot commit refuses before anything is uploaded
-    tick = _progress(len(plan.todo), progress, "arrowidx build")
+        require_commit(plan.store, plan.root)  # a store that cannot commit refuses before anything is uploaded
+    tick = progress_bar(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 
     def work(rel: str) -> FileEntry:
         entry = uploads.built(plan, rel)
         if entry is None:
-            entry = index_one_file(plan.fs, plan.root, rel, plan.infos[rel], plan.options, plan.threshold, uploads.writer)
+            entry = index_one_file(plan.store, plan.root, rel, plan.infos[rel], plan.options, plan.threshold, uploads.writer)
             uploads.add(plan, rel, entry)
         tick()
         return entry

@@ -24,12 +24,11 @@ import struct
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import xxhash
 
 from ..errors import ArrowIdxError, CorruptIndexError
-from ..storage import Store, as_store
+from ..storage import Store
 
 MAGIC = b"PAR1"
 TAIL_BYTES = 64 * 1024  # what pyarrow itself reads first for a footer
@@ -72,13 +71,12 @@ def stray_file_hint(path: str) -> str:
             f" (as _SUCCESS): move {name} out of the folder or rename it to _{name}")  # fmt: skip
 
 
-def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None) -> Footer:
+def read_footer(store: Store, path: str, size: int | None = None) -> Footer:
     """Read and parse the footer of the Parquet file at ``path``.
 
     Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
     Parquet file (too short, wrong magic, a footer length past the start of the file).
     """
-    store = as_store(fs)
     if size is None:
         info = store.stat([path])[0]
         if info is None:
@@ -103,11 +101,10 @@ def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None)
     return Footer(metadata, size, fingerprint(tail, size))
 
 
-def content_xxh64(fs: pafs.FileSystem | Store, path: str, size: int) -> str:
+def content_xxh64(store: Store, path: str, size: int) -> str:
     """The XXH64 (16 hex digits) of the whole file at ``path`` of ``size`` bytes, read in
     chunks of :data:`CONTENT_CHUNK` (never all in memory). A file that is not ``size`` bytes
     long any more changed while it was read: :class:`~arrowidx.errors.ArrowIdxError` naming it."""
-    store = as_store(fs)
     digest = xxhash.xxh64()
     position = 0
     while position < size:

@@ -25,18 +25,10 @@ import pyarrow.fs as pafs
 
 from ..deletion import read_deletion_vectors
 from ..errors import ArrowIdxError
-from ..storage import as_store
-from .layout import (
-    DELETION_DIR,
-    LATEST,
-    Manifest,
-    join,
-    latest_hint,
-    manifest_path,
-    metadata_listing,
-    read_manifest,
-    resolve,
-)
+from .commit import latest_hint, metadata_listing, read_manifest
+from .layout import DELETION_DIR, LATEST, join, manifest_path
+from .manifest import Manifest
+from .source import resolve
 
 
 @dataclass
@@ -87,8 +79,7 @@ def accept_rollback(
     (CLI: ``arrowidx accept-rollback PATH``). Nothing to accept (``LATEST`` names a version
     on disk, or nothing): the report says so and nothing is written.
     """
-    fs, root, _ = resolve(source, filesystem, storage_options)
-    store = as_store(fs)
+    store, root, _ = resolve(source, filesystem, storage_options)
     infos, _ = metadata_listing(store, root)
     newest = max(infos) if infos else 0
     named = latest_hint(store, root)
@@ -96,7 +87,7 @@ def accept_rollback(
     if named is None or named <= newest or store.stat([join(root, manifest_path(named))])[0] is not None:
         return report
     report.missing = list(range(newest + 1, named + 1))
-    left = read_manifest(fs, root, newest) if newest else Manifest()
+    left = read_manifest(store, root, newest) if newest else Manifest()
     referenced = left.referenced_files()
     for info in store.list(join(root, DELETION_DIR), hidden=True, missing_ok=True):
         rel = posixpath.relpath(info.path, root)

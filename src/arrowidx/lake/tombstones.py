@@ -4,7 +4,7 @@ A committed delete is never undone by a file leaving the lake and coming back. W
 writer takes an entry with deletions out of the manifest (a build finds its file gone, a
 file is re-indexed as other content with ``on_stale_deletions="read-full"``, a Spark
 overwrite replaces it), its deletions stay in the manifest as a
-:class:`~arrowidx.lake.layout.Tombstone`, keyed by the file's content (its size and the
+:class:`~arrowidx.lake.manifest.Tombstone`, keyed by the file's content (its size and the
 XXH64 of the whole file). A data file with that content that appears again, at any path
 (moved back, restored from a backup, synced again), gets those deletions back:
 
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from ..storage import ObjectInfo
-from .layout import FileEntry, Manifest, Tombstone
+from .manifest import FileEntry, Manifest, Tombstone
 
 
 def bury(manifest: Manifest, entry: FileEntry, version: int, now_ms: int | None = None) -> Tombstone | None:

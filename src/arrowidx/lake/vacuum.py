@@ -24,24 +24,18 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
-from ..storage import as_store
-from .layout import (
-    DELETION_DIR,
-    INDEX_DIR,
-    LATEST,
-    META_DIR,
+from ..storage import Store
+from .commit import (
     commit_manifest,
     current_manifest,
-    join,
     latest_hint,
     load_manifest,
-    manifest_path,
     manifest_versions,
     read_manifest,
-    resolve,
     with_commit_retries,
-    write_atomic,
 )
+from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
+from .source import resolve
 from .tombstones import expire
 
 DEFAULT_RETENTION = timedelta(days=7)
@@ -117,12 +111,11 @@ def vacuum(
     (``report.tombstones_dropped``).
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
     cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
-    fs, root, _ = resolve(source, filesystem, storage_options)
-    store = as_store(fs)
+    store, root, _ = resolve(source, filesystem, storage_options)
     current_manifest(store, root)  # a missing newest version: refused (MissingManifestError), nothing removed
-    dropped = _drop_tombstones(fs, root, cutoff_ms, dry_run)
+    dropped = _drop_tombstones(store, root, cutoff_ms, dry_run)
     listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours
-    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(fs, root):
+    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(store.fs, root):
         raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
     versions = manifest_versions(store, root)
     report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run, tombstones_dropped=dropped)
@@ -134,13 +127,13 @@ def vacuum(
     for version in reversed(versions):
         if successor_ms is not None and successor_ms < cutoff_ms:
             break  # superseded before the retention: no reader can still need it (nor older ones)
-        manifest = read_manifest(fs, root, version)  # a retained manifest must be readable
+        manifest = read_manifest(store, root, version)  # a retained manifest must be readable
         kept.append(version)
         referenced |= manifest.referenced_files()  # (tombstones' deletion files too)
         successor_ms = manifest.created_ms
     report.kept_versions = sorted(kept)
-    if latest_hint(fs, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
-        write_atomic(fs, join(root, LATEST), str(versions[-1]).encode(), root=root)
+    if latest_hint(store, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
+        write_atomic(store, join(root, LATEST), str(versions[-1]).encode(), root=root)
         report.latest_repaired = True
     doomed: list[tuple[str, int]] = [
         (manifest_path(v), -1) for v in versions if v < min(kept)
@@ -179,16 +172,16 @@ def _is_folder(fs: pafs.FileSystem, root: str) -> bool:
         return False
 
 
-def _drop_tombstones(fs: pafs.FileSystem, root: str, cutoff_ms: float, dry_run: bool) -> dict[str, int]:
+def _drop_tombstones(store: Store, root: str, cutoff_ms: float, dry_run: bool) -> dict[str, int]:
     """Drop the tombstones of the current manifest dropped before ``cutoff_ms`` (committed
     as a new version, unless ``dry_run``): ``{path the file had: deleted rows}``."""
 
     def attempt() -> dict[str, int]:
-        manifest = load_manifest(fs, root)
+        manifest = load_manifest(store, root)
         base = manifest.version
         old = expire(manifest, cutoff_ms)
         if old and not dry_run:
-            commit_manifest(fs, root, manifest, base)
+            commit_manifest(store, root, manifest, base)
         rows: dict[str, int] = {}
         for t in old:
             rows[t.path] = rows.get(t.path, 0) + t.deletion.cardinality

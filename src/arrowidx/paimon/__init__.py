@@ -3,10 +3,11 @@ deletion vectors (``arrowidx.paimon.open_table(path)``), add or rewrite their fi
 (``arrowidx.paimon.rewrite_file_index(path, options)``) and delete rows with deletion vectors
 Java reads (``arrowidx.paimon.delete(path, where)``). See docs/paimon.md."""
 
+from ..lake.plans import Explain, FilePlan
 from .cache import clear_caches
 from .delete_rows import DeleteReport, delete
 from .rewrite import RewriteReport, rewrite_file_index
-from .table import Explain, FilePlan, PaimonTable, open_table
+from .table import PaimonTable, open_table
 
 __all__ = [
     "DeleteReport", "Explain", "FilePlan", "PaimonTable", "RewriteReport", "clear_caches", "delete", "open_table",

@@ -21,6 +21,9 @@ base list, unmerged) and one new delta manifest holding, per rewritten data file
 its old entry followed by an ADD of the new one: the order Paimon's own compaction commits use,
 which its snapshot expiration relies on (an ADD after a DELETE of the same data file keeps the
 file). The index manifest (deletion vectors, hash index) is carried over unchanged.
+
+A writer that loses the race plans again on the new snapshot through the one retry loop every
+arrowidx writer shares (:func:`arrowidx.lake.commit.retry_on_conflict`).
 """
 
 from __future__ import annotations
@@ -30,19 +33,17 @@ import posixpath
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow.fs as pafs
 
+from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, PaimonTableError
-from ..lake.layout import fault_point
 from ..storage import as_store
 from .metadata import AvroFile, partition_stats, write_avro
 
 ADD, DELETE = 0, 1
-COMMIT_TRIES = 8
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # Java's BatchWriteBuilder.COMMIT_IDENTIFIER
 _LOCK = threading.Lock()
 
@@ -315,23 +316,3 @@ def _snapshot_document(previous: dict, new_id: int, schema_id: int, base: tuple[
     else:
         doc["statistics"] = statistics
     return doc
-
-
-# ----------------------------------------------------------------------------------------
-# Retrying: plan again on the new snapshot when another writer committed first
-# ----------------------------------------------------------------------------------------
-T = TypeVar("T")
-
-
-def retry_on_conflict(attempt: Callable[[int], T], tries: int = COMMIT_TRIES) -> T:
-    """``attempt(1)``, then ``attempt(2)``, ... while it raises :class:`CommitConflictError`
-    (another writer created the snapshot or schema it tried to create): each attempt plans
-    again on the latest snapshot. The last attempt's conflict is raised."""
-    for n in range(1, tries + 1):
-        try:
-            return attempt(n)
-        except CommitConflictError:
-            if n == tries:
-                raise
-            time.sleep(0.02 * n)
-    raise AssertionError("unreachable")

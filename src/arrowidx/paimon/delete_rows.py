@@ -48,13 +48,14 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import OptionError, PaimonTableError, UnsupportedTableError
+from ..expression import check_expression, expression_columns
 from ..filters import require_delete_filter, user_filter
-from ..lake.layout import fault_point
+from ..lake.commit import retry_on_conflict
 from ..lake.read import expression_mask
-from ..predicate import check_expression, expression_columns
-from .commit import ManifestLists, commit_snapshot, retry_on_conflict
+from .commit import ManifestLists, commit_snapshot
 from .dvindex import IndexFileWriter, apply_changes, read_index_files, target_size
 from .metadata import DataFile, plain_name, read_avro_file, read_bytes, read_schema, read_snapshot
 from .rewrite import default_threads, resolve_table
@@ -266,10 +267,10 @@ def run_local(threads: int | None = None, progress: bool | None = None) -> Runne
     """Match files on a thread pool of this process (pyarrow releases the GIL)."""
 
     def run(fs: pafs.FileSystem, tasks: list[MatchTask], where: Where, schema: pa.Schema) -> list[MatchResult]:
-        from ..lake.build import _progress
+        from ..progress import progress_bar
 
         matcher = where.compile(schema)
-        tick = _progress(len(tasks), progress, "arrowidx paimon delete")
+        tick = progress_bar(len(tasks), progress, "arrowidx paimon delete")
 
         def work(task: MatchTask) -> MatchResult:
             out = match_file(fs, task, matcher)

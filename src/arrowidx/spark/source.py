@@ -16,7 +16,6 @@ import functools
 import json
 import logging
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -27,22 +26,21 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from .. import facts
 from ..errors import ArrowIdxError, OptionError
+from ..expression import UnknownColumnError
 from ..filters import Filter, user_columns, user_filter
-from ..lake.layout import (
-    resolve,
-)
+from ..lake.plan import index_pruned
 from ..lake.read import column_bytes
-from ..lake.scan import IndexedDataset, _expression_fields
-from ..options import parse_memory_size
-from ..predicate import UnknownColumnError
-from ..storage import as_store
+from ..lake.scan import IndexedDataset
+from ..lake.source import resolve
+from ..sizes import parse_memory_size
 from .build import FORMAT_NAME
-from .datasets import _dataset_at
+from .datasets import dataset_at
 from .native import native_frame, plan_route, spark_uri
 from .session import ensure_worker_python
 from .sparksql import to_spark_sql
-from .translate import _to_spark_arrow, arrow_to_spark_schema
+from .translate import arrow_to_spark_schema, to_spark_arrow
 
 _LOG = logging.getLogger("arrowidx.spark")
 
@@ -50,7 +48,7 @@ _LOG = logging.getLogger("arrowidx.spark")
 class FilePartition(InputPartition):
     """Data files to read in one task, at the manifest version the query was planned on;
     ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
-    (see :meth:`arrowidx.lake.scan.IndexedDataset._read_plans`)."""
+    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
 
     def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
         super().__init__((paths, version, one_pass))
@@ -185,10 +183,6 @@ def _said_to_spark(method):
     return wrapper
 
 
-_PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
-_PLANNED_LOCK = threading.Lock()
-
-
 def absolute(path: str) -> str:
     """``path`` with a local relative path made absolute here (on the driver): executors run
     in other working directories."""
@@ -199,21 +193,18 @@ def absolute(path: str) -> str:
 def planning_dataset(
     path: str, on_corrupt: str = "raise", storage_options: Mapping[str, str] | None = None
 ) -> IndexedDataset:
-    """The dataset to plan on, kept by the planning process across queries (its opened
+    """The dataset to plan on, kept by the planning process across queries
+    (:data:`arrowidx.facts.OPEN`; its opened
     indexes, footers and deletion vectors are cached per file identity) and refreshed: the
     manifest re-read when its version changed, the files listed and stat-ed again. What is
     kept only saves time: every query refreshes it."""
-    fs, root, _ = resolve(path, None, storage_options)
-    key = (as_store(fs).key, root, on_corrupt)
-    with _PLANNED_LOCK:
-        data = _PLANNED.get(key)
-        if data is None:
-            if len(_PLANNED) >= 16:
-                _PLANNED.clear()
-            data = _PLANNED[key] = IndexedDataset(fs, root, on_corrupt=on_corrupt)
-        else:
-            data.refresh()
-    return data
+    store, root, _ = resolve(path, None, storage_options)
+    key = ("spark planning dataset", store.key, root, on_corrupt)
+    data = facts.OPEN.peek(key)
+    if data is not None:
+        data.refresh()
+        return data
+    return facts.OPEN.get(key, lambda: (IndexedDataset(store, root, on_corrupt=on_corrupt), 4 << 20))
 
 
 class _Reader(DataSourceReader):
@@ -237,8 +228,8 @@ class _Reader(DataSourceReader):
     @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
-            fs, root, _ = resolve(self.path, None, self.storage)
-            data = _dataset_at(fs, root, self.version, self.on_corrupt)
+            store, root, _ = resolve(self.path, None, self.storage)
+            data = dataset_at(store, root, self.version, self.on_corrupt)
             data.restat(list(self.files))
         else:
             data = planning_dataset(self.path, self.on_corrupt, self.storage)
@@ -248,21 +239,21 @@ class _Reader(DataSourceReader):
         one_pass = True
         if expr is None and where.residual is None and self.files is None:
             # sizes from the file system: files added since the build are not in the manifest
-            files = [(rel, data._info(rel).size) for rel in data.files]
+            files = [(rel, data.lake.info(rel).size) for rel in data.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
             residual = where.residual.columns if where.residual is not None else []
-            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema)) + residual))
+            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(data.lake.columns_of(expr)) + residual))
             if self.files is None:
                 plans = data.plan(expr, statistics=expr)
             else:
                 bound: dict = {}
                 statistics = False if expr is None else expr
                 plans = [data.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
-            one_pass = not data._index_pruned(plans)
+            one_pass = not index_pruned(plans)
             files = [
-                (plan.path, column_bytes(data.footer(plan.path), plan.row_groups, columns, compressed=True))
+                (plan.path, column_bytes(data.lake.footer(plan.path), plan.row_groups, columns, compressed=True))
                 for plan in plans
                 if plan.row_groups
             ]
@@ -275,8 +266,8 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        fs, root, _ = resolve(self.path, None, self.storage)
-        data = _dataset_at(fs, root, partition.version, self.on_corrupt)
+        store, root, _ = resolve(self.path, None, self.storage)
+        data = dataset_at(store, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
@@ -291,7 +282,7 @@ class _Reader(DataSourceReader):
             if table is None or table.num_rows == 0:
                 continue
             table = where.apply_table(table, columns)
-            yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
+            yield from to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
 
 
 class ArrowIdxDataSource(DataSource):
@@ -337,8 +328,8 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def schema(self):
         self._check_path()
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        data = IndexedDataset(fs, root)
+        store, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(store, root)
         load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
         return arrow_to_spark_schema(data.schema)
 
@@ -460,12 +451,12 @@ def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: lis
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    read = data._read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
     tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return spark.createDataFrame([], out_schema)  # (a union with an empty local relation costs nothing)
-    table = _to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
+    table = to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
     return spark.createDataFrame(table, schema=out_schema)
 
 

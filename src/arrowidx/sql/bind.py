@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import fold as folding
 from .errors import WhereError, where_error
-from .functions import NoMatch, choose
+from .functions import PART_FUNCTIONS, STRING_FUNCTIONS, SUPPORTED, NoMatch, btype, choose  # noqa: F401 (re-exported)
 from .parse import MARKER, original_position
 from .tree import Call, Column, Constant, Failure, Node, boolean
 from .types import (
@@ -22,14 +22,12 @@ from .types import (
     DECIMAL,
     DOUBLE,
     NULL,
-    STRING_LITERAL,
     VARCHAR,
     SqlType,
     T,
     comparison_type,
     decimal_props,
     from_arrow,
-    integer_literal,
     literal_type,
     try_max_type,
     type_name,
@@ -51,30 +49,6 @@ _TYPES = {
 
 _PARTS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOW", "DOY", "WEEK", "EPOCH", "DAYOFWEEK", "DAYOFYEAR",
           "ISODOW", "MILLISECOND", "MICROSECOND", "MILLISECONDS", "MICROSECONDS"}  # fmt: skip
-_PART_FUNCTIONS = {"Year": "year", "Month": "month", "Day": "day", "Hour": "hour", "Minute": "minute", "Second": "second",
-                   "Quarter": "quarter", "DayOfWeek": "dayofweek", "DayOfYear": "dayofyear", "Week": "week", "WeekOfYear": "week",
-                   "TimeToUnix": "epoch", "DayOfMonth": "day", "DayOfWeekIso": "isodow"}  # fmt: skip
-_STRING_FUNCTIONS = {"Lower": "lower", "Upper": "upper", "Length": "length", "Reverse": "reverse", "StartsWith": "starts_with",
-                     "EndsWith": "ends_with", "Contains": "contains", "Left": "left", "Right": "right"}  # fmt: skip
-SUPPORTED = (
-    "lower, upper, length, substring, left, right, trim, ltrim, rtrim, concat, ||, replace, reverse, starts_with, "
-    "ends_with, contains, strpos, regexp_matches, abs, round, floor, ceil, sign, isnan, isinf, isfinite, year, month, "
-    "day, hour, minute, second, quarter, dayofweek, dayofyear, week, epoch, extract, date_part, date_trunc, coalesce, "
-    "ifnull, nullif, if, CASE, CAST, TRY_CAST, current_date, now"
-)
-
-
-def btype(node: Node) -> SqlType:
-    """The type DuckDB binds an operand with (ExpressionBinder::GetExpressionReturnType): a
-    literal integer is INTEGER_LITERAL, a literal string STRING_LITERAL."""
-    if isinstance(node, Constant) and node.literal:
-        if node.type.id == "VARCHAR":  # (a NULL too: DuckDB's bound constant)
-            return STRING_LITERAL
-        if node.type.integral and node.value is not None:
-            return integer_literal(node.value)
-    return node.type
-
-
 class Binder:
     def __init__(self, text: str, schema: pa.Schema, interface: str, lists, shifts, time_zone: str | None = None):
         self.text, self.schema, self.interface = text, schema, interface

@@ -4,9 +4,10 @@ Messages name a function as the user typed it (sqlglot renames ``lcase`` to ``Lo
 
 from __future__ import annotations
 
-from .bind import _PART_FUNCTIONS, _STRING_FUNCTIONS, SUPPORTED, Binder, btype
+from typing import TYPE_CHECKING
+
 from .fold import simplify
-from .functions import ALIASES, OVERLOADS
+from .functions import ALIASES, OVERLOADS, PART_FUNCTIONS, STRING_FUNCTIONS, SUPPORTED, btype
 from .tree import Call, Constant, Node
 from .types import BIGINT, DECIMAL, DOUBLE, VARCHAR, SqlType, type_name
 
@@ -19,6 +20,9 @@ _TRUNC_WORDS = {"year", "quarter", "month", "week", "day", "hour", "minute", "se
                 "decade", "century", "millennium"}  # fmt: skip
 _SPARK_CASTS = {"DOUBLE": "DOUBLE", "FLOAT": "FLOAT", "INT": "INTEGER", "BIGINT": "BIGINT", "SMALLINT": "SMALLINT",
                 "TINYINT": "TINYINT", "STRING": "VARCHAR", "BOOLEAN": "BOOLEAN", "BINARY": "BLOB"}  # fmt: skip
+
+if TYPE_CHECKING:  # (an annotation: bind imports this module when it binds a function)
+    from .bind import Binder
 
 
 def bind_function(b: Binder, e, pos: int) -> Node:  # noqa: C901 - one branch per sqlglot node class
@@ -37,8 +41,8 @@ def bind_function(b: Binder, e, pos: int) -> Node:  # noqa: C901 - one branch pe
             raise b.error(f"{typed}() takes fewer arguments", pos)
     if isinstance(e, exp.Substring) and e.args.get("start") is None:
         raise b.error(f"{typed}() takes a string and a start position, e.g. {typed}(s, 2)", pos)
-    if name in _STRING_FUNCTIONS:
-        fn = _STRING_FUNCTIONS[name]
+    if name in STRING_FUNCTIONS:
+        fn = STRING_FUNCTIONS[name]
         return b.call(fn, args_of(e.this, e.args.get("expression")), e, display=typed)
     if isinstance(e, exp.Substring):
         return b.call("substring", args_of(e.this, e.args.get("start"), e.args.get("length")), e, display=typed)
@@ -74,9 +78,9 @@ def bind_function(b: Binder, e, pos: int) -> Node:  # noqa: C901 - one branch pe
     if isinstance(e, (exp.IsNan, exp.IsInf)) or key in ("isnan", "isinf", "isfinite"):
         fn = key or ("isnan" if isinstance(e, exp.IsNan) else "isinf")
         return b.call(fn, args_of(e.this) if not anonymous else args_of(*e.expressions), e, display=typed)
-    if name in _PART_FUNCTIONS or key in OVERLOADS and key in ("year", "month", "day", "hour", "minute", "second", "quarter",
+    if name in PART_FUNCTIONS or key in OVERLOADS and key in ("year", "month", "day", "hour", "minute", "second", "quarter",
                                                               "dayofweek", "dayofyear", "week", "isodow", "epoch"):  # fmt: skip
-        fn = _PART_FUNCTIONS.get(name) or key
+        fn = PART_FUNCTIONS.get(name) or key
         args = args_of(e.this) if not anonymous else args_of(*e.expressions)
         return b.call(fn, args, e, display=typed)
     if isinstance(e, exp.Extract) or key == "date_part":

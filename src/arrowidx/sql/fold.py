@@ -561,7 +561,7 @@ def regexp(arg: Node, pattern: str, options: str, pos: int, binder) -> Node:
 def long_in_list(binder, arg: Node, raw, pos: int) -> Node:
     """``arg IN (many literals)``: the list's type found as DuckDB finds it (from the kinds of
     literal in it), its values converted in bulk."""
-    from .bind import btype
+    from .functions import btype
 
     texts, nulls, kind = raw
     t = btype(arg)

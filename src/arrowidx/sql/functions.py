@@ -7,7 +7,16 @@ choice, so a tie or a cheaper overload is found exactly where DuckDB finds it.
 
 from __future__ import annotations
 
-from .types import DECIMAL, NUMERIC, SqlType, implicit_cast_cost, type_name
+from .tree import Constant, Node
+from .types import (
+    DECIMAL,
+    NUMERIC,
+    STRING_LITERAL,
+    SqlType,
+    implicit_cast_cost,
+    integer_literal,
+    type_name,
+)
 
 # DuckDB's LogicalType::Numeric() order
 NUMERIC_ORDER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
@@ -166,3 +175,28 @@ def signature(name: str, args: list[SqlType]) -> str:
 
 def is_numeric_name(name: str) -> bool:
     return name in NUMERIC
+
+
+# The functions a filter may call, as sqlglot names them, and the type DuckDB binds an operand with
+PART_FUNCTIONS = {"Year": "year", "Month": "month", "Day": "day", "Hour": "hour", "Minute": "minute", "Second": "second",
+                   "Quarter": "quarter", "DayOfWeek": "dayofweek", "DayOfYear": "dayofyear", "Week": "week", "WeekOfYear": "week",
+                   "TimeToUnix": "epoch", "DayOfMonth": "day", "DayOfWeekIso": "isodow"}  # fmt: skip
+STRING_FUNCTIONS = {"Lower": "lower", "Upper": "upper", "Length": "length", "Reverse": "reverse", "StartsWith": "starts_with",
+                     "EndsWith": "ends_with", "Contains": "contains", "Left": "left", "Right": "right"}  # fmt: skip
+SUPPORTED = (
+    "lower, upper, length, substring, left, right, trim, ltrim, rtrim, concat, ||, replace, reverse, starts_with, "
+    "ends_with, contains, strpos, regexp_matches, abs, round, floor, ceil, sign, isnan, isinf, isfinite, year, month, "
+    "day, hour, minute, second, quarter, dayofweek, dayofyear, week, epoch, extract, date_part, date_trunc, coalesce, "
+    "ifnull, nullif, if, CASE, CAST, TRY_CAST, current_date, now"
+)
+
+
+def btype(node: Node) -> SqlType:
+    """The type DuckDB binds an operand with (ExpressionBinder::GetExpressionReturnType): a
+    literal integer is INTEGER_LITERAL, a literal string STRING_LITERAL."""
+    if isinstance(node, Constant) and node.literal:
+        if node.type.id == "VARCHAR":  # (a NULL too: DuckDB's bound constant)
+            return STRING_LITERAL
+        if node.type.integral and node.value is not None:
+            return integer_literal(node.value)
+    return node.type

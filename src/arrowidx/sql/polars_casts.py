@@ -19,7 +19,7 @@ from .types import SqlType, fits, int_range, stamp_unit, type_name
 
 _INT_PL = {"TINYINT": "Int8", "SMALLINT": "Int16", "INTEGER": "Int32", "BIGINT": "Int64", "HUGEINT": "Int128",
            "UTINYINT": "UInt8", "USMALLINT": "UInt16", "UINTEGER": "UInt32", "UBIGINT": "UInt64"}  # fmt: skip
-_PL_UNIT = {"s": "ms", "ms": "ms", "us": "us", "ns": "ns"}
+PL_UNIT = {"s": "ms", "ms": "ms", "us": "us", "ns": "ns"}
 
 
 def pl_type(t: SqlType):
@@ -33,7 +33,7 @@ def pl_type(t: SqlType):
     if t.id in simple:
         return simple[t.id]
     if t.stamp:
-        return pl.Datetime(_PL_UNIT[stamp_unit(t)], "UTC" if t.zoned else None)
+        return pl.Datetime(PL_UNIT[stamp_unit(t)], "UTC" if t.zoned else None)
     raise ValueError(f"no Polars type for {type_name(t)}")
 
 
@@ -50,7 +50,7 @@ def stamp_from_ints(ints, t: SqlType):
 
     if stamp_unit(t) == "s":  # (held in milliseconds; DuckDB's infinities stay the largest values)
         ints = pl.when(ints.abs() >= V.STAMP_INF).then(ints).otherwise(ints * 1000)
-    return ints.cast(pl.Int64).cast(pl.Datetime(_PL_UNIT[stamp_unit(t)], "UTC" if t.zoned else None))
+    return ints.cast(pl.Int64).cast(pl.Datetime(PL_UNIT[stamp_unit(t)], "UTC" if t.zoned else None))
 
 
 def per_value(expr, fn: Callable, frm: SqlType, out_type):
@@ -78,14 +78,14 @@ def per_value(expr, fn: Callable, frm: SqlType, out_type):
             distinct = uniq.to_numpy(zero_copy_only=False).view(np.float32 if arr.type == pa.float32() else np.float64).tolist()
         else:
             distinct = uniq.to_pylist()
-        mapped = [fn(_from_polars_value(v, frm)) for v in distinct]
+        mapped = [fn(from_polars_value(v, frm)) for v in distinct]
         table = pl.Series("v", mapped, dtype=out_type, strict=False)
         return table.gather(pl.from_arrow(index)).alias(series.name)
 
     return expr.map_batches(run, return_dtype=out_type, is_elementwise=True)
 
 
-def _from_polars_value(v, t: SqlType):
+def from_polars_value(v, t: SqlType):
     """A Python value Polars gives (``to_pylist``) in :mod:`.values`' form."""
     import datetime as dt
     import decimal
@@ -169,7 +169,7 @@ class CastLowering:
             if t == "DECIMAL":
                 rescaled = _rescale(x, frm.scale, to.scale)
                 return rescaled if _holds(frm, to) else _in_width(rescaled, to.width)
-            from .to_polars import true_divide
+            from .polars_exprs import true_divide
 
             if t == "DOUBLE" and frm.width <= 15:
                 return true_divide(x.cast(pl.Float64), pl.lit(float(10**frm.scale)), pl.Float64)
@@ -179,7 +179,7 @@ class CastLowering:
         # from FLOAT / DOUBLE
         if to.integral:
             lo, hi = int_range(t)
-            from .to_polars import round_half_even
+            from .polars_exprs import round_half_even
 
             r = round_half_even(x.cast(pl.Float64))
             ok = r.is_finite() & (r >= float(lo)) & (r < float(hi) + 1.0)
@@ -187,7 +187,7 @@ class CastLowering:
                 ok = ok & (r < float(2**63 if t == "BIGINT" else 2**64 if t == "UBIGINT" else 2**127))
             return pl.when(ok).then(r).otherwise(None).cast(pl_type(to), strict=False)
         if t == "DECIMAL":
-            from .to_polars import round_half_away
+            from .polars_exprs import round_half_away
 
             scaled = round_half_away(x.cast(pl.Float64) * float(10**to.scale))
             ok = scaled.is_finite() & (scaled.abs() < float(10**to.width))
@@ -210,13 +210,13 @@ class CastLowering:
             limit = (2**63 - 1) // per_day
             ints = pl.when(days.abs() <= limit).then(days * per_day).otherwise(None)
             if to.zoned:
-                out = _local_to_utc(ints.cast(pl.Datetime(_PL_UNIT[unit])), zone or to.tz or "UTC", _PL_UNIT[unit])
+                out = _local_to_utc(ints.cast(pl.Datetime(PL_UNIT[unit])), zone or to.tz or "UTC", PL_UNIT[unit])
             else:
                 out = stamp_from_ints(ints, to)
             inf = stamp_from_ints(pl.when(x.cast(pl.Int32) > 0).then(V.STAMP_INF).otherwise(-V.STAMP_INF), to)
             return pl.when(infinite).then(inf).otherwise(out)
         if to.id == "DATE":
-            unit = _PL_UNIT[stamp_unit(frm)]
+            unit = PL_UNIT[stamp_unit(frm)]
             if stamp_unit(frm) == "ns":  # DuckDB rounds to microseconds first
                 x = stamp_from_ints(_narrow(stamp_ints(x, frm), 1000), SqlType("TIMESTAMPTZ" if frm.zoned else "TIMESTAMP"))
                 unit = "us"
@@ -224,7 +224,7 @@ class CastLowering:
             return local.dt.date()
         ints = stamp_ints(x, frm)
         if frm.zoned and not to.zoned:
-            ints = stamp_ints(_utc_to_local(x, zone or frm.tz or "UTC", _PL_UNIT[stamp_unit(frm)]).dt.replace_time_zone("UTC"), frm)
+            ints = stamp_ints(_utc_to_local(x, zone or frm.tz or "UTC", PL_UNIT[stamp_unit(frm)]).dt.replace_time_zone("UTC"), frm)
         a, b = V.UNIT_PER_SECOND[stamp_unit(frm)], V.UNIT_PER_SECOND[stamp_unit(to)]
         if b >= a:
             factor = b // a
@@ -235,7 +235,7 @@ class CastLowering:
         out = stamp_from_ints(out_ints, to)
         if to.zoned and not frm.zoned:
             naive = out.dt.replace_time_zone(None)
-            return _local_to_utc(naive, zone or to.tz or "UTC", _PL_UNIT[stamp_unit(to)])
+            return _local_to_utc(naive, zone or to.tz or "UTC", PL_UNIT[stamp_unit(to)])
         return out
 
     # text
@@ -403,3 +403,20 @@ def _local_to_utc(naive, zone: str, unit: str = "us"):
 def check_fits(value: int, t: SqlType) -> bool:
     return fits(value, t.id)
 
+
+def literal(value, t: SqlType):
+    """A constant as a Polars expression of ``t``'s Polars type."""
+    import polars as pl
+
+    if t.id == "NULL":
+        return pl.lit(None)
+    dtype = pl_type(t)
+    if value is None:
+        return pl.lit(None, dtype=dtype)
+    if t.id == "DATE":
+        return pl.lit(value, dtype=pl.Int32).cast(pl.Date)
+    if t.stamp:
+        return stamp_from_ints(pl.lit(value, dtype=pl.Int64), t)
+    if t.id in ("FLOAT",):
+        return pl.lit(np.float32(value), dtype=pl.Float32)
+    return pl.lit(value, dtype=dtype)

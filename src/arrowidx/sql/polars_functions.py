@@ -3,8 +3,16 @@ date/time arithmetic with constant INTERVALs."""
 
 from __future__ import annotations
 
-from .polars_casts import _PL_UNIT, from_near, near_calendar, pl_type, stamp_from_ints, stamp_ints
-from .to_polars import literal, lower_text, round_half_away, true_divide, upper_text
+from .polars_casts import (
+    PL_UNIT,
+    from_near,
+    literal,
+    near_calendar,
+    pl_type,
+    stamp_from_ints,
+    stamp_ints,
+)
+from .polars_exprs import lower_text, round_half_away, true_divide, upper_text
 from .tree import Call, Constant
 from .types import SqlType, int_range, stamp_unit
 from .values import UNIT_PER_SECOND, Interval
@@ -256,7 +264,7 @@ def temporal_arithmetic(lowering, node: Call, a, b, reach):
     if src.id == "DATE" or src.id in ("TIMESTAMP_S", "TIMESTAMP_MS"):
         a = a.cast(pl.Datetime("us"))
         src = SqlType("TIMESTAMP")
-    unit = _PL_UNIT[stamp_unit(src)]
+    unit = PL_UNIT[stamp_unit(src)]
     a, cycles = near_calendar(a, unit)  # (Polars' calendar ends near the year 262,000)
     local = a.dt.convert_time_zone(lowering.zone or src.tz or "UTC") if src.zoned else a
     if months:

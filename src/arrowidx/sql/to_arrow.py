@@ -334,7 +334,7 @@ def _arrow_values(values: list, t: SqlType, arrow_type: pa.DataType) -> pa.Array
 
 def _series_values(values, t: SqlType) -> list:
     """A long IN list's values (a Polars series or an Arrow array) in :mod:`.values` form."""
-    from .polars_casts import _from_polars_value
+    from .polars_casts import from_polars_value
 
     if hasattr(values, "to_list"):  # a Polars series
         import polars as pl
@@ -347,7 +347,7 @@ def _series_values(values, t: SqlType) -> list:
             from .polars_casts import stamp_ints
 
             return [v for v in pl.select(stamp_ints(pl.lit(values), t)).to_series().to_list() if v is not None]
-        return [_from_polars_value(v, t) for v in values.to_list() if v is not None]
+        return [from_polars_value(v, t) for v in values.to_list() if v is not None]
     return [v for v in values.to_pylist() if v is not None]
 
 

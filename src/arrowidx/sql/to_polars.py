@@ -21,7 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import values as V
-from .polars_casts import CastLowering, decimal_text, pl_type, stamp_from_ints, stamp_ints
+from .polars_casts import CastLowering, decimal_text, literal, pl_type, stamp_ints
+from .polars_exprs import (  # noqa: F401
+    UPPER_FIX,
+    lower_text,
+    round_half_away,
+    round_half_even,
+    true_divide,
+    upper_text,
+)
 from .tree import Call, Column, Constant, Failure, Node, Visitor
 from .types import SqlType, int_range, stamp_unit, type_name
 
@@ -40,7 +48,6 @@ class Check:
 _OVERFLOW_NAMES = {"TINYINT": "INT8", "SMALLINT": "INT16", "INTEGER": "INT32", "BIGINT": "INT64", "HUGEINT": "INT128",
                    "UTINYINT": "UINT8", "USMALLINT": "UINT16", "UINTEGER": "UINT32", "UBIGINT": "UINT64"}  # fmt: skip
 _OP_WORDS = {"+": "addition", "-": "subtraction", "*": "multiplication", "//": "division", "%": "modulo", "/": "division"}
-UPPER_FIX = "\u019b\u0264\u0277\u027c\ua7d3\ua7d5\uab4b\uab4c"  # their upper case is newer than DuckDB's Unicode
 
 
 class PolarsLowering(CastLowering, Visitor):
@@ -300,24 +307,6 @@ class PolarsLowering(CastLowering, Visitor):
 # -- helpers -----------------------------------------------------------------------------------------
 
 
-def literal(value, t: SqlType):
-    """A constant as a Polars expression of ``t``'s Polars type."""
-    import polars as pl
-
-    if t.id == "NULL":
-        return pl.lit(None)
-    dtype = pl_type(t)
-    if value is None:
-        return pl.lit(None, dtype=dtype)
-    if t.id == "DATE":
-        return pl.lit(value, dtype=pl.Int32).cast(pl.Date)
-    if t.stamp:
-        return stamp_from_ints(pl.lit(value, dtype=pl.Int64), t)
-    if t.id in ("FLOAT",):
-        return pl.lit(np.float32(value), dtype=pl.Float32)
-    return pl.lit(value, dtype=dtype)
-
-
 def stamp_from_series(values: list[int], t: SqlType):
     import polars as pl
 
@@ -376,35 +365,6 @@ def _show(x, t: SqlType):
     return x.cast(pl.String).fill_null("NULL")
 
 
-def lower_text(x):
-    """DuckDB's lower(): Unicode's simple lower case (pyarrow's utf8_lower is the same)."""
-    import polars as pl
-    import pyarrow.compute as pc
-
-    return x.map_batches(lambda s: pl.from_arrow(pc.utf8_lower(s.to_arrow())), return_dtype=pl.String, is_elementwise=True)
-
-
-def upper_text(x):
-    """DuckDB's upper(): Unicode's simple upper case as of DuckDB's utf8proc (pyarrow's is
-    newer for eight letters, which are left as they are)."""
-    import polars as pl
-    import pyarrow.compute as pc
-
-    def run(s: pl.Series) -> pl.Series:
-        arr = s.cast(pl.String).to_arrow()
-        if pc.any(pc.match_substring_regex(arr, f"[{UPPER_FIX}]")).as_py():
-            marks = [chr(0xF0000 + i) for i in range(len(UPPER_FIX))]
-            for ch, mark in zip(UPPER_FIX, marks):
-                arr = pc.replace_substring(arr, ch, mark)
-            arr = pc.utf8_upper(arr)
-            for ch, mark in zip(UPPER_FIX, marks):
-                arr = pc.replace_substring(arr, mark, ch)
-            return pl.from_arrow(arr)
-        return pl.from_arrow(pc.utf8_upper(arr))
-
-    return x.map_batches(run, return_dtype=pl.String, is_elementwise=True)
-
-
 def like_regex(pattern: str, escape: str | None) -> str:
     out = []
     i = 0
@@ -447,45 +407,3 @@ def run(frame, exprs):
     return frame.select(exprs)
 
 
-def round_half_away(x):
-    """``x`` rounded to an integer, halves away from zero (C's ``round``), exactly: Polars'
-    ``round(mode=...)`` loses its mode where the rounded expression is shared (Polars 2.1)."""
-    import polars as pl
-
-    t = pl.when(x >= 0).then(x.floor()).otherwise(x.ceil())
-    d = (x - t).abs()
-    return pl.when(d >= 0.5).then(t + pl.when(x > 0).then(1.0).otherwise(-1.0)).otherwise(t)
-
-
-def round_half_even(x):
-    """``x`` rounded to an integer, halves to even (C's ``nearbyint``)."""
-    import polars as pl
-
-    t = pl.when(x >= 0).then(x.floor()).otherwise(x.ceil())
-    d = (x - t).abs()
-    step = pl.when(x > 0).then(1.0).otherwise(-1.0)
-    odd = (t % 2.0) != 0.0
-    return pl.when((d > 0.5) | ((d == 0.5) & odd)).then(t + step).otherwise(t)
-
-
-def true_divide(a, b, dtype=None):
-    """``a / b`` in IEEE arithmetic (Polars divides by a constant with its reciprocal, which
-    is not the correctly rounded quotient DuckDB computes)."""
-    import polars as pl
-
-    def run_divide(series):
-        x, y = series
-        n = max(x.len(), y.len())
-        if x.len() != n:
-            x = pl.repeat(x[0], n, eager=True, dtype=x.dtype)
-        if y.len() != n:
-            y = pl.repeat(y[0], n, eager=True, dtype=y.dtype)
-        kind = np.float32 if x.dtype == pl.Float32 and y.dtype == pl.Float32 else np.float64
-        xv = x.cast(pl.Float32 if kind is np.float32 else pl.Float64).to_numpy(allow_copy=True).astype(kind)
-        yv = y.cast(pl.Float32 if kind is np.float32 else pl.Float64).to_numpy(allow_copy=True).astype(kind)
-        with np.errstate(all="ignore"):
-            out = pl.Series(x.name, np.divide(xv, yv))
-        nulls = x.is_null() | y.is_null()
-        return out.set(nulls, None) if nulls.any() else out
-
-    return pl.map_batches([a, b], run_divide, return_dtype=dtype or pl.Float64, is_elementwise=True)

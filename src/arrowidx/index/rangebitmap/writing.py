@@ -13,7 +13,8 @@ import numpy as np
 from pyroaring import BitMap
 
 from ..._roaring import to_portable
-from .bitslice import EMPTY_PORTABLE, VERSION_1, bit_masks, bitmap_from_mask
+from .bitslice import EMPTY_PORTABLE, VERSION_1
+from .bitwords import bit_masks, bitmap_from_mask
 
 
 class BitSlices:
