@@ -1,7 +1,8 @@
 """``arrowidx.build``: index every data file of a Parquet dataset, incrementally.
 
-Each file is read batch by batch, only its indexed columns, and streamed through
-:func:`arrowidx.write_file_index`. Containers up to ``file-index.in-manifest-threshold``
+Each file is read one indexed column at a time, row group by row group (a range bitmap's
+column twice), and its indexes built in memory bounded by a batch and the indexes
+(:mod:`arrowidx.passes`). Containers up to ``file-index.in-manifest-threshold``
 bytes (default 500) are embedded in the manifest, larger ones go to
 ``_arrowidx/index/<data file>.<xxh64>-<writer>.index`` (named by content and by the build call
 that wrote it, so a committed index file is never overwritten and a build that fails for good
@@ -50,10 +51,11 @@ from ..errors import (
     StaleDeletionError,
     UnsupportedTypeError,
 )
-from ..file_index import write_file_index
+from ..file_index import index_container
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
+from ..passes import ColumnSource, ParquetColumns
 from ..progress import progress_bar
 from ..storage import ObjectInfo, Store, storage_error
 from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
@@ -65,8 +67,6 @@ from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
 from .source import resolve
 from .structure import commit_lake_index, keyed_columns
 from .tombstones import bury, drop, reapply
-
-BATCH_ROWS = 256 * 1024
 
 
 @dataclass
@@ -184,18 +184,31 @@ def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str
         for spec in specs:  # size bloom filters for this file unless the user chose `items`
             if spec.index_type == "bloom-filter" and "items" not in spec.options and spec.column in present:
                 file_options[f"file-index.bloom-filter.{spec.column}.items"] = str(max(parquet.metadata.num_rows, 1))
-        batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
         indexed_schema = pa.schema([schema.field(c) for c in present])
         keys = FileKeys(indexed_schema, keyed_columns(indexed_schema))
-        container = write_file_index(_keyed(_with_schema(batches, indexed_schema), keys), file_options)
-        return container, file_options, indexed_schema, parquet.metadata.num_rows, keys.finish()
+        # column by column, each read row group by row group (again for a range bitmap's 2nd pass);
+        # the first pass over a keyed column also collects its keys for the lake index
+        keying = _Keying(ParquetColumns(parquet), keys)
+        container = index_container(keying, file_options)
+        found = {c: hashes if c in keying.read_whole else None for c, hashes in keys.finish().items()}  # (a column not read: not covered)
+        return container, file_options, indexed_schema, parquet.metadata.num_rows, found
 
 
-def _keyed(batches, keys: FileKeys):
-    """``batches``, each also added to ``keys``."""
-    for batch in batches:
-        keys.add(batch)
-        yield batch
+class _Keying(ColumnSource):
+    """``source``'s columns, the first pass over each keyed column also added to ``keys``."""
+
+    def __init__(self, source: ColumnSource, keys: FileKeys):
+        self.source, self.keys, self.schema = source, keys, source.schema
+        self.read_whole: set[str] = set()  # the keyed columns read to the end
+
+    def read(self, column: str):
+        tap = column in self.keys.types and column not in self.read_whole
+        for array in self.source.read(column):
+            if tap:
+                self.keys.add_array(column, array)
+            yield array
+        if tap:
+            self.read_whole.add(column)
 
 
 def key_file(store: Store, root: str, entry: FileEntry) -> dict | None:
@@ -228,16 +241,6 @@ def upgrading(plan: BuildPlan) -> bool:
         return False
     entry = plan.manifest.files.get(plan.unchanged[0])
     return entry is not None and entry.index is not None and bool(keyed_columns(entry.index.arrow_schema()))
-
-
-def _with_schema(batches, schema: pa.Schema):
-    """Batches, or one empty batch when the file has no rows (so types are still checked)."""
-    empty = True
-    for batch in batches:
-        empty = False
-        yield batch
-    if empty:
-        yield pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, str]:

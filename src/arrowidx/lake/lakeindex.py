@@ -138,10 +138,14 @@ class FileKeys:
         self._counts = dict.fromkeys(self.types, 0)
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
-        for column, parts in self._parts.items():
-            if parts is None:
-                continue
-            found = column_hashes(batch.column(column), self.types[column])
+        for column in self._parts:
+            self.add_array(column, batch.column(column))
+
+    def add_array(self, column: str, array: pa.Array | pa.ChunkedArray) -> None:
+        """One column's values (a batch of them)."""
+        parts = self._parts[column]
+        if parts is not None:
+            found = column_hashes(array, self.types[column])
             parts.append(found)
             self._counts[column] += len(found)
             if self._counts[column] > MAX_KEYS_PER_FILE:  # an upper bound: maybe too many

@@ -60,7 +60,8 @@ from ..options import (
     in_manifest_threshold,
     parse_index_options,
 )
-from ..types import column_keys, paimon_type
+from ..passes import ParquetColumns, index_columns
+from ..types import paimon_type
 from .commit import (
     ADD,
     DELETE,
@@ -78,6 +79,7 @@ from .metadata import (
     arrow_type,
     decode_binary_row,
     escape_partition_text,
+    latest_schema_id,
     latest_snapshot_id,
     manifest_entry,
     plain_name,
@@ -86,7 +88,6 @@ from .metadata import (
     read_snapshot,
 )
 
-BATCH_ROWS = 256 * 1024
 POSTPONE_BUCKET = -2
 
 
@@ -144,25 +145,18 @@ def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
         writers[(spec.column, spec.index_type)] = (ptype, INDEX_TYPES[spec.index_type].writer(ptype, spec.options))
     names = list(dict.fromkeys(spec.column for spec in specs))
     targets = {c: arrow_type(types[c]) for c in names}
-    rows = 0
     with fs.open_input_file(task.data_path) as source:
         parquet = pq.ParquetFile(source)
         missing = [c for c in names if parquet.schema_arrow.get_field_index(c) < 0]
         if missing:
             raise PaimonTableError(f"{task.data_path}: data file has no column {missing[0]!r} (its schema names it)")
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False):
-            rows += batch.num_rows
-            arrays = {}
-            for c in names:
-                arr = batch.column(c)
-                arrays[c] = arr if arr.type == targets[c] else arr.cast(targets[c])
-            for (column, _), (ptype, writer) in writers.items():
-                writer.add(column_keys(arrays[column], ptype))
+        # column by column, row group by row group (a range bitmap's column twice): bounded memory
+        built, rows = index_columns(ParquetColumns(parquet, cast=targets), writers)
     if rows != task.rows:
         raise PaimonTableError(f"{task.data_path}: data file holds {rows} rows, its manifest entry says {task.rows}")
     old_files = [e for e in task.old_extra if e.endswith(INDEX_SUFFIX)]
     old = old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
-    return write_container(java_layout({key: w.finish() for key, (_, w) in writers.items()}, old))
+    return write_container(java_layout(built, old))
 
 
 def _beside(data_path: str, name: str) -> str:
@@ -266,7 +260,7 @@ def index_options(options: Mapping[str, str]) -> dict[str, str]:
 def table_options(path: Any, *, filesystem: Any = None, storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The options of the latest schema of the Paimon table at ``path``."""
     fs, table = resolve_table(path, filesystem, storage_options)
-    return dict(read_schema(fs, table, _latest_schema_id(fs, table)).options)
+    return dict(read_schema(fs, table, latest_schema_id(fs, table)).options)
 
 
 # ----------------------------------------------------------------------------------------
@@ -303,14 +297,6 @@ def _read_json(fs: pafs.FileSystem, path: str) -> dict:
         return json.loads(data)
     except ValueError as e:
         raise PaimonTableError(f"{path}: not a valid JSON document ({e})") from None
-
-
-def _latest_schema_id(fs: pafs.FileSystem, table: str) -> int:
-    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(table, "schema"), allow_not_found=True))
-    ids = [int(i.base_name[7:]) for i in infos if i.base_name.startswith("schema-") and i.base_name[7:].isdigit()]
-    if not ids:
-        raise PaimonTableError(f"{table}: not a Paimon table (no schema/schema-N)")
-    return max(ids)
 
 
 def _generation(entry_schema: dict | None, list_schema: dict | None) -> tuple[str, set[str], set[int]]:
@@ -371,7 +357,7 @@ def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], parti
     latest schema; when they change it, commit that schema first (unless ``dry_run``), once
     the plan shows the table can be rewritten (another writer changed it first: a
     :class:`~arrowidx.errors.CommitConflictError`, and :func:`rewrite` plans again)."""
-    schema_id = _latest_schema_id(fs, table)
+    schema_id = latest_schema_id(fs, table)
     schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
     schema = read_schema(fs, table, schema_id)
     options = merge_options(schema.options, updates)
@@ -639,7 +625,7 @@ def rewrite(
     start = time.perf_counter()
     fs, table = resolve_table(path, filesystem, storage_options)
     report = RewriteReport(table, dry_run=dry_run)
-    latest = read_schema(fs, table, _latest_schema_id(fs, table))
+    latest = read_schema(fs, table, latest_schema_id(fs, table))
     updates = check_options(options or {}, latest)
     done: dict[str, FileResult] = {}
     indexed_names: set[str] = set()
