@@ -10,9 +10,9 @@ A filter is planned in this order, each step only narrowing what the previous ke
 1. **Partitions**: files whose Hive folder cannot match are left out by their names alone
    (:meth:`~arrowidx.lake.files.LakeFiles.partition_candidates`); nothing is opened.
 2. **Lake-level structures** (:meth:`Planner.select`, *the* seam for structures over all
-   files): files a structure over many files rules out without asking their own indexes.
-   Today the key directories (:mod:`.directory`); a structure the commit writes beside the
-   manifest answers here first.
+   files): files a structure over many files rules out without asking their own indexes:
+   the lake index the commit writes beside the manifest (:mod:`.lakeindex`), or, on a lake
+   written before it, the key directories (:mod:`.directory`).
 3. **Each file's index** (:meth:`Planner.decide`): a file changed since it was indexed is
    *stale* and read in full; otherwise its container answers (SKIP: never opened; a
    bitmap: only the row groups holding those rows).
@@ -428,9 +428,10 @@ class Planner:
     def select(self, expr, bound: dict, *, by_keys_alone: bool = False) -> tuple[list[tuple[KeyDirectory, np.ndarray]], frozenset[str]]:
         """Which files structures over all of the snapshot's files rule out for ``expr``
         before any file's own index is asked: per structure that applies, a mask over its
-        members, and the columns of ``expr``. The one place such a structure answers (today
-        the key directories of :mod:`.directory`): a file is ruled out only while it is the
-        file the structure was built from. ``by_keys_alone``: identities not checked (the
+        members, and the columns of ``expr``. The one place such a structure answers (the
+        lake index, :meth:`lake_index_rules_out`; without one, the key directories of
+        :mod:`.directory`): a file is ruled out only while it is the file the structure was
+        built from. ``by_keys_alone``: identities not checked (the
         caller checks them, :meth:`route`). Call after the files were prepared (it compares
         their identities this query); ``bound`` is the plan's cache of bound filters."""
         lake = self.lake
