@@ -132,6 +132,9 @@ def test_a_crash_while_writing_the_lake_index_leaves_the_previous_version(tmp_pa
     assert load_manifest(LocalStore(), root).version == committed.version + 1
     assert_reads(root, [1, 31 * ROWS + 2, 32 * ROWS, 10**6])
     assert files_asked(root, pc.field("id") == 31 * ROWS + 2) == ["f0031.parquet"]
+    arrowidx.vacuum(root, 0)  # the orphan run goes; the runs the manifest names stay
+    assert runs_on_disk(root) == {r.file for r in load_manifest(LocalStore(), root).lake_index.runs}
+    assert_reads(root, [1, 31 * ROWS + 2, 32 * ROWS, 10**6])
 
 
 def test_a_lake_written_before_the_lake_index_reads_and_the_next_build_adds_one(tmp_path):
