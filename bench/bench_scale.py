@@ -250,7 +250,7 @@ import arrowidx
 root, options = sys.argv[1], json.loads(sys.argv[2])
 start = time.perf_counter()
 report = arrowidx.build(root, options or None, progress=False)
-print(json.dumps({"s": time.perf_counter() - start, "indexed": len(report.indexed)}))
+print(json.dumps({"s": time.perf_counter() - start, "indexed": len(report.indexed), "lake_index": report.lake_index_bytes}))
 """
 
 
@@ -285,18 +285,18 @@ def commit(files: int, rounds: int) -> None:
         got = _build_child(work, None)
         after = _meta_files(work)
         written = sum(size for name, size in after.items() if before.get(name) != size or name == "LATEST")
-        adds.append((got["s"], written, got["indexed"]))
+        adds.append((got["s"], written, got["indexed"], got["lake_index"]))
         if r == 0:
             shutil.rmtree(work / "_arrowidx")
             full = _build_child(work, OPTIONS)
-            fulls.append((full["s"], sum(_meta_files(work).values()), full["indexed"]))
+            fulls.append((full["s"], sum(_meta_files(work).values()), full["indexed"], full["lake_index"]))
     shutil.rmtree(work, ignore_errors=True)
-    print(f"{'case':52} {'time':>28} {'bytes written':>16}")
+    print(f"{'case':52} {'time':>28} {'bytes written':>16} {'of which lake index':>20}")
     row_text = [("add 1 file, incremental build", adds), ("full build", fulls)]
     for label, runs in row_text:
         seconds = [x[0] for x in runs]
         print(f"{label:52} {_ms(seconds):>28} {statistics.median(x[1] for x in runs):16,.0f}"
-              f"   ({runs[0][2]:,} file(s) indexed)", flush=True)  # fmt: skip
+              f" {statistics.median(x[3] for x in runs):20,.0f}   ({runs[0][2]:,} file(s) indexed)", flush=True)  # fmt: skip
 
 
 def main() -> int:
