@@ -21,6 +21,8 @@ from arrowidx.errors import CorruptManifestError, MissingManifestError
 from arrowidx.lake.commit import check_latest, metadata_listing
 from arrowidx.storage import as_store
 
+from .manifest_json import manifest_entries
+
 IDS = list(range(10))
 
 
@@ -34,7 +36,7 @@ def lost(tmp_path):
     arrowidx.delete(root, "id < 3", progress=False)
     arrowidx.delete(root, "id = 7", progress=False)
     third = os.path.join(root, "_arrowidx", "manifest-00000003.json")
-    dv = json.load(open(third))["files"][0]["deletion"]["file"]
+    dv = manifest_entries(third)[0]["deletion"]["file"]
     os.remove(third)
     return root, dv
 

@@ -46,7 +46,7 @@ from .freshness import (
     load_index_bytes,
 )
 from .layout import ensure_inside, file_infos, join
-from .manifest import FileEntry, Manifest
+from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
     hive_partitioning,
     kept_by_partitions,
@@ -196,8 +196,12 @@ class LakeFiles:
         if not listing:  # the manifest's files, as it recorded them
             entries = self.committed.files
             rels = sorted(entries)
-            self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns, entries[rel].stamp)
-                           for rel in rels}  # fmt: skip
+            if hasattr(entries, "identities"):  # a file table: its vector columns, no entry materialised
+                self._infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
+                               for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
+            else:
+                self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
+                                               entries[rel].stamp) for rel in rels}  # fmt: skip
             self._keys, self._identities = {}, (None, [])
             self._listed_now = True
             return self._partitioned(rels)
@@ -578,7 +582,11 @@ class LakeFiles:
         """Every column some file's index covers, in the current manifest."""
         key = (self.manifest.version, len(self.manifest.files))
         if self._indexed[0] != key:
-            schemas = {e.index.schema: e.index for e in self.manifest.files.values() if e.index is not None}
+            files = self.manifest.files
+            if hasattr(files, "distinct"):  # a file table: its distinct index schemas, no entry materialised
+                schemas = {text: IndexRef({}, text, 0) for text in files.distinct("index_schema")}
+            else:
+                schemas = {e.index.schema: e.index for e in files.values() if e.index is not None}
             self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
         return self._indexed[1]
 
@@ -622,7 +630,10 @@ class LakeFiles:
         manifest, deletes = self._manifest_deletes
         if manifest is not self.manifest:
             manifest = self.manifest
-            deletes = any(e.deletion is not None for e in manifest.files.values())
+            if hasattr(manifest.files, "column"):  # a file table: its column of deleted rows, every file at once
+                deletes = bool((manifest.files.column("deleted") > 0).any())
+            else:
+                deletes = any(e.deletion is not None for e in manifest.files.values())
             self._manifest_deletes = (manifest, deletes)
         return deletes
 
