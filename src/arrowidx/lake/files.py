@@ -355,8 +355,11 @@ class LakeFiles:
                 other = facts.executor().submit(self.store.stat, paths[half:])
                 infos = self.store.stat(paths[:half]) + other.result()
             self._infos.update(zip(files, infos))
-        infos = self._infos
-        identities = [self.identity_of(rel, infos[rel]) for rel in files]
+        infos, token = self._infos, self._token
+        identities = [  # (identity_of, inline: every file of the lake)
+            (rel, None, None, token) if (i := infos[rel]) is None else (rel, i.size, i.mtime_ns, i.stamp if token is None else token)
+            for rel in files
+        ]  # fmt: skip
         self._keys.update(zip(files, identities))
         self._identities = (files, identities)
 
@@ -392,7 +395,8 @@ class LakeFiles:
         """The full paths of :attr:`files` (built once per file list)."""
         files = self.files
         if self._absolute[0] is not files:
-            self._absolute = (files, [join(self.root, rel) for rel in files])
+            prefix = join(self.root, "x")[:-1]  # (join of each file, as one prefix)
+            self._absolute = (files, [prefix + rel for rel in files])
         return self._absolute[1]
 
     def fresh(self, entry: FileEntry | None) -> bool:
