@@ -1,22 +1,23 @@
 """The file table: every data file a manifest version names, kept in columnar segments.
 
-Up to format 2 a manifest lists each data file as a JSON object (its size, stamp,
-fingerprint, index and deletion references): 1.1 KB a file, 22 MB and ~0.7 s of parsing for
-a lake of 20,000 small files, rewritten whole by every commit. From format 3 the manifest
-names *segments*: Arrow IPC files ``_arrowidx/segments/<xxh64>-<writer>.arrow`` (named by
-their content and by the writer that made them, each checked against the size and XXH64
-the manifest records). A commit writes one segment holding the entries it changed and the
-paths it removed; a reader takes, per path, its row in the newest segment that has it.
-Segments are merged like the lake index's runs (a newer one holding a quarter of the rows
-of the one before it, or more than :data:`MAX_SEGMENTS`), so a commit that changes a few
-files writes about that much, and a reader reads a few segments.
+Up to format 3 a manifest lists each data file as a JSON object (its size, stamp,
+fingerprint, index and deletion references): 1.1 KB a file, 23 MB and ~0.7 s of parsing
+and checking for a lake of 20,000 small files, rewritten whole by every commit. From format
+4 the manifest names *segments*: Arrow IPC files ``_arrowidx/segments/<xxh64>-<writer>.arrow``
+(named by their content and by the writer that made them, each checked against the size and
+XXH64 the manifest records). A commit writes one segment holding the entries it changed and
+the paths it removed (:func:`arrowidx.lake.commit.commit_segments`); a reader takes, per
+path, its row in the newest segment that has it. Segments are merged like the lake index's
+runs (a newer one holding a quarter of the rows of the one before it, or more than
+:data:`MAX_SEGMENTS`), so a commit that changes a few files writes about that much, and a
+reader reads a few segments.
 
 Columns (one row per entry; the vector columns are what planning reads for every file at
 once, the rest is materialised only for the files a query reads):
 
 =================  ======================================================================
 ``path``           the data file, relative to the root
-``fid``            the file id the lake index keys it under (new for each content)
+``fid``            the file id the lake index keys it under (null: not keyed)
 ``removed``        a tombstone: the path left the lake in this segment's commit
 ``size`` ``rows``  bytes and rows of the data file when indexed
 ``mtime_ns``       its modification time (null: unknown)
@@ -27,10 +28,9 @@ once, the rest is materialised only for the files a query reads):
 ``index_options``  the index options, JSON (dictionary-encoded: shared)
 =================  ======================================================================
 
-Index containers are never embedded here (a format-2 manifest embeds small ones): a commit
-packs them into one index file and the entries point into it (``index.offset``), so a
-segment stays ~100 bytes a file (LZ4-compressed Arrow IPC) and a needle reads the
-containers of the files it plans only.
+Small index containers stay embedded in the entry (base64, as format 3 embeds them), so a
+segment is ~500 bytes a file with a bloom filter of 500 keys; what planning reads of every
+file is the vector columns, the ``entry`` column is decoded for the files a query uses.
 """
 
 from __future__ import annotations

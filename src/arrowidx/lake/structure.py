@@ -1,4 +1,10 @@
-"""The lake-level structure a commit writes with each manifest (format 3), and a reader opens.
+"""The lake-level structure a commit writes with each manifest (format 4), and a reader opens.
+
+Commits today write the file table through :func:`arrowidx.lake.commit.commit_segments`
+(segments of the manifest's own entries, small containers embedded as before) and the lake
+index through :func:`commit_lake_index`; readers open segments with :func:`open_table`.
+:func:`commit_structure` (file ids given per commit, small containers packed into one index
+file) is the fuller design, tested but not yet what builds commit.
 
 Two parts, each a list of immutable files the manifest names (with their sizes and
 checksums), each changed by a commit in proportion to what the commit changed:
@@ -45,7 +51,7 @@ PACKED_DIR = "_arrowidx/index"
 
 @dataclass
 class Structure:
-    """What a format-3 manifest names besides its options: its segments, its lake index,
+    """What a format-4 manifest names besides its options: its segments, its lake index,
     and the next file id to give."""
 
     segments: list[SegmentRef] = field(default_factory=list)
