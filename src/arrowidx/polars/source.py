@@ -25,6 +25,7 @@ from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.scan import FilePlan, IndexedDataset
 from ..statistics import opaque_polars, polars_parts
+from .arguments import _UNSET, ScanArguments, engine_source
 from .explain import ScanReport
 from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
 
@@ -35,14 +36,38 @@ _ROW_INDEX = "__arrowidx_row"
 def scan(
     source: Any,
     *,
+    n_rows: int | None = None,
+    row_index_name: str | None = None,
+    row_index_offset: int = 0,
+    parallel: str = "auto",
+    use_statistics: bool = True,
+    hive_partitioning: bool | None = None,
+    glob: bool = True,
+    hidden_file_prefix: Any = None,
+    schema: Any = None,
+    hive_schema: Any = None,
+    try_parse_hive_dates: bool = True,
+    low_memory: bool = False,
+    cache: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    credential_provider: Any = "auto",
+    include_file_paths: str | None = None,
+    missing_columns: str = "raise",
+    extra_columns: str = "raise",
+    cast_options: Any = None,
+    decryption: Any = None,
     filesystem: pafs.FileSystem | None = None,
     on_corrupt: str = "raise",
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    partitioning: Any = "hive",
+    partitioning: Any = _UNSET,
+    **private: Any,
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
+
+    Takes ``pl.scan_parquet``'s arguments, by name, with its defaults (what each does here:
+    :mod:`arrowidx.polars.arguments`; bytes and file objects go to ``pl.scan_parquet``
+    unchanged). arrowidx's own:
 
     ``reader``: ``"polars"`` reads the kept row groups with Polars' Parquet reader (local
     files only), ``"pyarrow"`` with pyarrow (any ``pyarrow.fs`` filesystem), ``"auto"``
@@ -52,8 +77,21 @@ def scan(
     (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
     (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
     None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
-    :func:`arrowidx.dataset`).
+    :func:`arrowidx.dataset`); by default, as ``hive_partitioning`` says.
     """
+    arguments = ScanArguments.of({
+        "n_rows": n_rows, "row_index_name": row_index_name, "row_index_offset": row_index_offset,
+        "parallel": parallel, "use_statistics": use_statistics, "hive_partitioning": hive_partitioning,
+        "glob": glob, "hidden_file_prefix": hidden_file_prefix, "schema": schema, "hive_schema": hive_schema,
+        "try_parse_hive_dates": try_parse_hive_dates, "low_memory": low_memory, "cache": cache,
+        "storage_options": storage_options, "credential_provider": credential_provider,
+        "include_file_paths": include_file_paths, "missing_columns": missing_columns,
+        "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
+    })  # fmt: skip
+    if engine_source(source):  # data, not a name: nothing of arrowidx applies
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    arguments.check_supported()
+    partitioning = arguments.partitioning(source, partitioning)
     data = (
         source
         if isinstance(source, IndexedDataset)
@@ -74,7 +112,7 @@ def scan(
     if "explain_name" in params:
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
-    return pl.io.plugins.register_io_source(src, **kwargs)
+    return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
 
 
 @functools.cache

@@ -1,0 +1,140 @@
+"""The argument layer of :func:`arrowidx.polars.scan`: ``pl.scan_parquet``'s own arguments,
+taken as Polars takes them, and what each becomes for arrowidx.
+
+``scan(source, **arguments)`` accepts every argument of ``pl.scan_parquet`` by its name and
+with its default. This module is the one place that says what each one does here:
+
+* sources arrowidx has no folder or file name for (bytes, file objects, lists of them) are
+  handed to ``pl.scan_parquet`` unchanged, with every argument: nothing of arrowidx applies;
+* Polars' reader settings that never change an answer (``parallel``, ``use_statistics``,
+  ``low_memory``, ``cache``) are accepted (arrowidx reads with Polars' defaults);
+* ``hive_partitioning`` is the ``partitioning`` arrowidx discovers (None: Polars' rule,
+  Hive folders for a single folder given as the source, none otherwise);
+* ``n_rows``, ``row_index_name`` and ``row_index_offset`` shape the frame the scan returns
+  (the first ``n_rows`` rows, numbered from ``row_index_offset``: what Polars does with them);
+* any other argument given with another value than Polars' default is refused with an
+  :class:`~arrowidx.errors.OptionError` naming it, never ignored.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OptionError
+
+#: ``pl.scan_parquet``'s arguments and their defaults (Polars 2.1; names of older releases too)
+POLARS_DEFAULTS: dict[str, Any] = {
+    "n_rows": None,
+    "row_index_name": None,
+    "row_index_offset": 0,
+    "parallel": "auto",
+    "use_statistics": True,
+    "hive_partitioning": None,
+    "glob": True,
+    "hidden_file_prefix": None,
+    "schema": None,
+    "hive_schema": None,
+    "try_parse_hive_dates": True,
+    "low_memory": False,
+    "cache": True,
+    "storage_options": None,
+    "credential_provider": "auto",
+    "include_file_paths": None,
+    "missing_columns": "raise",
+    "extra_columns": "raise",
+    "cast_options": None,
+    "decryption": None,
+}
+
+#: arguments that only tune Polars' reader: accepted, never change an answer
+READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"})
+#: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`)
+SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset"})
+#: arguments arrowidx maps to its own
+MAPPED = frozenset({"hive_partitioning", "storage_options"})
+
+
+@dataclass
+class ScanArguments:
+    """The ``pl.scan_parquet`` arguments one ``scan`` call was given (those differing from
+    Polars' defaults), and Polars' private ones (``_name``), kept to hand on unchanged."""
+
+    given: dict[str, Any] = field(default_factory=dict)
+    private: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> ScanArguments:
+        given = {k: v for k, v in arguments.items() if not k.startswith("_") and not _is_default(k, v)}
+        private = {k: v for k, v in arguments.items() if k.startswith("_")}
+        unknown = sorted(k for k in given if k not in POLARS_DEFAULTS)
+        if unknown:
+            raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
+        return cls(given, private)
+
+    def polars_kwargs(self) -> dict[str, Any]:
+        """Every argument, for ``pl.scan_parquet`` itself."""
+        return {**self.given, **self.private}
+
+    def check_supported(self) -> None:
+        """Refuse what arrowidx cannot do yet with an error naming the argument."""
+        for name in self.given:
+            if name not in READER_SETTINGS | SHAPING | MAPPED:
+                raise OptionError(
+                    f"arrowidx.polars.scan does not support {name}= (pl.scan_parquet's argument) on a folder or"
+                    f" files arrowidx plans; read without it, or with pl.scan_parquet"
+                )
+        if self.private:
+            name = sorted(self.private)[0]
+            raise OptionError(f"arrowidx.polars.scan does not take Polars' private argument {name}=")
+
+    def partitioning(self, source: Any, partitioning: Any) -> Any:
+        """The partitioning arrowidx discovers: ``partitioning`` when given, else what
+        ``hive_partitioning`` says (None: Hive folders for a single folder source)."""
+        if partitioning is not _UNSET:
+            return partitioning
+        hive = self.given.get("hive_partitioning")
+        if hive is None:
+            return "hive" if _single_folder(source) else None
+        return "hive" if hive else None
+
+    def shape(self, lf):
+        """The frame Polars returns for these arguments, from the rows arrowidx read."""
+        n_rows = self.given.get("n_rows")
+        if n_rows is not None:
+            lf = lf.head(n_rows)
+        name = self.given.get("row_index_name")
+        if name is not None:
+            lf = lf.with_row_index(name, offset=self.given.get("row_index_offset", 0))
+        return lf
+
+
+_UNSET: Any = object()  # ``partitioning`` not given (scan's default)
+
+
+def _is_default(name: str, value: Any) -> bool:
+    if name not in POLARS_DEFAULTS:
+        return False
+    default = POLARS_DEFAULTS[name]
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def engine_source(source: Any) -> bool:
+    """Whether ``source`` is data rather than a name arrowidx can find indexes for: bytes,
+    a buffer, a file object, or a list of them (Polars reads those itself)."""
+    if isinstance(source, (list, tuple)):
+        return bool(source) and all(engine_source(s) for s in source)
+    return isinstance(source, (bytes, bytearray, memoryview, io.IOBase)) or (
+        not isinstance(source, (str, os.PathLike)) and hasattr(source, "read")
+    )
+
+
+def _single_folder(source: Any) -> bool:
+    if not isinstance(source, (str, os.PathLike)):
+        return False
+    path = os.fspath(source)
+    if "://" in path:
+        return not path.rstrip("/").endswith(".parquet")
+    return os.path.isdir(path)

@@ -1,0 +1,76 @@
+"""``arrowidx.polars.scan`` takes ``pl.scan_parquet``'s arguments and does with them what
+Polars does (issue 49); the reference is Polars' own scan of the same files."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
+
+import arrowidx
+from arrowidx import polars as apl
+from arrowidx.errors import OptionError
+
+
+@pytest.fixture
+def lake(tmp_path):
+    """Three indexed files of 300 rows, and the files in the order Polars reads them."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    rng = np.random.default_rng(7)
+    paths = []
+    for i in range(3):
+        path = root / f"part-{i}.parquet"
+        pq.write_table(pa.table({"id": np.arange(i * 300, (i + 1) * 300), "k": rng.integers(0, 20, 300)}), path,
+                       row_group_size=100)  # fmt: skip
+        paths.append(str(path))
+    arrowidx.build(root, {"file-index.bitmap.columns": "k"}, progress=False)
+    return root, paths
+
+
+def test_bytes_and_file_objects_go_to_polars_unchanged():
+    buf = io.BytesIO()
+    pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}).write_parquet(buf)
+    data = buf.getvalue()
+    want = pl.scan_parquet(data, n_rows=2, row_index_name="i").collect()
+    assert_frame_equal(apl.scan(data, n_rows=2, row_index_name="i").collect(), want)
+    assert_frame_equal(apl.scan(io.BytesIO(data), n_rows=2, row_index_name="i").collect(), want)
+    assert_frame_equal(apl.scan([data, data]).collect(), pl.scan_parquet([data, data]).collect())
+
+
+@pytest.mark.parametrize("n_rows", [0, 1, 250, 10_000])
+def test_n_rows_is_the_first_rows_before_the_filter(lake, n_rows):
+    root, paths = lake
+    got = apl.scan(root, n_rows=n_rows).filter(pl.col("k") == 3).collect()
+    want = pl.scan_parquet(paths, n_rows=n_rows).filter(pl.col("k") == 3).collect()
+    assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("offset", [0, 5])
+def test_row_index_numbers_rows_before_the_filter(lake, offset):
+    root, paths = lake
+    got = apl.scan(root, row_index_name="nr", row_index_offset=offset).filter(pl.col("k") == 3).collect()
+    want = pl.scan_parquet(paths, row_index_name="nr", row_index_offset=offset).filter(pl.col("k") == 3).collect()
+    assert_frame_equal(got, want)
+    both = apl.scan(root, n_rows=400, row_index_name="nr").collect()
+    assert_frame_equal(both, pl.scan_parquet(paths, n_rows=400, row_index_name="nr").collect())
+
+
+def test_reader_settings_are_accepted(lake):
+    root, paths = lake
+    want = pl.scan_parquet(paths).filter(pl.col("k") < 4).collect()
+    got = apl.scan(root, parallel="row_groups", use_statistics=False, low_memory=True, cache=False)
+    assert_frame_equal(got.filter(pl.col("k") < 4).collect(), want)
+
+
+def test_arguments_not_supported_are_refused_by_name(lake):
+    root, _ = lake
+    with pytest.raises(OptionError, match="include_file_paths"):
+        apl.scan(root, include_file_paths="path")
+    with pytest.raises(TypeError, match="no_such_argument"):
+        apl.scan(root, no_such_argument=1)
