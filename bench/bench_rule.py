@@ -1,5 +1,5 @@
 """What exactness costs (issue 38): the statistics rule (``arrowidx.statistics``) and the check
-that an invalid filter fails whatever the indexes decide (``predicate.check_expression``).
+that an invalid filter fails whatever the indexes decide (``expression.check_expression``).
 
 Two parts, in one run:
 
@@ -31,9 +31,9 @@ from bench_scan import lakes, queries  # noqa: E402
 from common import machine, print_table  # noqa: E402
 
 import arrowidx  # noqa: E402
-from arrowidx import predicate  # noqa: E402
+from arrowidx import expression, facts  # noqa: E402
 from arrowidx import statistics as rule  # noqa: E402
-from arrowidx.lake import read, scan  # noqa: E402
+from arrowidx.lake import plan, read, scan  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user_id", pa.int64()), ("status", pa.string()), ("amount", pa.float64())])
 
@@ -67,22 +67,22 @@ def _costs(make) -> tuple[float, float, float]:
 
     def new_shape():
         rule._LAST.clear()
-        predicate._CHECKED.clear()
-        predicate._VALID.clear()
+        facts.VALID_SHAPES.clear()
+        facts.VALID_FILTERS.clear()
         e = make(next(counter))
         rule.statistics_filter(e, SCHEMA)
-        predicate.check_expression(e, SCHEMA)
+        expression.check_expression(e, SCHEMA)
 
     def new_value():
         e = make(next(counter))
         rule.statistics_filter(e, SCHEMA)
-        predicate.check_expression(e, SCHEMA)
+        expression.check_expression(e, SCHEMA)
 
     same = make(7)
 
     def again():
         rule.statistics_filter(same, SCHEMA)
-        predicate.check_expression(same, SCHEMA)
+        expression.check_expression(same, SCHEMA)
 
     # (building the expression is in the first two: measure it alone and take it out)
     build = _per_call_us(lambda: make(next(counter)))
@@ -93,7 +93,7 @@ def _bypassed():
     """pyarrow's statistics given the whole filter, no validity check (before issue 38)."""
     whole = lambda expr, schema: rule.StatisticsFilter(expr, True)  # noqa: E731
     return [mock.patch.object(read, "statistics_filter", whole), mock.patch.object(scan, "statistics_filter", whole),
-            mock.patch.object(scan, "check_expression", lambda expr, schema: None)]  # fmt: skip
+            mock.patch.object(plan, "check_expression", lambda expr, schema, rows=True: None)]  # fmt: skip
 
 
 def query_costs(scale: float, only: set[str] | None, rounds: int) -> None:

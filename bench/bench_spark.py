@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
 def build_side_by_side(spark, root: Path, options: dict[str, str], work: Path) -> None:
     import arrowidx
     import arrowidx.spark as axs
-    from arrowidx.lake.layout import load_manifest, resolve
+    from arrowidx.lake.commit import load_manifest
+    from arrowidx.lake.source import resolve
 
     t_local, local_report = timed(lambda: arrowidx.build(str(root), options, progress=False, incremental=False))
     local_index = index_bytes(root)

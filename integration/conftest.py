@@ -49,3 +49,11 @@ def spark_cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many cases of the differential suites run here were selective."""
+    import sys
+
+    if "tests.differential_support" in sys.modules:
+        sys.modules["tests.differential_support"].report_tallies(terminalreporter)

@@ -1,4 +1,4 @@
-"""A real S3 server for tests and benchmarks: ``moto_server`` on 127.0.0.1, on a free port,
+"""An S3 emulator for tests and benchmarks: ``moto_server`` on 127.0.0.1, on a free port,
 started as a child process and stopped by the caller (:class:`S3Server`).
 
 moto checks ``If-None-Match: *`` and stores the object in two steps, so two PUTs racing for

@@ -1,4 +1,4 @@
-"""Lakes on a real S3 server (moto_server on 127.0.0.1, started here): build, delete, query,
+"""Lakes on an S3 emulator (moto_server on 127.0.0.1, started here): build, delete, query,
 explain, vacuum, the CLI and ``arrowidx.polars.scan`` on ``s3://`` lakes, every answer
 compared with the rows in memory minus the deleted ones (``Table.filter``); the commit
 protocol with writers ordered by the fault hook, on a store double, and with four
@@ -27,7 +27,9 @@ from arrowidx.errors import (
     CommitUnsupportedError,
     OptionError,
 )
-from arrowidx.lake.layout import Manifest, commit_manifest, load_manifest, read_manifest, resolve
+from arrowidx.lake.commit import commit_manifest, load_manifest, read_manifest
+from arrowidx.lake.manifest import Manifest
+from arrowidx.lake.source import resolve
 from arrowidx.objectstore import ObjectStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -259,6 +261,9 @@ def test_two_writers_on_one_version_both_land(s3, aws_env, tmp_path):
 
 
 def test_four_processes_delete_at_once_lose_nothing(s3, aws_env):
+    """Four processes delete at once, twice, and no delete is lost. What it proves: arrowidx's
+    commit protocol (plan, upload, put-if-absent, retry) given an atomic put-if-absent; the
+    emulator's PUTs run one at a time (``s3_support``), so not S3's own atomicity."""
     uri, table = _lake(s3, seed=5)
     arrowidx.build(uri, OPTIONS, progress=False)
     deleted: set[int] = set()

@@ -162,29 +162,41 @@ def test_same_bytes_as_javas_own_rewrite(tmp_path):
 
 def test_java_writer_appends_while_arrowidx_rewrites(tmp_path, monkeypatch):
     """A Java writer commits appends while arrowidx rewrites: both commits land (arrowidx plans
-    again on the new snapshots), every appended row is there, Java reads it all."""
+    again on the new snapshot), every appended row is there, Java reads it all.
+
+    The order is fixed, not left to timing: the writer's second commit waits for the rewrite
+    to have written its manifests (the fault hook ``paimon-manifests-written`` creates
+    ``go-2``), and the rewrite commits only after that append landed (the hook waits for
+    ``committed-2``): its first attempt conflicts, its second (the files exist) commits;
+    then the writer's last two appends follow."""
     version = _version("0.9.0")
     warehouse = tmp_path / "w"
+    gate = tmp_path / "gate"
+    gate.mkdir()
     path = _copy(_source("0.9.0"), warehouse, "append_idx")
     rows_before = paimon.open_table(path).count_rows()
-    java = subprocess.Popen(javahelpers.command(version, "PaimonCheck", str(warehouse), "append", "db.append_idx", "4", "500", "10000000"),
+    java = subprocess.Popen(javahelpers.command(version, "PaimonCheck", str(warehouse), "append", "db.append_idx", "4", "500", "10000000",
+                                                str(gate)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert java.stdout.readline().startswith("committed 1")  # the writer is running
-        # hold the rewrite between its manifests and its snapshot, so the writer commits meanwhile
-        monkeypatch.setenv("ARROWIDX_FAULTS", "paimon-manifests-written=sleep:1.5")
+        monkeypatch.setenv("ARROWIDX_FAULTS", f"paimon-manifests-written=touch:{gate / 'go-2'},"
+                                              f"paimon-manifests-written=wait:{gate / 'committed-2'}")  # fmt: skip
         report = paimon.rewrite_file_index(path, {"file-index.bloom-filter.columns": "id,name,status"})
         monkeypatch.delenv("ARROWIDX_FAULTS")
+        assert (gate / "committed-2").exists() and not (gate / "go-3").exists()
+        for k in (3, 4):
+            (gate / f"go-{k}").touch()
         out, err = java.communicate(timeout=300)
     finally:
         if java.poll() is None:
             java.kill()
     assert java.returncode == 0, err[-2000:]
     assert "appended 2000" in out
-    assert report.committed and report.attempts >= 2, report
+    assert report.committed and report.attempts == 2, report
     table = paimon.open_table(path)
     kinds = [(paimon.open_table(path, snapshot=i)._snapshot["commitKind"]) for i in range(5, table.snapshot_id + 1)]
-    assert kinds.count("APPEND") == 4 and kinds.count("COMPACT") == 1, kinds
+    assert kinds == ["APPEND", "APPEND", "COMPACT", "APPEND", "APPEND"], kinds  # the order the gates set
     assert table.count_rows() == rows_before + 2000
     full = _read(version, warehouse, "append_idx", "latest", [])["full"]
     assert full[0] == rows_before + 2000

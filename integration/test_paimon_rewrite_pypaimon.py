@@ -12,10 +12,10 @@ returns only the rows the new bitmap selects (a needle shows nothing for Java: P
 dictionary filter skips the files without it, with or without the index).
 
 pypaimon and pypaimon-rust pin pyarrow < 20 and polars < 2, so they live in their own
-virtualenv, ``build/pypaimon-venv`` (``make clean`` removes it), made once with ``uv`` (about
-13 s from an empty uv cache, 2 s from a warm one; pip, without uv, takes over a minute) and
-reused while its pins stay the same. Skipped with the reason when it cannot be installed
-(PyPI unreachable). The engines write what they read as Arrow IPC files, compared here.
+virtualenv, ``build/pypaimon-venv`` (``make clean`` removes it), made by ``make interop``
+(``bench/paimon_writer/setup_interop.py``; ``make test`` runs it first) and reused while its
+pins stay the same. Skipped, naming ``make interop``, when it is not there: no test
+downloads anything. The engines write what they read as Arrow IPC files, compared here.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ pytest.importorskip("fastavro")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench" / "paimon_writer"))
 import javahelpers  # noqa: E402
+import setup_interop  # noqa: E402
 
 from arrowidx import paimon  # noqa: E402
 
-PINS = ["pypaimon==2.1.0", "pypaimon-rust==0.4.0"]
-VENV = ROOT / "build" / "pypaimon-venv"
+PINS = setup_interop.PINS
+VENV = setup_interop.VENV
 ROWS, COMMITS = 20_000, 4
 NEEDLE_ROW = 12_345
 
@@ -118,39 +119,12 @@ for job in json.load(open(sys.argv[1])):
 """
 
 
-def _uv() -> str | None:
-    try:
-        import uv
-
-        return uv.find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        return shutil.which("uv")
-
-
 @pytest.fixture(scope="session")
 def pypaimon_python() -> Path:
-    """The interpreter of ``build/pypaimon-venv`` holding :data:`PINS` (made once)."""
-    python = VENV / "bin" / "python"
-    marker = VENV / ".installed"
-    if marker.exists() and marker.read_text() == " ".join(PINS):
-        return python
-    shutil.rmtree(VENV, ignore_errors=True)
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    uv = _uv()
-    if uv:
-        steps = [[uv, "venv", "-q", "--python", sys.executable, str(VENV)], [uv, "pip", "install", "-q", "--python", str(python), *PINS]]
-    else:
-        steps = [[sys.executable, "-m", "venv", str(VENV)], [str(python), "-m", "pip", "install", "-q", *PINS]]
-    for step in steps:
-        try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            done = None
-        if done is None or done.returncode != 0:
-            shutil.rmtree(VENV, ignore_errors=True)
-            reason = "timed out" if done is None else done.stderr.strip()[-300:]
-            pytest.skip(f"cannot install {' '.join(PINS)} from PyPI into {VENV}: {reason}")
-    marker.write_text(" ".join(PINS))
+    """The interpreter of ``build/pypaimon-venv`` holding :data:`PINS` (``make interop``)."""
+    python = setup_interop.pypaimon_python()
+    if python is None:
+        pytest.skip(f"{VENV} with {' '.join(PINS)} is not there: run `{setup_interop.MAKE_STEP}` (downloads them from PyPI)")
     return python
 
 

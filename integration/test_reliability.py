@@ -1,17 +1,19 @@
 """Crashes, races, corruption and copies (issue 11), tried as operators would.
 
 * crash: ``build`` and ``delete`` run in a subprocess killed with SIGKILL at every named
-  write point (``ARROWIDX_FAULTS``, see ``lake.layout.fault_point``) and at random moments;
+  write point (``ARROWIDX_FAULTS``, see ``arrowidx._faults.fault_point``) and at random moments;
   afterwards the lake reads exactly the old or the new version and accepts the next write;
-* races: two processes commit in lockstep with a pause between planning and the exclusive
-  create, so every round is a race; no delete is lost;
+* races: two processes commit in lockstep, meeting at the fault hook between planning and
+  the exclusive create (``before-commit=touch:...,before-commit=wait:...``), so every round
+  is a race that exactly one of them loses and retries; no delete is lost;
 * corruption sweep: truncations, bit flips, wrong types, paths outside the root and swapped
   ranges in every kind of file arrowidx writes; every outcome is the correct answer or an
   ``ArrowIdxError`` naming the damaged file;
 * copies: ``shutil.copytree`` (new mtimes) keeps indexes and deletions; a same-size,
   same-mtime rewrite is detected.
 
-Expected answers come from plain ``pyarrow.dataset`` minus the deleted rows. Counts are
+Expected answers come from ``Table.filter`` on the rows in memory minus the deleted rows (a
+``pyarrow.dataset`` scan with the filter is not the reference: its statistics drop NaN rows). Counts are
 printed (``pytest -s``) and recorded in docs/reliability.md.
 """
 
@@ -27,22 +29,22 @@ import sys
 import time
 
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pytest
 
 import arrowidx
 import arrowidx.facts
-from arrowidx import ArrowIdxError
-from arrowidx.lake import layout
+from arrowidx import ArrowIdxError, _faults
+from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
-from tests.conftest import tables_equal  # noqa: E402
+from tests.conftest import rows_in_memory, tables_equal  # noqa: E402
 from tests.test_lake import OPTIONS, alive, write_lake  # noqa: E402
 
 FIRST = pc.field("status") == "paid"
 SECOND = pc.field("status") == "lost"
 THIRD = pc.field("user") < 20
-QUERIES = [pc.field("status") == "new", pc.field("id") == 10_007, (pc.field("user") > 150) | (pc.field("amount") > 40.0)]
+QUERIES = [pc.field("status") == "new", pc.field("id") == 10_007, (pc.field("user") > 150) | (pc.field("amount") > 40.0),
+           ~(pc.field("amount") <= 80.0)]  # NaN rows match, in row groups statistics would rule out  # fmt: skip
 BUILD_OPTIONS = {**OPTIONS, "file-index.in-manifest-threshold": "100"}
 COUNTS: dict[str, dict] = {}
 
@@ -61,7 +63,7 @@ elif op == "delete":
 
 def expected(root, deleted, expr=None):
     flt = alive(deleted) if expr is None else expr & alive(deleted)
-    return ds.dataset(root, format="parquet").to_table(filter=flt)
+    return rows_in_memory(root).filter(flt)
 
 
 def assert_reads(root, deleted):
@@ -88,9 +90,9 @@ def fresh_copy(template, tmp_path, name="lake"):
 
 def run_worker(root, op, faults=None, kill_after=None):
     env = dict(os.environ)
-    env.pop(layout.FAULTS_ENV, None)
+    env.pop(_faults.FAULTS_ENV, None)
     if faults:
-        env[layout.FAULTS_ENV] = faults
+        env[_faults.FAULTS_ENV] = faults
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = os.pathsep.join([src, os.path.dirname(src), env.get("PYTHONPATH", "")])
     args = [sys.executable, "-c", WORKER, root, op]
@@ -163,12 +165,13 @@ RACER = r"""
 import importlib, json, os, sys, time
 import pyarrow.compute as pc
 import arrowidx
-from arrowidx.lake import layout
+from arrowidx import _faults
+from arrowidx.lake import commit
 delete_module = importlib.import_module("arrowidx.lake.delete")
 build_module = importlib.import_module("arrowidx.lake.build")
 root, me, rounds, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 conflicts = 0
-real = layout.commit_manifest
+real = commit.commit_manifest
 def counting(*a, **k):
     global conflicts
     try:
@@ -182,6 +185,10 @@ for r in range(rounds):
     open(os.path.join(barrier, f"{r}-{me}"), "w").close()
     while not os.path.exists(os.path.join(barrier, f"{r}-{1 - me}")):
         time.sleep(0.002)
+    # both have planned on the same version before either creates the next one: one
+    # create fails, and its retry passes the rendezvous at once (both files exist)
+    os.environ[_faults.FAULTS_ENV] = (f"before-commit=touch:{barrier}/commit-{r}-{me},"
+                                     f"before-commit=wait:{barrier}/commit-{r}-{1 - me}")
     if me == 1 and r % 2:
         opts["file-index.bloom-filter.id.fpp"] = str(0.01 + (r % 7) / 100)
         arrowidx.build(root, opts, progress=False, threads=1)
@@ -198,7 +205,7 @@ def test_no_lost_delete_in_races(tmp_path):
     barrier = str(tmp_path / "barrier")
     os.makedirs(barrier)
     rounds = 50
-    env = dict(os.environ, **{layout.FAULTS_ENV: "before-commit=sleep:0.1"})
+    env = dict(os.environ)
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
     procs = [
@@ -212,7 +219,7 @@ def test_no_lost_delete_in_races(tmp_path):
     conflicts = sum(json.loads(out.decode().strip().splitlines()[-1])["conflicts"] for out, _ in results)
     ids = [10_000 * (r % 4) + 2 * r for r in range(rounds)] + [10_000 * (r % 4) + 2 * r + 1 for r in range(rounds) if r % 2 == 0]
     deleted = pc.field("id").isin(ids)
-    present = ds.dataset(root, format="parquet").to_table(filter=deleted).num_rows
+    present = rows_in_memory(root).filter(deleted).num_rows
     assert present == len(ids)  # every id exists once, so every delete had a row to delete
     assert arrowidx.dataset(root).count_rows(filter=deleted) == 0, "a delete was lost"
     assert_reads(root, deleted)
@@ -221,7 +228,7 @@ def test_no_lost_delete_in_races(tmp_path):
     COUNTS["races"] = {"rounds": rounds, "deletes": len(ids), "builds": rounds // 2, "conflicts_retried": conflicts,
                        "lost_deletes": 0}  # fmt: skip
     print(f"\nraces: {COUNTS['races']}")
-    assert conflicts >= rounds // 2, "the pauses did not make the writers race"
+    assert conflicts == rounds, "each round is one race: one writer's create fails and it retries once"
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,7 +237,7 @@ def test_no_lost_delete_in_races(tmp_path):
 
 
 def _reseal(d):
-    d["checksum"] = layout.checksum(layout._canonical({k: v for k, v in d.items() if k != "checksum"}))
+    d["checksum"] = manifest.checksum(manifest.canonical({k: v for k, v in d.items() if k != "checksum"}))
     return json.dumps(d).encode()
 
 
@@ -358,7 +365,10 @@ def test_corruption_sweep(template, tmp_path):
     COUNTS["corruption"] = {"cases": len(cases), "reads": 2 * len(cases), **outcomes}
     print(f"\ncorruption: {json.dumps(COUNTS['corruption'])}")
     assert not failures, "\n".join(failures[:20])
-    assert outcomes["LATEST"]["correct"] == outcomes["LATEST"]["reads"]  # LATEST is only a hint
+    # LATEST is only a hint, except that naming a version above the newest on disk (set to 99, a
+    # flipped bit) is refused as a missing manifest naming LATEST (issue 47): never a wrong answer
+    assert outcomes["LATEST"]["correct"] + outcomes["LATEST"]["error naming the file"] == outcomes["LATEST"]["reads"]
+    assert outcomes["LATEST"]["correct"] >= outcomes["LATEST"]["reads"] - 8
     assert outcomes["index"]["correct"] >= outcomes["index"]["reads"] // 2  # every fallback read is correct
     # damage to a vector in use always raises (checked per case above); damage elsewhere in a
     # deletion file (its version byte, vectors of files no longer listed) changes no answer
@@ -378,7 +388,7 @@ def test_copies_keep_deletions_and_rewrites_are_caught(template, tmp_path):
     root = fresh_copy(template, tmp_path)
     arrowidx.delete(root, SECOND, progress=False)
     deleted = FIRST | SECOND
-    rows_deleted = ds.dataset(root, format="parquet").count_rows() - expected(root, deleted).num_rows
+    rows_deleted = rows_in_memory(root).num_rows - expected(root, deleted).num_rows
     time.sleep(0.01)
     copy = str(tmp_path / "copy")
     shutil.copytree(root, copy, copy_function=shutil.copy)  # cp -r: new mtimes

@@ -3,8 +3,12 @@
 The driver is its own Python process with its own working directory, the executor another
 JVM in the worker's directory with its own Python workers: ``build``, ``write``, ``read`` (both
 spellings) and ``apply_deletions_and_index`` run there, with dataset paths relative to the
-driver's working directory, and every answer must equal the local one (arrowidx itself on
-the same files, in this process). The functions named ``job_*`` run in the driver process.
+driver's working directory. Every answer is compared with an independent reference: a
+pyarrow Expression with ``Table.filter`` on the rows written (in memory, here), SQL text
+with Spark's own Parquet reader on the same files on the cluster (filter pushdown off,
+deleted rows removed by the delete's own condition); floats by their bits (``-0.0`` is not
+``0.0``). Index files and manifest entries are compared with a local build's. The
+functions named ``job_*`` run in the driver process.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +28,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import arrowidx
-from arrowidx.lake.layout import load_manifest, resolve
+from arrowidx.lake.commit import load_manifest
+from arrowidx.lake.source import resolve
 
 pytest.importorskip("arrowidx.spark")
 
@@ -61,22 +67,39 @@ def _table(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
     )
 
 
-def _write_lake(root: Path, files: int = 4, rows: int = 1500, seed: int = 3) -> None:
+def _write_lake(root: Path, files: int = 4, rows: int = 1500, seed: int = 3) -> pa.Table:
+    """Writes the lake; returns its rows (in memory: the reference for Expressions)."""
     root.mkdir(parents=True)
     rng = np.random.default_rng(seed)
     ids = rng.permutation(files * rows * 2)[: files * rows]
+    tables = []
     for i in range(files):
-        pq.write_table(_table(rng, ids[i * rows : (i + 1) * rows]), root / f"part-{i}.parquet", row_group_size=300)
+        tables.append(_table(rng, ids[i * rows : (i + 1) * rows]))
+        tables[-1] = tables[-1].set_column(3, "amount", _signed_zeros(tables[-1].column("amount"), i))
+        pq.write_table(tables[-1], root / f"part-{i}.parquet", row_group_size=300)
+    return pa.concat_tables(tables)
+
+
+def _signed_zeros(amount: pa.ChunkedArray, i: int) -> pa.Array:
+    """A few -0.0 and 0.0 amounts (a reader turning one into the other must be seen)."""
+    values = amount.combine_chunks()
+    raw = values.fill_null(1.0).to_numpy(zero_copy_only=False).copy()
+    raw[i::97] = -0.0
+    raw[i + 1 :: 97] = 0.0
+    return pa.array(raw, pa.float64(), mask=values.is_null().to_numpy(zero_copy_only=False))
+
+
+def _value(v):
+    """A comparable value: NaN equals NaN, floats by their bits (-0.0 differs from 0.0)."""
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else struct.pack(">d", v)
+    return v
 
 
 def _rows(table: pa.Table) -> list[tuple]:
-    """Rows sorted by id, NaN comparable, Arrow type widths ignored."""
+    """Rows sorted by id, floats by bits, Arrow type widths ignored."""
     table = table.sort_by("id")
-    columns = []
-    for name in table.column_names:
-        values = table.column(name).to_pylist()
-        columns.append(["NaN" if isinstance(v, float) and math.isnan(v) else v for v in values])
-    return list(zip(*columns))
+    return list(zip(*([_value(v) for v in table.column(name).to_pylist()] for name in table.column_names)))
 
 
 def _unsuffixed(index):
@@ -86,9 +109,12 @@ def _unsuffixed(index):
     return dataclasses.replace(index, file=re.sub(r"-[0-9a-f]+\.index$", ".index", index.file))
 
 
-def _expected(root: str, condition) -> pa.Table:
-    """arrowidx itself, in this process (SQL text or an Expression, as the Python API takes them)."""
-    return arrowidx.dataset(root).to_table(filter=condition)
+DELETED = pc.bit_wise_and(pc.field("id"), 15) == 0
+DELETED_SQL = "(id & 15) = 0"
+
+
+def _alive(rows: pa.Table) -> pa.Table:
+    return rows.filter(~DELETED)  # (id is never NULL)
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,6 +148,24 @@ def job_read(spark, path: str, conditions: list) -> list[dict]:
     narrow = arrowidx.spark.read(spark, path, "status = 'LOST'", columns=["amount", "id"])
     out.append({"table": narrow.toArrow(), "count": narrow.count()})
     return out
+
+
+def job_spark_reader(spark, path: str, conditions: list[str | None], columns: list[str] | None = None) -> list[pa.Table]:
+    """Spark's own Parquet reader on the lake's files (filter pushdown off: its row-group
+    statistics are not the reference), the deleted rows removed by the delete's condition,
+    then each SQL condition."""
+    key = "spark.sql.parquet.filterPushdown"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    try:
+        alive = spark.read.parquet(path).filter(f"NOT ({DELETED_SQL})")
+        out = []
+        for condition in conditions:
+            df = alive if condition is None else alive.filter(condition)
+            out.append((df if columns is None else df.select(*columns)).toArrow())
+        return out
+    finally:
+        spark.conf.set(key, before)
 
 
 def job_format(spark, path: str) -> dict:
@@ -177,7 +221,7 @@ def test_cluster_answers_equal_local(spark_cluster, tmp_path):
 
     rel = f"lakes/{tmp_path.name}/orders"  # relative to the driver's working directory
     lake = driver.cwd / rel
-    _write_lake(lake)
+    written = _write_lake(lake)
     local = tmp_path / "local"
     shutil.copytree(lake, local)
 
@@ -196,34 +240,44 @@ def test_cluster_answers_equal_local(spark_cluster, tmp_path):
             assert (local / mine).read_bytes() == (lake / executor).read_bytes(), mine
 
     # deletions in every file, then read: both spellings, SQL text and Expressions
-    deleted = pc.bit_wise_and(pc.field("id"), 15) == 0
-    arrowidx.delete(str(lake), deleted, progress=False)
+    arrowidx.delete(str(lake), DELETED, progress=False)
+    alive = _alive(written)
+    sql = [c for c in READS if isinstance(c, str)]
+    by_spark = dict(zip(sql, driver.call(job_spark_reader, rel, sql)))
     results = driver.call(job_read, rel, READS)
     for condition, got in zip(READS, results):
-        expected = _expected(str(lake), condition)
+        if condition is None:
+            expected = alive
+        elif isinstance(condition, str):
+            expected = by_spark[condition]
+        else:
+            expected = alive.filter(condition)
         assert _rows(got["table"]) == _rows(expected), condition
         assert got["count"] == expected.num_rows, condition
+    assert by_spark["amount > 90"].filter(pc.is_nan(pc.field("amount"))).num_rows > 0  # SQL: NaN > 90
+    assert alive.filter(pc.field("amount") == 0.0).num_rows > 0  # -0.0 and 0.0 rows are read
     assert results[1]["spark files"] < 4  # the needle: the bloom filters ruled files out
     assert results[-2]["spark files"] == 0  # id & 7: no Spark spelling, the data source read it
-    expected = _expected(str(lake), "status = 'LOST'").select(["amount", "id"])
+    (lost,) = driver.call(job_spark_reader, rel, ["status = 'LOST'"])
+    expected = lost.select(["amount", "id"])
     assert _rows(results[-1]["table"]) == _rows(expected) and results[-1]["count"] == expected.num_rows
 
     formats = driver.call(job_format, rel)
-    assert _rows(formats["all"]) == _rows(_expected(str(lake), None))
-    assert _rows(formats["filtered"]) == _rows(formats["where"]) == _rows(_expected(str(lake), "status = 'LOST'"))
+    assert _rows(formats["all"]) == _rows(alive)
+    assert _rows(formats["filtered"]) == _rows(formats["where"]) == _rows(lost)
     # the DataFrame loaded without a filter said once, in the driver's Spark output, how to prune
     assert driver.output(tail=10**7).count("has no load-time filter") == 1
 
     pipeline = driver.call(job_pipeline, rel)
-    assert _rows(pipeline["deletions"]) == _rows(_expected(str(lake), None))
-    assert _rows(pipeline["lost"]) == _rows(_expected(str(lake), "status = 'LOST'"))
+    assert _rows(pipeline["deletions"]) == _rows(alive)
+    assert _rows(pipeline["lost"]) == _rows(lost)
 
     # write: the files the executors wrote, read back here
     source = _table(np.random.default_rng(8), np.arange(50_000, 52_000, dtype=np.int64))
     files = driver.call(job_write, f"lakes/{tmp_path.name}/written", source, OPTIONS)
-    written = driver.cwd / f"lakes/{tmp_path.name}/written"
-    assert sorted(p.name for p in written.glob("*.parquet")) == sorted(files) and len(files) == 3
-    assert _rows(arrowidx.dataset(str(written)).to_table()) == _rows(source)
+    written_to = driver.cwd / f"lakes/{tmp_path.name}/written"
+    assert sorted(p.name for p in written_to.glob("*.parquet")) == sorted(files) and len(files) == 3
+    assert _rows(pa.concat_tables([pq.read_table(p) for p in sorted(written_to.glob("*.parquet"))])) == _rows(source)
 
     # the Paimon index rewrite: the executors' index files and the driver's commit equal the
     # local function's, byte for byte (a Paimon table written by Java Paimon 0.9.0)

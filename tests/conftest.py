@@ -10,6 +10,19 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(os.environ.get("ARROWIDX_GOLDEN", Path(__file__).resolve().parent / "golden")).resolve()
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def shared_dir(name: str) -> Path:
+    """``../shared/<name>`` seen from the repository root (the first ancestor of the
+    repository holding ``shared/<name>``), or ``$ARROWIDX_SHARED/<name>``. It may not exist:
+    tests needing it skip, saying where it was looked for."""
+    if os.environ.get("ARROWIDX_SHARED"):
+        return Path(os.environ["ARROWIDX_SHARED"]).resolve() / name
+    for parent in REPOSITORY.parents:
+        if (parent / "shared" / name).is_dir():
+            return parent / "shared" / name
+    return REPOSITORY.parent / "shared" / name
 
 
 @lru_cache(maxsize=1)
@@ -27,7 +40,12 @@ def manifest() -> dict:
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print how many golden answers equal Java's exactly (the rest are narrower, still sound)."""
+    """Print how many golden answers equal Java's exactly (the rest are narrower, still sound),
+    and how many cases of each differential suite were selective."""
+    import sys
+
+    if "tests.differential_support" in sys.modules:
+        sys.modules["tests.differential_support"].report_tallies(terminalreporter)
     try:
         from tests.test_golden_file_index import TALLY
     except Exception:
@@ -36,8 +54,25 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"golden file-index answers: {TALLY['equal']} equal to Java's, {TALLY['narrower']} narrower"
             f" (sound, exact where Java is not), {TALLY['known']} known deviations (xfail),"
+            f" {TALLY['sound only']} only checked sound (sub-millisecond literals on a millisecond column),"
             f" {TALLY['skipped']} skipped with a reason"
         )
+
+
+def rows_in_memory(source, **dataset_options):
+    """Every row of a dataset's Parquet files, read whole (no filter: no row-group statistics
+    or partition pruning decide anything). ``dataset_options`` go to ``pyarrow.dataset.dataset``."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(source, **{"format": "parquet", **dataset_options}).to_table()
+
+
+def filtered_in_memory(table, expr=None, columns=None):
+    """What ``expr`` means: ``Table.filter`` on the rows in memory, then ``columns``. (Not a
+    file scan with the filter: its statistics pruning drops NaN rows and compares literals
+    uncast, the bug class the tests must catch.)"""
+    out = table if expr is None else table.filter(expr)
+    return out if columns is None else out.select(columns)
 
 
 def tables_equal(a, b) -> bool:
@@ -86,9 +121,11 @@ def damage_index(root: str, data_file: str, column: str) -> str:
     import pyarrow.fs as pafs
 
     import arrowidx.facts
-    from arrowidx.lake.layout import join, load_manifest
+    from arrowidx.lake.commit import load_manifest
+    from arrowidx.lake.layout import join
+    from arrowidx.storage import as_store
 
-    entry = load_manifest(pafs.LocalFileSystem(), root).files[data_file]
+    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files[data_file]
     path = join(root, entry.index.file)
     start, length, _ = next(iter(entry.index.layout[column].values()))
     with open(path, "r+b") as f:

@@ -27,9 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from arrowidx.types import java_float_order, parse_paimon_sql_type
+from arrowidx.types import parse_paimon_sql_type
 
 from .conftest import GOLDEN, golden_manifest
+from .java_reference import java_float_key
 
 
 def arrow_type(paimon_sql: str) -> pa.DataType:
@@ -172,7 +173,7 @@ def _java_values(values: list, root: str, sql: str) -> pa.Array:
         dtype = np.float32 if root == "FLOAT" else np.float64
         arr = np.array([0.0 if v is None else _float(v) for v in values], dtype=dtype)
         mask = np.array([v is None for v in values], dtype=bool)
-        return pa.array(java_float_order(arr).astype(np.int64), mask=mask)
+        return pa.array(java_float_key(arr), mask=mask)
     if root == "DECIMAL":
         t = arrow_type(sql)
         return pa.array([None if v is None else decimal.Decimal(v) for v in values], type=pa.decimal128(38, t.scale))

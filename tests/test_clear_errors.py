@@ -30,8 +30,8 @@ from arrowidx.errors import (
     StorageError,
     StoreUnavailableError,
 )
-from arrowidx.lake.layout import load_manifest
-from arrowidx.storage import storage_error
+from arrowidx.lake.commit import load_manifest
+from arrowidx.storage import as_store, storage_error
 
 PAIMON_TABLE = os.path.join(os.path.dirname(__file__), "paimon_tables", "shapes-0.9.0", "db.db", "evolve")
 
@@ -127,12 +127,12 @@ def test_write_file_index_of_a_pandas_series():
     ("file-index.bloomfilter.columns", "file-index.bloom-filter.columns"),
 ])  # fmt: skip
 def test_unknown_option_keys_are_refused_before_anything_is_written(lake, key, hint):
-    version = load_manifest(pafs.LocalFileSystem(), lake).version
+    version = load_manifest(as_store(pafs.LocalFileSystem()), lake).version
     with pytest.raises(OptionError, match=key.replace(".", r"\.")) as e:
         arrowidx.build(lake, {key: "id"}, progress=False)
     if hint:
         assert f"did you mean {hint!r}" in str(e.value)
-    assert load_manifest(pafs.LocalFileSystem(), lake).version == version
+    assert load_manifest(as_store(pafs.LocalFileSystem()), lake).version == version
 
 
 def test_delete_option_typo_is_refused(lake):
@@ -142,10 +142,10 @@ def test_delete_option_typo_is_refused(lake):
 
 
 def test_an_index_on_a_column_no_file_has_is_refused(lake):
-    version = load_manifest(pafs.LocalFileSystem(), lake).version
+    version = load_manifest(as_store(pafs.LocalFileSystem()), lake).version
     with pytest.raises(OptionError, match="did you mean 'id'"):
         arrowidx.build(lake, {"file-index.bloom-filter.columns": "idd"}, progress=False)
-    assert load_manifest(pafs.LocalFileSystem(), lake).version == version
+    assert load_manifest(as_store(pafs.LocalFileSystem()), lake).version == version
 
 
 class _Refusing(pafs.FileSystemHandler):

@@ -22,7 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrowidx
-import arrowidx.lake.scan as scan_module
+import arrowidx.lake.files as files_module
+import arrowidx.lake.plan as plan_module
 from arrowidx import FileIndex, facts, write_file_index
 from arrowidx.lake import directory
 from arrowidx.lake.directory import KeyDirectory, Member, build_directory
@@ -159,16 +160,16 @@ def _needle(root, i: int, column: str = "id"):
 
 
 def _counting_plan_file(monkeypatch) -> list[str]:
-    """Records the files whose index a query asks (``_decide``: the index's answer for one
+    """Records the files whose index a query asks (``Planner.decide``: the index's answer for one
     file, which ``plan_file`` and the batched planning both start with)."""
     asked: list[str] = []
-    real = scan_module.IndexedDataset._decide
+    real = plan_module.Planner.decide
 
     def decide(self, rel, *args, **kwargs):
         asked.append(rel)
         return real(self, rel, *args, **kwargs)
 
-    monkeypatch.setattr(scan_module.IndexedDataset, "_decide", decide)
+    monkeypatch.setattr(plan_module.Planner, "decide", decide)
     return asked
 
 
@@ -214,7 +215,7 @@ def test_answers_and_plans_equal_the_lake_planned_file_by_file(lake, monkeypatch
         got = data.to_table(filter=expr)
         assert tables_equal(got, plain.to_table(filter=expr)), str(expr)
         with_directory[str(expr)] = [(p.path, p.status, p.index_types, p.rows_selected) for p in data.explain(expr).files]
-    monkeypatch.setattr(scan_module, "DIRECTORY_MIN_FILES", 10**9)
+    monkeypatch.setattr(directory, "DIRECTORY_MIN_FILES", 10**9)
     alone = arrowidx.dataset(lake)
     for expr in _queries(lake):
         assert with_directory[str(expr)] == [(p.path, p.status, p.index_types, p.rows_selected) for p in alone.explain(expr).files]
@@ -270,14 +271,14 @@ def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeyp
     needle) is then planned and read too, its rows in file order, through ``to_table``,
     ``to_batches``, ``scanner`` and ``count_rows``."""
     submitted: list[int] = []
-    real_pool = scan_module._stat_pool()
+    real_pool = plan_module._stat_pool()
 
     class Recording:
         def submit(self, fn, paths):
             submitted.append(len(paths))
             return real_pool.submit(fn, paths)
 
-    monkeypatch.setattr(scan_module, "_stat_pool", lambda: Recording())
+    monkeypatch.setattr(plan_module, "_stat_pool", lambda: Recording())
     asked = _counting_plan_file(monkeypatch)
     data = arrowidx.dataset(lake)
     key = _needle(lake, 50)
@@ -302,7 +303,7 @@ def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeyp
     assert data.count_rows(filter=expr) == 2
     assert tables_equal(data.to_table(filter=expr, columns=["status", "id"]), want.select(["status", "id"]))
     # keys in more files than a needle's route reads: all files stat'ed first, then planned
-    others = [i for i in range(40, FILES) if i != 50][: scan_module.NEEDLE_MAX_FILES]  # with 50: one file too many
+    others = [i for i in range(40, FILES) if i != 50][: plan_module.NEEDLE_MAX_FILES]  # with 50: one file too many
     many = pc.field("id").isin([key, *(_needle(lake, i) for i in others)])
     submitted.clear(), asked.clear()
     assert tables_equal(data.to_table(filter=many), ds.dataset(lake).to_table(filter=many))
@@ -332,14 +333,14 @@ def test_a_new_manifest_rebuilds_the_directory(lake):
 def test_few_files_or_many_keys_build_no_directory(lake, monkeypatch):
     key = _needle(lake, 3)
     schema_key = arrowidx.dataset(lake).manifest.files["part-000.parquet"].index.schema
-    assert arrowidx.dataset(lake)._directory("id", schema_key) is not None
+    assert arrowidx.dataset(lake).planner.key_directory("id", schema_key) is not None
     monkeypatch.setattr(directory, "DIRECTORY_MAX_KEYS_PER_FILE", 10)  # the files hold 25 ids each
     data = arrowidx.dataset(lake)
     assert data.to_table(filter=pc.field("id") == key).num_rows == 1
-    assert data._directory("id", schema_key) is None
+    assert data.planner.key_directory("id", schema_key) is None
     monkeypatch.setattr(directory, "DIRECTORY_MAX_KEYS_PER_FILE", 10**6)
     monkeypatch.setattr(directory, "DIRECTORY_MIN_FILES", FILES + 1)
-    assert arrowidx.dataset(lake)._directory("id", schema_key) is None
+    assert arrowidx.dataset(lake).planner.key_directory("id", schema_key) is None
 
 
 def _needle_rows(root: str, key: int, queue) -> None:
@@ -353,7 +354,7 @@ def test_a_forked_child_stats_the_files_too(lake, monkeypatch):
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork on this platform")
-    monkeypatch.setattr(scan_module, "_PARALLEL_STAT_FILES", 2)
+    monkeypatch.setattr(files_module, "PARALLEL_STAT_FILES", 2)
     key = _needle(lake, 5)
     assert arrowidx.dataset(lake).to_table(filter=pc.field("id") == key).num_rows == 1  # the thread runs
     assert facts._POOL  # the parent's pool runs

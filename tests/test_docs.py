@@ -43,7 +43,7 @@ NEEDS = {  # page -> (module, what a reader needs to run it), skipped with the r
     "paimon.md": [("fastavro", "the 'paimon' extra")],
 }
 #: what a page tells its reader to copy where they run it: (from the repository, to the folder)
-COPIED = {"paimon.md": [("tests/paimon_tables/shapes-0.9.0", "shapes-0.9.0")]}
+COPIED = {"paimon.md": [("tests/paimon_tables/shapes-0.9.0", "shapes-0.9.0"), ("tests/paimon_tables/dv-0.9.0", "dv-0.9.0")]}
 
 
 @dataclass

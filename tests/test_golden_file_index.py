@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import arrowidx
@@ -34,7 +35,8 @@ ALL_CASES = golden_cases()
 READ_CASES = [c for c in ALL_CASES if c["indexFile"]]
 WRITE_CASES = [c for c in ALL_CASES if not any(i.get("emitNullBytes") for i in c["indexes"])]
 
-TALLY: dict[str, int] = {"equal": 0, "narrower": 0, "skipped": 0, "known": 0}
+TALLY: dict[str, int] = {"equal": 0, "narrower": 0, "skipped": 0, "known": 0, "sound only": 0}
+SUBMILLI = "ts3_submilli_100.json"
 
 # Answers we cannot make as narrow as Java's without dropping rows pyarrow would select.
 KNOWN_DEVIATIONS = {
@@ -50,35 +52,58 @@ def _skip_reason(case: dict, pred: dict, expected: dict) -> str | None:
         return "null literal: documents Java-only behaviour; engines never send it"
     if expected.get("kind") == "ERROR":
         return "Java threw " + expected.get("error", "")
-    if case["dataset"].endswith("ts3_submilli_100.json"):
-        return "sub-millisecond values in TIMESTAMP(3) cannot exist in Arrow; Java's answers there are unsound"
     if pred["op"] == "topn":
         return "TopN is checked in test_golden_topn"
     return None
 
 
-def check_answers(case: dict, index: FileIndex) -> tuple[list[str], list[str]]:
-    """Judge every predicate of ``case`` against ``index``: (failures, known deviations)."""
+def _literals(pred: dict) -> list:
+    if pred["op"] in ("and", "or"):
+        return [v for c in pred["children"] for v in _literals(c)]
+    return [pred[k] for k in ("literal", "lower", "upper") if k in pred] + list(pred.get("literals", []))
+
+
+def check_answers(case: dict, index: FileIndex, tally: dict[str, int] = TALLY) -> tuple[list[str], list[str]]:
+    """Judge every predicate of ``case`` against ``index``: (failures, known deviations).
+
+    ``ts3_submilli_100``: Java wrote sub-millisecond values into a TIMESTAMP(3), which an
+    Arrow ``timestamp[ms]`` column cannot hold; the table here holds them floored to the
+    millisecond, as the index keys them (Java's ``getMillisecond()``). Java's row filter
+    compares the finer values, so it is not the truth for this table: every answer must
+    keep the rows pyarrow selects on the table, and where every literal is a whole
+    millisecond (then Java's index answer is sound for the floored values) be no wider than
+    Java's; a literal finer than the column (``us``) needs only be sound."""
     table = load_table(case["dataset"])
     failures, known = [], []
     for item in case["predicates"]:
         pred, expected = item["predicate"], item.get("expected")
         reason = _skip_reason(case, pred, expected or {})
         if reason:
-            TALLY["skipped"] += 1
+            tally["skipped"] += 1
             continue
         expr = expression(pred, table.schema)
         truth_java = java_rows(case["dataset"], pred)
         assert truth_java.sum() == expected["rowFilterCardinality"], (
             f"our recomputation of Java's row filter disagrees with the manifest for {pred}"
         )
-        must_keep = pyarrow_rows(table, expr) | truth_java
         ours = result_rows(index.evaluate(expr), table.num_rows)
+        if case["dataset"].endswith(SUBMILLI):
+            truth = pyarrow_rows(table, expr)
+            if any(v is not None and v % 1000 for v in _literals(pred)):
+                dropped = truth & ~(np.ones(table.num_rows, bool) if ours is None else ours)
+                if dropped.any():
+                    failures.append(f"{pred}: drops rows {dropped.nonzero()[0][:10].tolist()} that pyarrow selects")
+                else:
+                    tally["sound only"] += 1
+                continue
+            must_keep = truth
+        else:
+            must_keep = pyarrow_rows(table, expr) | truth_java
         verdict = judge(ours, expected_rows(expected, table.num_rows), must_keep)
         if verdict in ("equal", "narrower"):
-            TALLY[verdict] += 1
+            tally[verdict] += 1
         elif (case["id"], json.dumps(pred)) in KNOWN_DEVIATIONS:
-            TALLY["known"] += 1
+            tally["known"] += 1
             known.append(KNOWN_DEVIATIONS[(case["id"], json.dumps(pred))])
         else:
             failures.append(f"{pred}: {verdict} (Java: {expected['kind']})")
@@ -110,19 +135,14 @@ def test_write_same_as_java(case):
     if ours == java:
         return
     assert "bitmap" in types, "bytes differ from Java's for an index type whose writer is deterministic"
-    # Bitmap bodies follow Java's HashMap order: compare answers instead of bytes.
-    failures = []
-    ours_index = FileIndex(ours, table.schema)
-    java_index = FileIndex(java, table.schema)
-    for item in case["predicates"]:
-        pred = item["predicate"]
-        if pred["op"] == "topn" or has_null_literal(pred):
-            continue
-        expr = expression(pred, table.schema)
-        a, b = ours_index.evaluate(expr), java_index.evaluate(expr)
-        if not (a == b or (not a.remain and not b.remain)):
-            failures.append(f"{pred}: ours {a} vs from Java's file {b}")
+    # Bitmap bodies follow Java's HashMap order: judge our file's answers as Java's file's
+    # are judged (against pyarrow, Java's row filter and Java's recorded answers).
+    tally = {k: 0 for k in TALLY}
+    failures, known = check_answers(case, FileIndex(ours, table.schema), tally)
     assert not failures, "\n".join(failures[:20])
+    assert tally["equal"] + tally["narrower"] + tally["known"] + tally["sound only"] > 0, "no answer was judged"
+    if known:
+        pytest.xfail("; ".join(known))
 
 
 def test_every_golden_index_type_is_registered():

@@ -39,6 +39,7 @@ from arrowidx import (
 from arrowidx.bucket import _java_hashmap_order
 
 from .conftest import GOLDEN, golden_manifest
+from .java_reference import hashmap_order
 
 # --------------------------------------------------------------------------------------
 # Golden: hash-index files
@@ -372,6 +373,7 @@ def _parse(spec: str):
 @pytest.mark.parametrize("spec,expected", JAVA_HASHMAP_ORDERS)
 def test_loaded_bucket_order_is_java_hashmap_order(spec, expected):
     assert _java_hashmap_order(_parse(spec)) == expected
+    assert hashmap_order(_parse(spec)) == expected  # the tests' own model (the reference below)
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK to ask")
@@ -411,6 +413,7 @@ public class HM { public static void main(String[] a) {
     assert len(out) == len(cases)
     for case, line in zip(cases, out):
         assert _java_hashmap_order(case) == [int(x) for x in line.split(",")]
+        assert hashmap_order(case) == [int(x) for x in line.split(",")]
 
 
 def _reference_partition_index(batches, target, existing, max_buckets=-1, assigners=1, me=0):
@@ -429,7 +432,7 @@ def _reference_partition_index(batches, target, existing, max_buckets=-1, assign
     counts = {}
     for b, c in loaded:
         counts[b] = counts.get(b, 0) + c
-    order = _java_hashmap_order(loaded)
+    order = hashmap_order(loaded)  # the tests' own port of java.util.HashMap, not arrowidx's
     nonfull = OrderedDict((b, counts[b]) for b in order)
     total = list(order)
     out = []

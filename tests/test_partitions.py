@@ -102,11 +102,11 @@ def test_cli_and_delete_use_partition_columns(hive, tmp_path, capsys):
 
 
 def test_partition_filters_prune_before_any_file_is_opened(hive, monkeypatch):
-    from arrowidx.lake import scan
+    from arrowidx.lake import files
 
     opened: list[str] = []
-    read_footer = scan.read_footer
-    monkeypatch.setattr(scan, "read_footer", lambda fs, path, size: opened.append(path) or read_footer(fs, path, size))
+    read_footer = files.read_footer
+    monkeypatch.setattr(files, "read_footer", lambda fs, path, size: opened.append(path) or read_footer(fs, path, size))
     data = arrowidx.dataset(hive)
     assert data.count_rows("dt = '2024-01-03' AND region = 'us' AND id > 400") == 0 + len(duck(reference(hive), "dt = '2024-01-03' AND region = 'us' AND id > 400"))
     folders = {os.path.relpath(os.path.dirname(p), hive) for p in opened}

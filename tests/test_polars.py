@@ -1,7 +1,8 @@
 """arrowidx.polars: Polars lazy scans of indexed datasets (issue 6).
 
-Expected answers always come from plain Polars on the same Parquet files
-(``pl.scan_parquet``), with deleted rows removed by an independent filter on the ids that
+Expected answers always come from plain Polars on the rows of the same Parquet files read
+into memory (``DataFrame.filter``; not ``pl.scan_parquet`` with the filter, whose statistics
+are not the reference), with deleted rows removed by an independent filter on the ids that
 were deleted (never from arrowidx's own output), or, for the translator, from evaluating
 the Polars expression itself.
 """
@@ -28,6 +29,8 @@ from polars.testing import assert_frame_equal  # noqa: E402
 
 import arrowidx  # noqa: E402
 from arrowidx import polars as apl  # noqa: E402
+from arrowidx.polars import plan as polars_plan  # noqa: E402
+from arrowidx.polars import source  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 T0 = dt.datetime(2024, 1, 1)
@@ -35,6 +38,13 @@ T0 = dt.datetime(2024, 1, 1)
 # ------------------------------------------------------------------------------------------
 # Expressions: a generator over columns with literal pools
 # ------------------------------------------------------------------------------------------
+
+
+def rows_in_memory(pattern: str) -> pl.LazyFrame:
+    """Every row of the Parquet files ``pattern`` matches, read into memory (in path order),
+    as a LazyFrame over that DataFrame: a filter on it is ``DataFrame.filter``'s meaning,
+    with no Parquet statistics deciding anything."""
+    return pl.read_parquet(pattern).lazy()
 
 
 def _lit(value):
@@ -277,6 +287,31 @@ def test_literals_not_of_the_column_type_are_not_guessed(expr):
     assert apl.translate(expr, FRAME_TABLE.schema).expression is None
 
 
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pl.col("i").is_between(2.5, 2**53),
+        pl.col("i").is_between(-(2**53), -2.5),
+        pl.col("i").is_between(2.5, 2**53, closed="none"),
+    ],
+    ids=["upper-int", "lower-int", "open"],
+)
+def test_is_between_with_one_float_bound_compares_both_in_float64(expr):
+    """Polars evaluates ``is_between`` in the supertype of the column and both bounds: with one
+    float bound, 2**53 + 1 rounds to 2**53 and is kept. The translation must keep every row
+    Polars keeps (found by the row-for-row property test)."""
+    table = pa.table({"i": pa.array([2**53, 2**53 + 1, 2**53 + 2, 3, 2, -(2**53) - 1, -3], pa.int64())})
+    want = pl.DataFrame(table).select(expr.alias("m"))["m"].to_list()
+    tr = apl.translate(expr, table.schema)
+    if tr.expression is None:
+        return
+    got = _arrow_eval(table, tr.expression)
+    lost = [i for i, (w, g) in enumerate(zip(want, got)) if w is True and g is not True]
+    assert not lost, f"{expr} -> {tr.expression}: rows {lost} lost"
+    if tr.exact:
+        assert got == want
+
+
 def test_untranslatable_parts_are_dropped_conservatively():
     schema = FRAME_TABLE.schema
     odd = pl.col("s").str.contains("a")
@@ -302,7 +337,7 @@ def test_translations_are_remembered_per_predicate_and_schema(monkeypatch):
     calls = []
     real = module._translate
     monkeypatch.setattr(module, "_translate", lambda e, s: calls.append(str(e)) or real(e, s))
-    monkeypatch.setattr(module, "_REMEMBERED", [])
+    arrowidx.facts.POLARS_TRANSLATIONS.clear()
     schema = FRAME_TABLE.schema
     expr = (pl.col("i64") == 2) & (pl.col("s") == "b")
     first = apl.translate(expr, schema)
@@ -349,7 +384,7 @@ def test_a_data_file_rewritten_in_place_is_read_as_it_now_is(tmp_path, monkeypat
 
     def check(expr):
         got = apl.scan(tmp_path).filter(expr).collect()
-        want = pl.scan_parquet(str(tmp_path / "*.parquet")).filter(expr).collect()
+        want = rows_in_memory(str(tmp_path / "*.parquet")).filter(expr).collect()
         assert_frame_equal(got.sort("id"), want.sort("id"))
         return got.height
 
@@ -447,7 +482,7 @@ def lake(tmp_path_factory):
 
 def plain(root: Path, deleted) -> pl.LazyFrame:
     """The reference: plain Polars over the same files, deleted ids removed independently."""
-    return pl.scan_parquet(str(root / "*.parquet")).filter(
+    return rows_in_memory(str(root / "*.parquet")).filter(
         ~pl.col("id").is_in(pl.Series(deleted, dtype=pl.Int64).implode())
     )
 
@@ -513,7 +548,7 @@ def _query(lf: pl.LazyFrame, shape: str, expr, columns: list[str], n: int) -> pl
     n=st.sampled_from([0, 1, 7, 150, 3000, 10_000]),
     reader=st.sampled_from(["auto", "auto", "pyarrow"]),
 )
-def test_scan_equals_scan_parquet_minus_deleted(lake, expr, shape, columns, n, reader):
+def test_scan_equals_plain_polars_minus_deleted(lake, expr, shape, columns, n, reader):
     root, deleted = lake
     try:
         want = _query(plain(root, deleted), shape, expr, columns, n).collect()
@@ -625,7 +660,7 @@ def test_deletes_after_the_lazyframe_was_made_are_seen(tmp_path):
 
 def test_batch_size_and_row_limit(lake):
     root, deleted = lake
-    src = apl._Source(apl._dataset(root, None, "raise"), native=True, on_scan=None)
+    src = source._Source(polars_plan.open_dataset(root, None, "raise"), native=True, on_scan=None)
     frames = list(src(["id", "k"], pl.col("k") < 10, None, 64))
     assert frames and all(f.height <= 64 for f in frames)
     want = plain(root, deleted).filter(pl.col("k") < 10).select("id", "k").collect()
@@ -669,9 +704,9 @@ def test_nan_and_signed_zero_follow_polars(lake):
 def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeypatch, caplog):
     """No index on the filter's columns and nothing deleted: without a listener the files go
     to Polars whole and no file is planned (no footer or index read); the answer is
-    pl.scan_parquet's. With a listener (on_scan, or the INFO log) every file is planned for
+    plain Polars'. With a listener (on_scan, or the INFO log) every file is planned for
     the report."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     caplog.set_level(logging.WARNING, logger="arrowidx.polars")  # nobody listens
 
@@ -689,11 +724,11 @@ def test_unprunable_scans_go_to_polars_without_planning_a_file(tmp_path, monkeyp
         tmp_path / "part-9.parquet",
     )
     planned: list[str] = []
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
     monkeypatch.setattr(
-        IndexedDataset, "plan_file", lambda self, rel, *a, **k: planned.append(rel) or plan_file(self, rel, *a, **k)
+        Planner, "plan_file", lambda self, rel, *a, **k: planned.append(rel) or plan_file(self, rel, *a, **k)
     )
-    reference = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    reference = rows_in_memory(str(tmp_path / "*.parquet"))
     for expr in [pl.col("v") > 0.5, pl.col("s").str.contains("b"), (pl.col("id") % 7 == 0) & (pl.col("v") < 0)]:
         assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
         assert_frame_equal(
@@ -738,7 +773,7 @@ def _deleted_rows_lake(tmp_path):
     k_1500 = tables[1].column("k")[500].as_py()  # id 1500: deleted, and its k is queried below
     assert k_1500 != 5
     arrowidx.delete(tmp_path, (pc.field("k") == 5) | (pc.field("id") == 1500), progress=False)
-    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    everything = rows_in_memory(str(tmp_path / "*.parquet"))
     deleted_ids = everything.filter((pl.col("k") == 5) | (pl.col("id") == 1500)).select("id").collect().to_series()
     return k_1500, everything.filter(~pl.col("id").is_in(deleted_ids.implode()))
 
@@ -795,7 +830,7 @@ def test_files_with_deleted_rows_keep_asking_an_exact_index_that_prunes_no_row_g
     arrowidx.delete(tmp_path, pc.field("k") == 5, progress=False)
     row_indexes = _recording_row_indexes(monkeypatch)
     expr = pl.col("k").is_in([1, 5])  # every row group holds both; the bitmaps hold the deleted rows
-    want = pl.scan_parquet(str(tmp_path / "*.parquet")).filter(pl.col("k") == 1).collect()
+    want = rows_in_memory(str(tmp_path / "*.parquet")).filter(pl.col("k") == 1).collect()
     assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), want)
     assert row_indexes == [False]
 
@@ -805,10 +840,10 @@ def test_an_exact_bitmap_holding_rows_polars_does_not_return_falls_back_to_a_row
     An index claiming exactness with a bitmap one row too wide (here made so) is caught by
     the count, and the query runs again with a row index: the answer stays plain Polars'
     minus the deleted ids."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     k_1500, reference = _deleted_rows_lake(tmp_path)
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
 
     def one_row_too_many(self, rel, expr, bound=None, **kw):
         plan = plan_file(self, rel, expr, bound, **kw)
@@ -818,7 +853,7 @@ def test_an_exact_bitmap_holding_rows_polars_does_not_return_falls_back_to_a_row
             bitmap.add(extra)  # a row that does not match, before some deleted ones
         return plan
 
-    monkeypatch.setattr(IndexedDataset, "plan_file", one_row_too_many)
+    monkeypatch.setattr(Planner, "plan_file", one_row_too_many)
     row_indexes = _recording_row_indexes(monkeypatch)
     expr = pl.col("k").is_in([5, k_1500])
     assert_frame_equal(apl.scan(tmp_path).filter(expr).collect(), reference.filter(expr).collect())
@@ -864,7 +899,7 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
         assert_frame_equal(got.sort("id"), reference.filter(expr).collect().sort("id"))
         return sorted(reads)
 
-    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    everything = rows_in_memory(str(tmp_path / "*.parquet"))
     assert check(pl.col("u") == needle, everything) == [("part-5.parquet", 333, 334)]
     assert check((pl.col("u") == needle) & (pl.col("v") > 9), everything) == []  # the row fails v > 9
     assert check(pl.col("u") == 77, everything) == [("part-2.parquet", 0, 250), ("part-2.parquet", 500, 750)]
@@ -893,18 +928,18 @@ def _asking_files(lake: Path, monkeypatch):
     """``check(expr, reference=None)``: asserts that ``arrowidx.polars.scan(lake)`` filtered
     by ``expr`` equals ``reference`` (plain Polars of the lake by default) filtered by it,
     and returns the numbers ``n`` of the ``part-<n>.parquet`` files whose index was asked."""
-    from arrowidx.lake.scan import IndexedDataset
+    from arrowidx.lake.plan import Planner
 
     asked: list[int] = []
-    plan_file = IndexedDataset.plan_file
+    plan_file = Planner.plan_file
 
     def recording(self, rel, expr, *args, **kwargs):
         if expr is not None:
             asked.append(int(rel[5:-8]))
         return plan_file(self, rel, expr, *args, **kwargs)
 
-    monkeypatch.setattr(IndexedDataset, "plan_file", recording)
-    everything = pl.scan_parquet(str(lake / "*.parquet"))
+    monkeypatch.setattr(Planner, "plan_file", recording)
+    everything = rows_in_memory(str(lake / "*.parquet"))
 
     def check(expr, reference=None):
         asked.clear()
@@ -929,7 +964,7 @@ def test_indexes_that_keep_every_row_group_stop_being_asked(tmp_path, monkeypatc
     for i, t in enumerate(tables):
         pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
     arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u"}, progress=False)
-    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    everything = rows_in_memory(str(tmp_path / "*.parquet"))
     check = _asking_files(tmp_path, monkeypatch)
 
     # (a range between two bounds: statistics cannot show that it matches in a row group, see
@@ -979,7 +1014,7 @@ def test_indexes_are_not_asked_where_statistics_show_a_match_in_every_row_group(
     for i, t in enumerate(tables):
         pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=250)
     arrowidx.build(tmp_path, {"file-index.range-bitmap.columns": "u,f"}, progress=False)
-    everything = pl.scan_parquet(str(tmp_path / "*.parquet"))
+    everything = rows_in_memory(str(tmp_path / "*.parquet"))
     check = _asking_files(tmp_path, monkeypatch)
 
     def unproven(column, matches, deleted=()):

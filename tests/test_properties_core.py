@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arrowidx import FileIndex, write_file_index
-from arrowidx.types import java_float_order
+
+from .java_reference import java_float_key
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -131,9 +132,9 @@ def _java_float_selected(array: pa.Array, expr_leaf: tuple[str, list[pa.Scalar]]
     """Rows a single float leaf selects under Java's Double.compare (NaN == NaN, -0.0 != 0.0)."""
     op, lits = expr_leaf
     dtype = np.float32 if array.type == pa.float32() else np.float64
-    values = java_float_order(array.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype))
+    values = java_float_key(array.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype))
     valid = array.is_valid().to_numpy(zero_copy_only=False)
-    keys = java_float_order(np.array([v.as_py() for v in lits], dtype=dtype))
+    keys = java_float_key(np.array([v.as_py() for v in lits], dtype=dtype))
     hit = np.isin(values, keys) & valid
     return {"eq": hit, "ne": valid & ~hit, "in": hit, "not_in": ~hit}[op]
 
@@ -372,7 +373,7 @@ def word_arrays(draw):
 def test_positions_of_words_are_the_set_bits(case):
     """The bits of a word walk's words, read pass by pass, are numpy's unpacked bits (at the
     words' own indexes when given), in order."""
-    from arrowidx.index.rangebitmap.bitslice import positions_of_words
+    from arrowidx.index.rangebitmap.bitwords import positions_of_words
 
     words, where = case
     bits = np.unpackbits(words.view(np.uint8), bitorder="little").reshape(-1, 64)
@@ -390,7 +391,7 @@ def test_bitmaps_of_words_hold_the_set_bits(case):
     from pyroaring import BitMap
 
     from arrowidx._roaring import bitmap_of_sorted
-    from arrowidx.index.rangebitmap.bitslice import bitmap_from_words, positions_of_words
+    from arrowidx.index.rangebitmap.bitwords import bitmap_from_words, positions_of_words
 
     words, _ = case
     expected = BitMap(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())

@@ -37,10 +37,10 @@ from arrowidx._roaring import positions_of
 from arrowidx.index.container import UnsupportedVersionError, write_container
 from arrowidx.index.rangebitmap import bitslice
 from arrowidx.predicate import bind, is_exact
-from arrowidx.types import java_float_order
 
 from .differential_support import fuzz_settings
 from .golden_support import golden_cases, index_bytes, load_table, pyarrow_rows
+from .java_reference import java_float_key
 from .test_golden_topn import goodness, is_valid_top, reference
 
 SETTINGS = settings(max_examples=35, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +86,7 @@ class Spec:
         """Floats as int64 ordered like ``Double.compare`` (NaN largest, -0.0 < 0.0)."""
         valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
         filled = arr.fill_null(0).to_numpy(zero_copy_only=False)
-        return pa.array(java_float_order(filled).astype(np.int64), mask=~valid)
+        return pa.array(java_float_key(filled), mask=~valid)
 
 
 def _ints(bits: int) -> st.SearchStrategy:
@@ -236,7 +236,7 @@ def check_answers(
             continue
         jtable = pa.table({"c": spec.java(arr)})
         jv, jw = (
-            pa.scalar(int(java_float_order(np.array([x], arr.type.to_pandas_dtype()))[0]))
+            pa.scalar(int(java_float_key(np.array([x], arr.type.to_pandas_dtype()))[0]))
             for x in lits[:2]
         )
         jvals = spec.java(vals)

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrowidx.sql import WhereError, parse_where
+from arrowidx.sql import WhereError, compile_where, parse_where
 
 duckdb = pytest.importorskip("duckdb")
+pytestmark = pytest.mark.skipif(not duckdb.__version__.startswith("2.0."), reason="the SQL reference is DuckDB 2.0 (pip install duckdb==2.0.1)")
 
 
 def _table() -> pa.Table:
@@ -84,14 +85,45 @@ def test_float_in_lists_match_duckdb_on_signed_zero_and_nan(where):
 
 def test_refusals_name_what_to_write():
     for text, message in [
-        ("status = 5", "status = '5'"), ("ts > 5", "quoted date"), ("qty = (SELECT 1)", "subqueries"), ("qty >", "syntax error"),
-        ("qty = 'abc'", "'abc' is not a number"), ("nope = 1", "unknown column 'nope'"), ("stauts = 'x'", "did you mean 'status'"),
+        ("ts > 5", "quoted date"), ("qty = (SELECT 1)", "subqueries"), ("qty >", "syntax error"),
+        ("qty = 'abc'", "'abc' is not a number [(]qty is INTEGER[)]"), ("nope = 1", "unknown column 'nope'"),
+        ("stauts = 'x'", "did you mean 'status'"), ('status = "lost"', "strings take single quotes [(]'lost'[)]"),
+        ("lcase(status) = 1 + 'x'", r"\+[(]INTEGER_LITERAL, STRING_LITERAL[)] is ambiguous"), ("ucase(status, 2) = 'x'", "ucase"),
     ]:  # fmt: skip
         with pytest.raises(WhereError, match=message):
             parse_where(text, TABLE.schema)
     assert isinstance(parse_where("qty = 1", TABLE.schema), pc.Expression)
     with pytest.raises(WhereError, match="pass the text itself as filter="):
         parse_where("lower(status) = 'new'", TABLE.schema)  # no pyarrow Expression: a residual
+    # a string column against a number compares as numbers, as in DuckDB; a word that is not one raises
+    with pytest.raises(WhereError, match="could not convert string '[a-z]+' to INTEGER.*quote the value: status = '5'"):
+        where = compile_where("status = 5", TABLE.schema)
+        where.residual.mask(TABLE)
+
+
+def test_messages_name_functions_as_typed():
+    """sqlglot reads lcase as LOWER and char_length as LENGTH: a message shows the user's words."""
+    schema = pa.schema([("s", pa.string()), ("n", pa.int32())])
+    with pytest.raises(WhereError) as info:
+        compile_where("char_length(n) = 1", schema)
+    assert "char_length" in str(info.value) and "LENGTH" not in str(info.value).upper().replace("CHAR_LENGTH", "")
+    where = compile_where("lcase(s) = 'x' AND n > 0", schema)
+    assert where.residual.text == "lcase(s) = 'x'"
+    with pytest.raises(WhereError, match=r"^WHERE: could not convert string 'a' to INTEGER .*\(in CAST\(s AS INT\) = 1\)"):
+        compile_where("n + 0 > 0 AND CAST(s AS INT) = 1", schema).residual.mask(pa.table({"s": ["a"], "n": pa.array([1], pa.int32())}))
+
+
+@pytest.mark.parametrize("where", ["isnan(amount)", "NOT isnan(amount)", "isnan(amount) OR qty = 1", "isinf(amount)", "isfinite(amount)"])
+def test_duckdb_spellings_of_nan_tests(where):
+    """Issue 53: isnan(amount), DuckDB's spelling, is accepted and means what DuckDB means."""
+    con = duckdb.connect()
+    rows = TABLE.append_column("_row", pa.array(np.arange(TABLE.num_rows)))
+    con.register("t", rows)
+    expected = sorted(r[0] for r in con.execute(f"SELECT _row FROM t WHERE {where}").fetchall())
+    compiled = compile_where(where, TABLE.schema)
+    got = rows.filter(compiled.pushdown) if compiled.pushdown is not None else rows
+    got = got.filter(compiled.residual.mask(got)) if compiled.residual is not None else got
+    assert sorted(got["_row"].to_pylist()) == expected
 
 
 SIMPLE_SCHEMA = pa.schema(

@@ -16,7 +16,7 @@ import pytest
 import arrowidx
 from arrowidx.cli import main
 from arrowidx.errors import OptionError, StaleDeletionError
-from arrowidx.lake.layout import load_manifest
+from arrowidx.lake.commit import load_manifest
 
 LOST = pc.field("status") == "LOST"
 
@@ -47,7 +47,7 @@ def _assert_deletions_hold(root: str, alive: pa.Table) -> None:
     assert data.count_rows(LOST) == 0
     assert data.count_rows() == alive.num_rows
     assert sorted(data.to_table(columns=["id"]).column("id").to_pylist()) == sorted(alive.column("id").to_pylist())
-    manifest = load_manifest(data.fs, root)
+    manifest = load_manifest(data.store, root)
     assert sorted(manifest.files) == [f"part-{i}.parquet" for i in range(5)]
     assert all(e.deletion is not None for e in manifest.files.values())
 
@@ -70,12 +70,12 @@ def test_cli_build_of_one_file_keeps_every_deletion(lake, capsys):
 
 def test_a_build_of_some_files_cannot_change_the_options_of_the_others(lake, capsys):
     root, alive = lake
-    before = load_manifest(arrowidx.dataset(root).fs, root)
+    before = load_manifest(arrowidx.dataset(root).store, root)
     with pytest.raises(OptionError, match="Build the whole dataset"):
         arrowidx.build([os.path.join(root, "part-1.parquet")], {"file-index.bloom-filter.columns": "status"}, progress=False)
     assert main(["build", os.path.join(root, "part-1.parquet"), "--bsi", "id"]) == 2
     assert "Build the whole dataset" in capsys.readouterr().err
-    assert load_manifest(arrowidx.dataset(root).fs, root).version == before.version
+    assert load_manifest(arrowidx.dataset(root).store, root).version == before.version
     _assert_deletions_hold(root, alive)
 
 
@@ -85,7 +85,7 @@ def test_a_changed_file_named_alone_refuses_to_drop_its_deletions(lake):
     pq.write_table(pq.read_table(path).slice(1), path, row_group_size=200)  # other content
     with pytest.raises(StaleDeletionError):
         arrowidx.build([path], progress=False)
-    others = load_manifest(arrowidx.dataset(root).fs, root).files
+    others = load_manifest(arrowidx.dataset(root).store, root).files
     assert others["part-3.parquet"].deletion is not None  # still committed, nothing dropped
 
 
@@ -94,7 +94,7 @@ def test_a_full_build_removes_only_entries_whose_file_is_gone(lake):
     os.remove(os.path.join(root, "part-4.parquet"))
     report = arrowidx.build(root, progress=False)
     assert report.removed == ["part-4.parquet"]
-    manifest = load_manifest(arrowidx.dataset(root).fs, root)
+    manifest = load_manifest(arrowidx.dataset(root).store, root)
     assert sorted(manifest.files) == [f"part-{i}.parquet" for i in range(4)]
     assert all(e.deletion is not None for e in manifest.files.values())
     assert arrowidx.dataset(root).count_rows(LOST) == 0

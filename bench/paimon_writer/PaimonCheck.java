@@ -30,8 +30,10 @@ import java.util.Map;
  * read WAREHOUSE DB.TABLE SNAPSHOT|latest [NAME:FIELD:eq:VALUE | NAME:FIELD:isnull] ...
  *   full  rows  digest                                    (the table read whole)
  *   q     NAME  read.enabled  splits  reader-rows  matching-rows  digest-of-matching
- * append WAREHOUSE DB.TABLE COMMITS ROWS OFFSET
- *   commits COMMITS appends of ROWS generated rows (ids from OFFSET), then prints "appended N"
+ * append WAREHOUSE DB.TABLE COMMITS ROWS OFFSET [GATE-DIR]
+ *   commits COMMITS appends of ROWS generated rows (ids from OFFSET), then prints "appended N";
+ *   with GATE-DIR, commit k (k >= 2) waits until GATE-DIR/go-k exists, and after commit k the
+ *   file GATE-DIR/committed-k is created (a test orders its own commits against these)
  * </pre>
  *
  * Digests are SHA-256 of the rows as sorted strings: equal digests, equal multisets of rows.
@@ -45,7 +47,8 @@ public class PaimonCheck extends WriteBench {
         if (args[1].equals("read")) {
             read(catalog.getTable(id), args);
         } else if (args[1].equals("append")) {
-            append(catalog, id, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Long.parseLong(args[5]));
+            append(catalog, id, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Long.parseLong(args[5]),
+                    args.length > 6 ? args[6] : null);
         } else {
             throw new IllegalArgumentException("read ... | append ...");
         }
@@ -183,12 +186,22 @@ public class PaimonCheck extends WriteBench {
         }
     }
 
-    static void append(Catalog catalog, Identifier id, int commits, int rows, long offset) throws Exception {
+    static void append(Catalog catalog, Identifier id, int commits, int rows, long offset, String gate) throws Exception {
         Table t = catalog.getTable(id);
         List<String> partitionKeys = t.partitionKeys();
         List<DataField> fields = t.rowType().getFields();
         long n = 0;
         for (int c = 0; c < commits; c++) {
+            if (gate != null && c >= 1) {
+                java.nio.file.Path go = java.nio.file.Paths.get(gate, "go-" + (c + 1));
+                long deadline = System.currentTimeMillis() + 300_000;
+                while (!java.nio.file.Files.exists(go)) {
+                    if (System.currentTimeMillis() > deadline) {
+                        throw new IllegalStateException("no " + go + " within 300 s");
+                    }
+                    Thread.sleep(5);
+                }
+            }
             final long start = offset + (long) c * rows;
             commit(catalog, id, null, w -> {
                 for (long i = start; i < start + rows; i++) {
@@ -200,6 +213,9 @@ public class PaimonCheck extends WriteBench {
                 }
             });
             n += rows;
+            if (gate != null) {
+                java.nio.file.Files.createFile(java.nio.file.Paths.get(gate, "committed-" + (c + 1)));
+            }
             System.out.println("committed " + (c + 1));
             System.out.flush();
         }

@@ -4,8 +4,9 @@ rewrite tests and ``bench/bench_paimon_rewrite.py`` use it).
 Two Paimon versions:
 
 * ``0.9.0``: the released bundle inside PyPI's ``pypaimon==0.2.0`` sdist
-  (``deps/jars/paimon-python-java-bridge-0.9.0.jar``), downloaded with pip into
-  ``~/.cache/arrowidx`` the first time (as ``run.sh`` does), with pyspark's Hadoop jars;
+  (``deps/jars/paimon-python-java-bridge-0.9.0.jar``), which ``make interop``
+  (``setup_interop.py``) downloads into ``~/.cache/arrowidx``, with pyspark's Hadoop jars
+  (nothing here downloads: without it, :class:`JavaUnavailable` names ``make interop``);
 * ``master``: Paimon compiled from source as ``shared/paimon-tables/writer/build-master.sh``
   leaves it, found in ``$PAIMON_MASTER`` (a directory with ``classes/``, ``src/`` and
   ``paimon-shade-from-0.9.0.jar``; see docs/benchmarks.md). Only master has
@@ -21,14 +22,18 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+import setup_interop
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-CACHE = Path(os.environ.get("ARROWIDX_CACHE", Path.home() / ".cache" / "arrowidx"))
+CACHE = setup_interop.CACHE
 BUILD = ROOT / "build" / "paimon-java"
-SOURCES = {"0.9.0": ["WriteBench.java", "PaimonCheck.java"], "master": ["WriteBench.java", "PaimonCheck.java", "JavaRewrite.java"]}
+SOURCES = {
+    "0.9.0": ["WriteBench.java", "PaimonCheck.java", "JavaDelete.java", "v09/DvCommit.java"],
+    "master": ["WriteBench.java", "PaimonCheck.java", "JavaRewrite.java", "JavaDelete.java", "master/DvCommit.java"],
+}
 JVM_TEST = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss4m", "-Xmx1g"]
 OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in ("java.nio", "sun.nio.ch", "java.lang", "java.util")]
 
@@ -46,19 +51,13 @@ def _spark_jars() -> Path:
 
 
 def bundle_090() -> Path:
-    """The Paimon 0.9.0 bundle jar (downloaded with pip from PyPI the first time)."""
+    """The Paimon 0.9.0 bundle jar (``$J09``, or where ``make interop`` put it)."""
     if os.environ.get("J09"):
         return Path(os.environ["J09"])
-    jar = CACHE / "pypaimon-0.2.0" / "deps" / "jars" / "paimon-python-java-bridge-0.9.0.jar"
-    if not jar.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "pypaimon==0.2.0", "-d", str(CACHE)],
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
-        if done.returncode != 0:
-            raise JavaUnavailable(f"cannot download pypaimon==0.2.0 (the Paimon 0.9.0 bundle): {done.stderr[-300:]}")
-        subprocess.run(["tar", "xzf", str(CACHE / "pypaimon-0.2.0.tar.gz"), "-C", str(CACHE),
-                        "pypaimon-0.2.0/deps/jars/paimon-python-java-bridge-0.9.0.jar"], check=True)  # fmt: skip
-    return jar
+    if not setup_interop.BUNDLE_090.exists():
+        raise JavaUnavailable(f"the Paimon 0.9.0 bundle is not at {setup_interop.BUNDLE_090}: run `{setup_interop.MAKE_STEP}`"
+                              " (downloads PyPI's pypaimon==0.2.0 sdist, which holds it)")  # fmt: skip
+    return setup_interop.BUNDLE_090
 
 
 def master_dir() -> Path:

@@ -16,6 +16,8 @@ from .errors import (
     CommitUnsupportedError,
     CorruptIndexError,
     CorruptManifestError,
+    MissingFilterError,
+    MissingManifestError,
     OptionError,
     StaleDeletionError,
     UnsupportedTypeError,
@@ -34,6 +36,7 @@ _LAZY = {
          "read_puffin_deletion_vectors", "write_deletion_vectors", "write_deletion_vectors_file",
          "write_puffin_deletion_vectors"], ".deletion"),
     "FileIndex": ".file_index",
+    "accept_rollback": ".lake.rollback",
     "write_file_index": ".file_index",
     "build": ".lake.build",
     "dataset": ".lake.scan",
@@ -45,8 +48,9 @@ _LAZY = {
 __all__ = [
     "ArrowIdxError", "CommitConflictError", "CommitUnsupportedError", "CorruptIndexError",
     "CorruptManifestError", "DeletionVector", "DynamicBucketAssigner", "FileIndex", "IndexResult",
-    "OptionError", "PositionOutOfRangeError", "StaleDeletionError", "UnsupportedTypeError",
-    "UnsupportedValueError", "apply_deletion_vector", "build", "dataset", "delete",
+    "MissingFilterError", "MissingManifestError", "OptionError", "PositionOutOfRangeError",
+    "StaleDeletionError", "UnsupportedTypeError", "UnsupportedValueError", "accept_rollback",
+    "apply_deletion_vector", "build", "dataset", "delete",
     "paimon_binary_rows", "paimon_bucket", "paimon_bucket_of_hash", "paimon_key_hash",
     "read_deletion_vectors", "read_hash_index", "read_puffin_deletion_vectors", "vacuum",
     "write_deletion_vectors", "write_deletion_vectors_file", "write_file_index", "write_hash_index",
@@ -55,7 +59,7 @@ __all__ = [
 
 
 #: the documented subpackages and modules, imported on first use too (``arrowidx.paimon``)
-_SUBMODULES = ["errors", "facts", "paimon", "polars", "spark", "sql"]
+_SUBMODULES = ["errors", "facts", "options", "paimon", "polars", "spark", "sql"]
 
 
 def __getattr__(name: str) -> Any:
@@ -96,5 +100,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         write_puffin_deletion_vectors,
     )
     from .file_index import FileIndex, write_file_index  # noqa: F401
-    from .lake import build, dataset, delete, vacuum  # noqa: F401
+    from .lake import accept_rollback, build, dataset, delete, vacuum  # noqa: F401
     from .result import IndexResult  # noqa: F401

@@ -241,7 +241,7 @@ def read_portable_unsized(reader: ByteReader, what: str) -> BitMap:
 
 _COOKIE_NO_RUN = 12346
 _COOKIE_RUN = 12347
-_KIND_ARRAY, _KIND_BITMAP, _KIND_RUN = 0, 1, 2
+KIND_ARRAY, KIND_BITMAP, KIND_RUN = 0, 1, 2
 
 
 def portable_size(data, start: int, end: int) -> int | None:
@@ -258,6 +258,9 @@ class MalformedBitmap(Exception):
     def __init__(self, message: str, offset: int):
         super().__init__(message)
         self.offset = offset
+
+    def __reduce__(self):  # (pickle and copy: both arguments, not only the message)
+        return type(self), (self.args[0], self.offset)
 
 
 class PortableLayout:
@@ -315,8 +318,8 @@ def portable_layout(buf: np.ndarray, pos: int, end: int) -> PortableLayout:
         p += 4 * n
     if n > 1 and not bool(np.all(keys[1:] > keys[:-1])):
         raise MalformedBitmap("portable Roaring container keys are not strictly increasing", pos)
-    kinds = np.where(is_run, _KIND_RUN, np.where(cards > 4096, _KIND_BITMAP, _KIND_ARRAY))
-    sizes = np.where(kinds == _KIND_BITMAP, 8192, np.where(kinds == _KIND_ARRAY, 2 * cards, 0))
+    kinds = np.where(is_run, KIND_RUN, np.where(cards > 4096, KIND_BITMAP, KIND_ARRAY))
+    sizes = np.where(kinds == KIND_BITMAP, 8192, np.where(kinds == KIND_ARRAY, 2 * cards, 0))
     run_index = np.flatnonzero(is_run)
     if run_index.size:
         before = np.concatenate(([0], np.cumsum(sizes)))
@@ -382,11 +385,11 @@ def leading_bitsets(buf: np.ndarray, pos: int, end: int, n: int) -> tuple[int, i
         at = start + 8192 * m
         key, card = int(header[m, 0]), int(header[m, 1]) + 1
         if runs is not None and runs[m]:
-            kind = _KIND_RUN
+            kind = KIND_RUN
             size = 2 + 4 * int(buf[at : at + 2].view("<u2")[0]) if end - at >= 2 else end - at + 1
         else:
-            kind = _KIND_BITMAP if card > 4096 else _KIND_ARRAY
-            size = 8192 if kind == _KIND_BITMAP else 2 * card
+            kind = KIND_BITMAP if card > 4096 else KIND_ARRAY
+            size = 8192 if kind == KIND_BITMAP else 2 * card
         if (m == 0 or key > m - 1) and at + size <= end:
             rest = PortableLayout(size, *(np.array([v], np.int64) for v in (key, kind, card, at)))
     return start, m, rest
@@ -404,19 +407,19 @@ def decode_containers(buf: np.ndarray, layout: PortableLayout, first: int, n: in
     keys, kinds, offsets, cards = layout.keys, layout.kinds, layout.offsets, layout.cards
     inside = (keys >= first) & (keys < n)
     rel = keys - first
-    dense = np.flatnonzero(inside & (kinds == _KIND_BITMAP))
+    dense = np.flatnonzero(inside & (kinds == KIND_BITMAP))
     if dense.size:
         breaks = np.flatnonzero((np.diff(keys[dense]) != 1) | (np.diff(offsets[dense]) != 8192)) + 1
         for group in np.split(dense, breaks):  # per group of neighbouring bitsets
             k, at, m = int(rel[group[0]]), int(offsets[group[0]]), len(group)
             out[k * 8192 : (k + m) * 8192] = buf[at : at + m * 8192]
-    for i in np.flatnonzero(inside & (kinds == _KIND_ARRAY)).tolist():  # per array container
+    for i in np.flatnonzero(inside & (kinds == KIND_ARRAY)).tolist():  # per array container
         at = int(offsets[i])
         low = buf[at : at + 2 * int(cards[i])].view("<u2").astype(np.int64)
         if not (low[1:] > low[:-1]).all():
             raise MalformedBitmap("array container values are not strictly increasing", at)
         _set_sorted_bits(out, low + (int(rel[i]) << 16))
-    for i in np.flatnonzero(inside & (kinds == _KIND_RUN)).tolist():  # per run container
+    for i in np.flatnonzero(inside & (kinds == KIND_RUN)).tolist():  # per run container
         at = int(offsets[i])
         nruns = int(buf[at : at + 2].view("<u2")[0])
         pairs = buf[at + 2 : at + 2 + 4 * nruns].view("<u2").reshape(nruns, 2).astype(np.int64)
@@ -482,11 +485,11 @@ def decode_into(
     """
     rel = (high << 16) + layout.keys - first_container  # container index within ``out``
     kinds, offsets, cards = layout.kinds, layout.offsets, layout.cards
-    for i in np.flatnonzero(kinds == _KIND_BITMAP).tolist():
+    for i in np.flatnonzero(kinds == KIND_BITMAP).tolist():
         dst = int(rel[i]) * 8192
         src = int(offsets[i])
         out[dst : dst + 8192] |= buf[src : src + 8192]
-    array_idx = np.flatnonzero(kinds == _KIND_ARRAY)
+    array_idx = np.flatnonzero(kinds == KIND_ARRAY)
     if array_idx.size:
         array_cards = cards[array_idx]
         first, total = int(offsets[array_idx[0]]), int(array_cards.sum())
@@ -502,7 +505,7 @@ def decode_into(
             ]
             low = np.concatenate(parts)
         _set_sorted_bits(out, low)
-    run_idx = np.flatnonzero(kinds == _KIND_RUN)
+    run_idx = np.flatnonzero(kinds == KIND_RUN)
     if run_idx.size:
         los, his = [], []
         for i in run_idx.tolist():

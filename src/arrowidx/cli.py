@@ -9,6 +9,8 @@
     arrowidx query PATH --where "status = 'PENDING' AND amount > 100" --columns id,amount
     arrowidx delete PATH --where "status = 'CANCELLED'" [--dry-run | --yes]
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
+    arrowidx paimon delete TABLE --where "id = 42" [--dry-run | --yes]   # a Paimon table's rows
+    arrowidx accept-rollback PATH [--dry-run] [--json]   # LATEST names a lost manifest: go back on purpose
 
 ``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
 ``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
@@ -39,8 +41,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import ArrowIdxError, OptionError, UnsupportedTypeError, UnsupportedValueError
-from .filters import user_filter
+from .errors import (
+    ArrowIdxError,
+    MissingFilterError,
+    OptionError,
+    UnsupportedTypeError,
+    UnsupportedValueError,
+)
+from .filters import require_delete_filter, user_filter
 from .options import OptionWarning
 from .sql import WhereError, parse_where
 
@@ -63,7 +71,7 @@ class UsageError(Exception):
     """A command line the user should fix (exit code 2)."""
 
 
-USER_ERRORS = (UsageError, WhereError, OptionError, UnsupportedTypeError, UnsupportedValueError)
+USER_ERRORS = (UsageError, WhereError, OptionError, UnsupportedTypeError, UnsupportedValueError, MissingFilterError)
 
 
 def _dump(obj) -> None:
@@ -133,14 +141,14 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
     (size and checksum), its deletions; each problem said with what to do."""
     from .errors import CorruptIndexError, StaleDeletionError
     from .lake import dataset
-    from .lake.layout import entry_is_fresh, load_index_bytes
+    from .lake.freshness import entry_is_fresh, load_index_bytes
 
     data = dataset(path, storage_options=storage_options)
     manifest = data.manifest
     rows = []
     for rel in data.files:
         entry = manifest.files.get(rel)
-        info = data._info(rel)
+        info = data.lake.info(rel)
         row = {"file": rel, "rows": entry.rows if entry else data.row_count(rel), "state": "ok",
                "index_bytes": 0, "index_embedded": None, "columns": {}, "deleted": 0, "problem": None}  # fmt: skip
         if entry is None:
@@ -148,7 +156,8 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
             row["problem"] = "added after the last build: read in full; run arrowidx build to index it"
         else:
             try:
-                fresh = entry_is_fresh(entry, info, data._read_footer(rel))  # by content, not mtime
+                fresh = entry_is_fresh(entry, info, lambda rel=rel: data.lake.read_footer(rel),  # by content, not mtime
+                                       content=lambda rel=rel: data.lake.content_xxh64(rel))  # fmt: skip
             except StaleDeletionError as e:
                 fresh, row["state"] = False, "STALE DELETIONS"
                 row["problem"] = f"{e}"
@@ -357,6 +366,7 @@ def _print_table(table: pa.Table) -> None:
 def cmd_delete(args) -> int:
     from .lake import dataset, delete
 
+    require_delete_filter(args.where, call="delete", argument="--where")
     storage = _storage(args)
     data = dataset(args.path, storage_options=storage)
     expr = _where(data, args.where)
@@ -404,6 +414,17 @@ def cmd_vacuum(args) -> int:
     return 0
 
 
+def cmd_accept_rollback(args) -> int:
+    from .lake import accept_rollback
+
+    report = accept_rollback(args.path, dry_run=args.dry_run, storage_options=_storage(args))
+    if args.json:
+        _dump({**dataclasses.asdict(report), "rows": report.rows})
+    else:
+        print(report)
+    return 0
+
+
 def cmd_paimon_rewrite_index(args) -> int:
     from .options import index_edits
     from .paimon.rewrite import rewrite_file_index, table_options
@@ -437,6 +458,38 @@ def cmd_paimon_rewrite_index(args) -> int:
                                 progress=False if args.quiet else None)  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+    return 0
+
+
+def cmd_paimon_delete(args) -> int:
+    from .paimon import delete as paimon_delete
+    from .paimon.delete_rows import where_of
+
+    def confirm(report) -> bool:
+        if not args.json:
+            print(f"rows matching {args.where!r} not deleted yet:")
+            for name, count in sorted(report.rows_by_file.items()):
+                print(f"  {name:52} {count:>12,}")
+            print(f"  {'total':52} {report.rows_deleted:>12,} in {len(report.rows_by_file)} data file(s)"
+                  f" ({report.files_skipped} ruled out by partitions, statistics or indexes)")  # fmt: skip
+            if report.superseded:
+                print(f"  and {report.superseded:,} not yet compacted version(s) of the deleted keys")
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError("not deleting: stdin is not a terminal, so nobody can confirm; pass --yes to delete"
+                             " without asking, or --dry-run to only count")  # fmt: skip
+        answer = input(f"delete {report.rows_deleted:,} row(s) from {args.path}? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    report = paimon_delete(args.path, where_of(args.where, "--where", call="paimon delete"), dry_run=args.dry_run, confirm=None if args.dry_run else confirm,
+                           progress=False if args.quiet else None, storage_options=_storage(args))  # fmt: skip
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    elif report.rows_deleted == 0 and report.superseded == 0:
+        print(f"nothing to delete: no live row matches {args.where!r}")
     else:
         print(report)
     return 0
@@ -512,6 +565,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     p.add_argument("--json", action="store_true", help="print the report (kept versions, removed files) as JSON")
     p.set_defaults(func=cmd_vacuum)
+
+    p = sub.add_parser("accept-rollback", help="LATEST names a manifest that is lost: go back to the newest on disk"
+                       " (its deletions are undone; says which)")  # fmt: skip
+    p.add_argument("path")
+    p.add_argument("--dry-run", action="store_true", help="only say what would be undone")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_accept_rollback)
     for p in sub.choices.values():
         p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                        help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"
@@ -536,6 +596,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_paimon_rewrite_index)
+    p = paimon.add_parser("delete", help="delete rows matching a SQL WHERE clause from a Paimon table (deletion vectors)")
+    p.add_argument("path", help="the table directory (<warehouse>/<db>.db/<table>) or its URI")
+    p.add_argument("--where", required=True, help="SQL boolean expression; TRUE deletes every row")
+    p.add_argument("--dry-run", action="store_true", help="only count the rows per data file, delete nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none unless stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report (with per-file counts) as JSON")
+    p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                   help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable")  # fmt: skip
+    p.set_defaults(func=cmd_paimon_delete)
     return parser
 
 

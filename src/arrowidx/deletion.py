@@ -35,13 +35,12 @@ from pyroaring import BitMap, BitMap64
 
 from ._bytes import as_buffer, atomic_write
 from ._roaring import (
-    MalformedBitmap,
-    PortableLayout,
     bitmap_of,
     packed_window,
     portable_layout,
     positions_of,
 )
+from .deletion_records import MAGIC_32, MAGIC_64, MAX_POSITION_32, empty_buckets, fail, read_record
 from .errors import ArrowIdxError, CorruptIndexError
 from .types import integer_array
 
@@ -56,10 +55,7 @@ __all__ = [
     "write_puffin_deletion_vectors",
 ]
 
-MAGIC_32 = 1581511376
-MAGIC_64 = 1681511377
 VERSION_ID_V1 = 1
-MAX_POSITION_32 = 2**31 - 1
 # Java's OptimizedRoaringBitmap64.MAX_VALUE: key Integer.MAX_VALUE - 1, low bits 0x80000000.
 MAX_POSITION_64 = ((2**31 - 2) << 32) | 0x80000000
 _MAX_KEY_64 = 2**31 - 2
@@ -460,7 +456,7 @@ class DeletionVector:
         expected = 0
         for key, lo, hi in spans:  # one step per non-empty bucket
             if key > expected:
-                pieces.append(_empty_buckets(expected, key))
+                pieces.append(empty_buckets(expected, key))
             pieces.append(raw[lo:hi])
             expected = key + 1
         return _MAGIC_64_BYTES, pieces
@@ -489,174 +485,11 @@ class DeletionVector:
         return self.with_kind(True).serialize()
 
 
-# --------------------------------------------------------------------------------------
-# Reading records
-# --------------------------------------------------------------------------------------
-def _fail(message: str, source: str, offset: int) -> CorruptIndexError:
-    return CorruptIndexError(message, source=source, offset=offset)
-
-
 def _read_record(buf: np.ndarray, pos: int, end: int, source: str) -> tuple[DeletionVector, int]:
-    """Parse the record starting at ``pos``; returns the vector and the offset after it."""
-    if end - pos < 8:
-        raise _fail(
-            f"deletion vector record needs at least 8 bytes but only {end - pos} remain",
-            source,
-            pos,
-        )
-    length = int(buf[pos : pos + 4].view(">i4")[0])
-    if length < 4:
-        raise _fail(f"deletion vector length field {length} is below the 4-byte magic", source, pos)
-    if length > end - pos - 8:
-        raise _fail(
-            f"deletion vector length field {length} runs past the end "
-            f"({end - pos - 8} bytes available for magic and bitmap)",
-            source,
-            pos,
-        )
-    magic_at = pos + 4
-    body = buf[magic_at : magic_at + length]
-    if int(buf[magic_at : magic_at + 4].view(">i4")[0]) == MAGIC_32:
-        bitmap64 = False
-    elif int(buf[magic_at : magic_at + 4].view("<i4")[0]) == MAGIC_64:
-        bitmap64 = True
-    else:
-        raise _fail(
-            f"bad deletion vector magic 0x{bytes(buf[magic_at : magic_at + 4]).hex()} (expected "
-            f"{MAGIC_32} big-endian or {MAGIC_64} little-endian)",
-            source,
-            magic_at,
-        )
-    crc_at = magic_at + length
-    stored = int(buf[crc_at : crc_at + 4].view(">u4")[0])
-    actual = zlib.crc32(body)
-    if stored != actual:
-        raise _fail(
-            f"deletion vector CRC32 mismatch: stored 0x{stored:08x}, computed 0x{actual:08x}",
-            source,
-            crc_at,
-        )
-    bitmap_at, bitmap_end = magic_at + 4, crc_at
-    if bitmap64:
-        bm: BitMap | BitMap64 = _read_bitmap64(buf, bitmap_at, bitmap_end, source)
-    else:
-        bm = _read_bitmap32(buf, bitmap_at, bitmap_end, source)
-    return DeletionVector._wrap(bm, bitmap64), crc_at + 4
-
-
-def _exact_layout(buf: np.ndarray, pos: int, end: int, source: str, what: str) -> PortableLayout:
-    try:
-        return portable_layout(buf, pos, end)
-    except MalformedBitmap as e:
-        raise _fail(f"{what}: {e}", source, e.offset) from None
-
-
-def _read_bitmap32(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap:
-    layout = _exact_layout(buf, pos, end, source, "32-bit deletion vector bitmap")
-    if layout.size != end - pos:
-        raise _fail(
-            f"32-bit bitmap occupies {layout.size} bytes but the length field leaves {end - pos}",
-            source,
-            pos + layout.size,
-        )
-    try:
-        bm = BitMap.deserialize(buf[pos:end].tobytes())
-    except (ValueError, OverflowError, MemoryError) as e:
-        raise _fail(
-            f"32-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos
-        ) from None
-    if bm and bm.max() > MAX_POSITION_32:
-        raise _fail(
-            f"32-bit deletion vector holds position {bm.max()} above {MAX_POSITION_32}",
-            source,
-            pos,
-        )
-    return bm
-
-
-def _empty_buckets(first: int, stop: int) -> bytes:
-    """Empty buckets for keys ``first .. stop-1``: int32 LE key + an empty portable bitmap."""
-    records = np.zeros((stop - first, 12), dtype=np.uint8)
-    records[:, :4] = np.arange(first, stop, dtype="<i4").view(np.uint8).reshape(-1, 4)
-    records[:, 4:] = _EMPTY_BUCKET_TAIL
-    return records.tobytes()
-
-
-_EMPTY_BUCKET_TAIL = np.frombuffer(b"\x3a\x30\x00\x00\x00\x00\x00\x00", dtype=np.uint8)
-
-
-def _skip_empty_buckets(buf: np.ndarray, p: int, end: int, limit: int, last: int, source: str) -> tuple[int, int]:
-    """How many empty buckets (key + the 8-byte empty portable bitmap) start at ``p``.
-
-    Java writes every key from 0 to the highest, so a sparse vector far above 2**32 is
-    mostly empty buckets; they are checked in blocks with numpy instead of one by one.
-    Returns (buckets skipped, last key seen).
-    """
-    skipped, block = 0, 64
-    while skipped < limit:
-        n = min(block, limit - skipped, (end - p) // 12 - skipped)
-        if n <= 0:
-            break
-        records = buf[p + 12 * skipped : p + 12 * (skipped + n)].reshape(n, 12)
-        empty = (records[:, 4:] == _EMPTY_BUCKET_TAIL).all(axis=1)
-        run = n if empty.all() else int(np.argmin(empty))
-        if run:
-            keys = records[:run, :4].copy().view("<i4").ravel().astype(np.int64)
-            if keys[0] <= last or (run > 1 and not bool(np.all(keys[1:] > keys[:-1]))) or keys[-1] > _MAX_KEY_64:
-                break  # let the one-by-one path report the exact problem
-            last = int(keys[-1])
-            skipped += run
-        if run < n:
-            break
-        block *= 2
-    return skipped, last
-
-
-def _read_bitmap64(buf: np.ndarray, pos: int, end: int, source: str) -> BitMap64:
-    if end - pos < 8:
-        raise _fail("64-bit bitmap needs an 8-byte bucket count", source, pos)
-    count = int(buf[pos : pos + 8].view("<i8")[0])
-    if count < 0 or count > 2**31 - 1 or count * 12 > end - pos - 8:
-        raise _fail(
-            f"64-bit bitmap bucket count {count} is impossible with {end - pos - 8} bytes left",
-            source,
-            pos,
-        )
-    p = pos + 8
-    last = -1
-    kept: list[bytes] = []
-    nonempty = 0
-    remaining = count
-    while remaining:  # one step per non-empty bucket (2**32 positions); empty runs in bulk
-        skipped, last = _skip_empty_buckets(buf, p, end, remaining, last, source)
-        p += 12 * skipped
-        remaining -= skipped
-        if not remaining:
-            break
-        remaining -= 1
-        if end - p < 4:
-            raise _fail("64-bit bitmap bucket key is truncated", source, p)
-        key = int(buf[p : p + 4].view("<i4")[0])
-        if key < 0 or key > _MAX_KEY_64:
-            raise _fail(f"64-bit bitmap bucket key {key} is out of range", source, p)
-        if key <= last:
-            raise _fail(f"64-bit bitmap bucket keys must ascend: {key} follows {last}", source, p)
-        layout = _exact_layout(buf, p + 4, end, source, f"64-bit bitmap bucket {key}")
-        if layout.keys.size:
-            kept.append(buf[p : p + 4 + layout.size].tobytes())
-            nonempty += 1
-        last = key
-        p += 4 + layout.size
-    if p != end:
-        raise _fail(f"{end - p} bytes after the last bucket of the 64-bit bitmap", source, p)
-    if not nonempty:
-        return BitMap64()
-    try:
-        return BitMap64.deserialize(b"".join([_U64LE.pack(nonempty), *kept]))
-    except (ValueError, OverflowError, MemoryError) as e:
-        raise _fail(
-            f"64-bit bitmap is not a valid portable Roaring bitmap ({e})", source, pos
-        ) from None
+    """Parse the record starting at ``pos`` (:func:`arrowidx.deletion_records.read_record`);
+    returns the vector and the offset after it."""
+    bm, bitmap64, after = read_record(buf, pos, end, source)
+    return DeletionVector._wrap(bm, bitmap64), after
 
 
 # --------------------------------------------------------------------------------------
@@ -730,9 +563,9 @@ def read_deletion_vectors(
     raw, source = as_buffer(data)
     buf = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
     if buf.size < 1:
-        raise _fail("empty deletion-vectors index file (no version byte)", source, 0)
+        raise fail("empty deletion-vectors index file (no version byte)", source, 0)
     if int(buf[0]) != VERSION_ID_V1:
-        raise _fail(
+        raise fail(
             f"unsupported deletion-vectors index version {int(buf[0])}, expected {VERSION_ID_V1}",
             source,
             0,
@@ -748,7 +581,7 @@ def read_deletion_vectors(
         for name, rng in ranges.items():
             offset, length, cardinality = _parse_range(name, rng)
             if offset < 1 or offset >= buf.size:
-                raise _fail(
+                raise fail(
                     f"range of {name!r} starts at {offset}, outside the records [1, {buf.size})",
                     source,
                     max(0, min(offset, buf.size)),
@@ -756,14 +589,14 @@ def read_deletion_vectors(
             dv, end = _read_record(buf, offset, buf.size, source)
             recorded = end - offset if dv.bitmap64 else end - offset - 8
             if recorded != length:
-                raise _fail(
+                raise fail(
                     f"range of {name!r} says length {length} but the "
                     f"{'64' if dv.bitmap64 else '32'}-bit record there has length {recorded}",
                     source,
                     offset,
                 )
             if cardinality is not None and cardinality != dv.cardinality:
-                raise _fail(
+                raise fail(
                     f"range of {name!r} says cardinality {cardinality} but the vector holds "
                     f"{dv.cardinality} positions",
                     source,
@@ -884,20 +717,20 @@ def read_puffin_deletion_vectors(data: Any) -> dict[str, DeletionVector]:
     buf = bytes(memoryview(raw).cast("B"))
     size = len(buf)
     if size < 4 + 4 + 4 + 4 + 4 or buf[:4] != _PUFFIN_MAGIC or buf[-4:] != _PUFFIN_MAGIC:
-        raise _fail("not a Puffin file (magic PFA1 missing at either end)", source, 0)
+        raise fail("not a Puffin file (magic PFA1 missing at either end)", source, 0)
     if buf[-8] & 1:
-        raise _fail("compressed Puffin footers are not supported", source, size - 8)
+        raise fail("compressed Puffin footers are not supported", source, size - 8)
     (footer_size,) = struct.unpack("<i", buf[-12:-8])
     footer_start = size - 12 - footer_size
     if footer_size < 0 or footer_start < 8 or buf[footer_start - 4 : footer_start] != _PUFFIN_MAGIC:
-        raise _fail(f"bad Puffin footer size {footer_size}", source, size - 12)
+        raise fail(f"bad Puffin footer size {footer_size}", source, size - 12)
     try:
         footer = json.loads(buf[footer_start : size - 12].decode("utf-8"))
         blobs = footer["blobs"]
         if not isinstance(blobs, list):
             raise TypeError("blobs is not a list")
     except (ValueError, KeyError, TypeError) as e:
-        raise _fail(
+        raise fail(
             f"Puffin footer is not valid JSON metadata ({e})", source, footer_start
         ) from None
     result: dict[str, DeletionVector] = {}
@@ -909,22 +742,22 @@ def read_puffin_deletion_vectors(data: Any) -> dict[str, DeletionVector]:
             name = str(blob["properties"]["referenced-data-file"])
             card = blob["properties"].get("cardinality")
         except (KeyError, TypeError, ValueError) as e:
-            raise _fail(
+            raise fail(
                 f"Puffin blob {i} lacks deletion-vector metadata ({e})", source, footer_start
             ) from None
         if blob.get("compression-codec") not in (None, "none"):
-            raise _fail(f"deletion-vector blob {i} must not be compressed", source, footer_start)
+            raise fail(f"deletion-vector blob {i} must not be compressed", source, footer_start)
         if offset < 4 or length < 0 or offset + length > footer_start - 4:
-            raise _fail(
+            raise fail(
                 f"Puffin blob {i} [{offset}, +{length}) is outside the blob area",
                 source,
                 footer_start,
             )
         dv = DeletionVector.deserialize(memoryview(buf)[offset : offset + length], source=source)
         if not dv.bitmap64:
-            raise _fail(f"Puffin blob {i} holds a 32-bit Paimon vector", source, offset)
+            raise fail(f"Puffin blob {i} holds a 32-bit Paimon vector", source, offset)
         if card is not None and str(dv.cardinality) != str(card):
-            raise _fail(
+            raise fail(
                 f"Puffin blob {i} says cardinality {card} but holds {dv.cardinality}",
                 source,
                 offset,

@@ -226,7 +226,7 @@ def _single_file_part() -> None:
 
 def _reason(index, expr) -> str:
     """What each index on the filter's columns answered, in words."""
-    from arrowidx.lake.scan import describe_answer
+    from arrowidx.lake.plans import describe_answer
 
     parts = [describe_answer(t, answer, expr) for t, answer in index.answers_by_type(expr).items()]
     return "; ".join(parts) or "no index on these columns"

@@ -1,10 +1,35 @@
-"""The exceptions arrowidx raises: every one derives from ArrowIdxError."""
+"""The exceptions arrowidx raises: every one derives from ArrowIdxError.
+
+Every one crosses a process boundary whole (a Spark executor, a ``multiprocessing`` or
+``concurrent.futures`` worker, a Polars ``map_elements``): pickling and ``copy`` rebuild
+it with its message and attributes, whatever its constructor takes
+(:meth:`ArrowIdxError.__reduce__`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
+    """An exception of ``cls`` with ``args`` and attributes ``state``, without calling
+    ``cls.__init__`` (whose arguments, keyword-only ones included, made the message that
+    ``args`` already holds)."""
+    error = cls.__new__(cls, *args)
+    BaseException.__init__(error, *args)  # (OSError subclasses: args as given, not re-parsed)
+    error.__dict__.update(state)
+    return error
 
 
 class ArrowIdxError(Exception):
     """Base class of every error arrowidx raises on purpose."""
+
+    def __reduce__(self):
+        # Exception's own reduction calls ``cls(*args)``, which fails for a constructor with
+        # required keyword-only arguments (StorageError(message, path=...)) and builds another
+        # message for one that formats its arguments: rebuild from the state instead.
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
 class CorruptIndexError(ArrowIdxError):
@@ -84,3 +109,63 @@ class PaimonTableError(ArrowIdxError):
 
 class UnsupportedTableError(PaimonTableError):
     """A Paimon table (or table option) arrowidx cannot read correctly, e.g. a merge engine."""
+
+
+class MissingFilterError(ArrowIdxError, ValueError):
+    """A delete given no filter (``None``, empty text): a filter never set does not mean
+    "every row". Deleting every row takes an explicit TRUE (``"TRUE"`` or ``pc.scalar(True)``)."""
+
+
+class MissingManifestError(CorruptManifestError):
+    """``LATEST`` names a manifest version that is not on disk (a partial sync, a lifecycle
+    rule, a careless ``rm``): reading the newest version left would silently undo the
+    deletions of the missing one(s). ``version`` is the missing version, ``newest`` the newest
+    on disk (0: none). Restore the manifest, or accept the rollback explicitly with
+    :func:`arrowidx.accept_rollback` (``arrowidx accept-rollback PATH``)."""
+
+    def __init__(self, message: str, *, source: str, version: int, newest: int):
+        self.version = version
+        self.newest = newest
+        super().__init__(message, source=source)
+
+
+def __getattr__(name: str):
+    # an error that is also pyarrow's own class is made on first use (``import arrowidx``
+    # imports no pyarrow), here, so that it is importable from here and pickles by name
+    if name == "UnknownColumnError":
+        globals()[name] = cls = _unknown_column_error()
+        return cls
+    raise AttributeError(f"module 'arrowidx.errors' has no attribute {name!r}")
+
+
+def _unknown_column_error() -> type:
+    import difflib
+
+    import pyarrow as pa
+
+    class UnknownColumnError(ArrowIdxError, pa.ArrowInvalid):
+        """A name (in a filter, or in ``columns=``) that is not a column of the schema.
+
+        Also a ``pyarrow.ArrowInvalid`` (so a ``ValueError``): the class pyarrow raises for the
+        same call, so ``except pa.ArrowInvalid`` clauses keep working. ``column`` is the name,
+        ``columns`` the schema's columns; the message names both, with the closest column.
+        """
+
+        def __init__(self, message: str, *, column: str | None = None, columns: Sequence[str] = ()):
+            self.column = column
+            self.columns = list(columns)
+            super().__init__(message)
+
+        @classmethod
+        def naming(cls, column: str, columns: Sequence[str], where: str, argument: str = "filter=") -> UnknownColumnError:
+            """The error for ``column`` named by ``argument`` (``filter=``, ``columns=``) of a
+            call on ``where`` (a dataset root, a table path), whose columns are ``columns``."""
+            columns = list(columns)
+            close = difflib.get_close_matches(column, columns, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return cls(f"{where}: no column {column!r} in {argument}{hint}; the columns are: {', '.join(columns)}",
+                       column=column, columns=columns)  # fmt: skip
+
+    UnknownColumnError.__qualname__ = "UnknownColumnError"
+    UnknownColumnError.__module__ = __name__
+    return UnknownColumnError

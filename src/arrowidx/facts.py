@@ -107,15 +107,89 @@ INDEXES = SharedCache("file indexes", 256 << 20)  # file-index containers (the b
 DELETIONS = SharedCache("deletion vectors", 64 << 20)  # decoded deletion vectors (their serialized size)
 FRAGMENTS = SharedCache("fragments", 64 << 20)  # pyarrow fragments with their footer loaded
 POLARS_SCANS = SharedCache("polars scans", 64 << 20)  # a data file's pl.scan_parquet (Polars keeps its metadata)
-DERIVED = SharedCache("derived", 64 << 20)  # what is computed from the above (key directories, offsets)
+DERIVED = SharedCache("derived", 64 << 20)  # what is computed from the above (decoded statistics, schemas)
+OPEN = SharedCache("open datasets", 64 << 20)  # datasets and tables kept open between queries (cheap views on the above)
 
-ALL = (MANIFESTS, FOOTERS, INDEXES, DELETIONS, FRAGMENTS, POLARS_SCANS, DERIVED)
+ALL = (MANIFESTS, FOOTERS, INDEXES, DELETIONS, FRAGMENTS, POLARS_SCANS, DERIVED, OPEN)
 
 
 def clear() -> None:
     """Forget every fact (read and parsed again on use)."""
     for cache in ALL:
         cache.clear()
+    for memo in MEMOS:
+        memo.clear()
+
+
+class Recent:
+    """The results of the last few computations on an expression (a query asks several times
+    whether its filter is valid, what statistics may judge of it, its Polars translation):
+    pure functions of their key, remembered most recent first, found again by a test on the
+    key (``is``, then ``equals``: an Expression has no hash worth its cost)."""
+
+    def __init__(self, name: str, size: int):
+        self.name = name
+        self.size = size
+        self._items: list[tuple[Any, Any]] = []
+        self._lock = threading.Lock()
+
+    def find(self, matches: Callable[[Any], bool]) -> Any:
+        """The value of the most recent key ``matches`` accepts (None: none)."""
+        for key, value in self._items:  # (a snapshot: add() replaces the list)
+            if matches(key):
+                return value
+        return None
+
+    def add(self, key: Any, value: Any) -> None:
+        if _scaled(1 << 20) <= 0:
+            return  # ARROWIDX_CACHE_MB=0: nothing kept
+        with self._lock:
+            self._items = [(key, value), *self._items[: self.size - 1]]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+#: the last parsed expression (one query asks its tree several times)
+PARSED = Recent("parsed expressions", 1)
+#: filters pyarrow accepted on a schema (whole, and by their shape: functions, fields, types)
+VALID_FILTERS = Recent("valid filters", 8)
+VALID_SHAPES = Recent("valid filter shapes", 32)
+#: what row-group statistics may judge of a filter (arrowidx.statistics)
+STATISTICS_FILTERS = Recent("statistics filters", 16)
+#: Polars predicates translated (arrowidx.polars.translate) and found valid on a schema
+POLARS_TRANSLATIONS = Recent("polars translations", 16)
+POLARS_VALID = Recent("valid polars predicates", 16)
+
+#: pyarrow filters as Polars predicates of the same meaning (arrowidx.lake.polars_filter)
+POLARS_FILTERS = Recent("polars forms of filters", 4)
+
+MEMOS = (PARSED, VALID_FILTERS, VALID_SHAPES, STATISTICS_FILTERS, POLARS_TRANSLATIONS, POLARS_VALID, POLARS_FILTERS)
+
+
+_INTERNED: dict[Any, Any] = {}
+_INTERNED_LOCK = threading.Lock()
+
+
+def interned(key: Any, make: Callable[[], Any]) -> Any:
+    """One object per ``key`` for the life of the process, made by ``make()`` on first use:
+    objects whose identity other facts are keyed by (the Parquet formats fragments are made
+    with), so they are never dropped (a few per process)."""
+    found = _INTERNED.get(key)
+    if found is None:
+        made = make()  # (outside the lock: making one may intern another)
+        with _INTERNED_LOCK:
+            found = _INTERNED.setdefault(key, made)
+    return found
+
+
+def interned_peek(key: Any) -> Any:
+    """The object :func:`interned` holds for ``key`` (None: none)."""
+    return _INTERNED.get(key)
 
 
 _TOKENS = itertools.count(1)

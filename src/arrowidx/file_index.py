@@ -9,27 +9,21 @@ one reader per column when a predicate needs it) and answers Expressions with an
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._bytes import as_buffer
 from .arrow_input import arrow_schema, record_batches
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError
+from .expression import UnknownColumnError, check_fields  # noqa: F401 (UnknownColumnError: importable here too)
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
 from .options import ColumnIndexSpec, parse_index_options, require_mapping
 from .predicate import bind, evaluate, is_exact
 from .result import REMAIN, SKIP, IndexResult
 from .types import column_keys, index_schema, paimon_type
-
-
-class UnknownColumnError(ArrowIdxError, ValueError):
-    """A filter names a column that is not in the schema."""
-
 
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 
@@ -178,31 +172,7 @@ class FileIndex:
     def _check_fields(self, expr) -> None:
         """A ``pc.Expression`` naming a column the schema lacks is an error (pyarrow would
         raise on the data too); a column that merely has no index answers REMAIN."""
-        if not isinstance(expr, pc.Expression):
-            return
-        from .predicate import _Call, _Field, parse
-
-        names: set[str] = set()
-
-        def walk(t) -> None:
-            if isinstance(t, _Field):
-                names.add(t.name)
-            elif isinstance(t, _Call):
-                for a in t.args:
-                    walk(a)
-
-        try:
-            walk(parse(expr))
-        except Exception:  # an Expression the parser does not know: binding decides (REMAIN)
-            return
-        for name in sorted(names):
-            if self.schema.get_field_index(name) < 0:
-                close = difflib.get_close_matches(name, self.schema.names, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise UnknownColumnError(
-                    f"{self.source or 'FileIndex'}: the filter names column {name!r}, which is not in the"
-                    f" schema (columns: {', '.join(self.schema.names)}){hint}"
-                )
+        check_fields(expr, self.schema, self.source or "FileIndex")
 
     def evaluate(self, expr) -> IndexResult:
         """REMAIN, SKIP or the bitmap of rows that may satisfy ``expr``.

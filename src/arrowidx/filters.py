@@ -12,21 +12,27 @@ A filter is one of
 a read then asks for :meth:`Filter.read_columns` (its columns plus the residual's), reads
 with :attr:`Filter.pushdown`, and passes what it read through :meth:`Filter.apply` (the
 residual's mask, then the projection). A :class:`Filter` given again is returned as it is.
+
+Two more rules every entry point shares: :func:`require_delete_filter`, which every delete
+calls first (a filter never set is not "every row"), and :func:`user_columns`, the
+normalisation of ``columns=`` (one name is one column; an unknown name is an error naming it).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import MissingFilterError
 from .sql import Residual, compile_where
 
-__all__ = ["Filter", "user_filter"]
+__all__ = ["Filter", "require_delete_filter", "user_columns", "user_filter"]
 
 
 @dataclass(frozen=True)
@@ -109,3 +115,61 @@ def _compile(text: str, schema: pa.Schema, interface: str, time_zone: str | None
 def _compiled(text: str, schema: pa.Schema, interface: str, time_zone: str | None = None) -> Filter:
     """Compiled SQL, remembered per text and schema: a query repeated costs a lookup."""
     return _compile(text, schema, interface, time_zone)
+
+
+def require_delete_filter(where: Any, *, call: str = "arrowidx.delete", argument: str = "where") -> Any:
+    """``where`` unchanged when it says which rows to delete, else
+    :class:`~arrowidx.errors.MissingFilterError`: the one refusal every delete calls first
+    (``arrowidx.delete``, the CLI's ``delete --where``, Paimon deletes).
+
+    A filter that was never set (``None``, a :class:`Filter` made from ``None``) or empty SQL
+    text does not mean "every row", as it would for a read: a variable left unassigned, a
+    config without the entry, must not empty a table. Deleting every row takes an explicit
+    TRUE: ``"TRUE"`` or ``pc.scalar(True)`` (a ``pc.Expression``, any SQL text, any Filter
+    with a condition passes). ``call`` and ``argument`` name the interface the user called
+    (``"arrowidx delete"`` and ``"--where"`` for the CLI) in the message.
+    """
+    unset = where is None or (
+        isinstance(where, Filter) and where.pushdown is None and where.residual is None and not where.text
+    )
+    empty = isinstance(where, str) and not where.strip()
+    if unset or empty:
+        every = f"{argument} TRUE" if argument.startswith("-") else f"{argument}='TRUE' (or pc.scalar(True))"
+        state = "is empty" if empty else "is None (no filter)"
+        raise MissingFilterError(
+            f"{call}: {argument} {state}; a delete needs a condition saying which rows to delete."
+            f" To delete every row, say so: {every}"
+        )
+    return where
+
+
+def user_columns(columns: str | Sequence[str] | None, schema: pa.Schema, where: str, argument: str = "columns=") -> list[str] | None:
+    """``columns`` as a list of column names of ``schema`` (None: every column).
+
+    One name given as a ``str`` is that one column (never its characters). A name that is
+    not a column raises :class:`~arrowidx.expression.UnknownColumnError` (also pyarrow's
+    ``ArrowInvalid``, as ``pyarrow.dataset`` raises) naming it, the closest column and the
+    columns; ``where`` (a dataset root, a table path) and ``argument`` say where it was given.
+    """
+    if columns is None:
+        return None
+    from .arrow_input import UnsupportedInputError  # (an ArrowIdxError and a TypeError)
+
+    if isinstance(columns, str):
+        names = [columns]
+    elif isinstance(columns, Mapping):
+        raise UnsupportedInputError(f"{where}: {argument} takes a list of column names, not a dict of expressions")
+    else:
+        try:
+            names = list(columns)
+        except TypeError:
+            raise UnsupportedInputError(f"{where}: {argument} takes a list of column names, not {type(columns).__name__}") from None
+    known = schema.names
+    for name in names:
+        if not isinstance(name, str):
+            raise UnsupportedInputError(f"{where}: {argument} takes column names (str), got {type(name).__name__} {name!r}")
+        if name not in known:
+            from .expression import UnknownColumnError
+
+            raise UnknownColumnError.naming(name, known, where, argument)
+    return names

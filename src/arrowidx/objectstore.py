@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+from . import facts
 from .errors import (
     AccessDeniedError,
     ArrowIdxError,
@@ -664,18 +665,10 @@ def _pyarrow_filesystem(cloud: str, bucket: str, options: Mapping[str, Any]) -> 
 # one store per bucket and options, per process
 # ------------------------------------------------------------------------------------------
 
-_STORES: dict[tuple, ObjectStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
 def _reopen(cloud: str, bucket: str, options: dict[str, Any]) -> ObjectStore:
-    ident = (cloud, bucket, tuple(sorted((k, str(v)) for k, v in options.items())))
-    with _STORES_LOCK:
-        store = _STORES.get(ident)
-        if store is None:
-            store = _STORES[ident] = ObjectStore(cloud, bucket, options)
-            register(store)
-    return store
+    """The process's one store of a bucket and options (:func:`arrowidx.facts.interned`)."""
+    ident = ("object store", cloud, bucket, tuple(sorted((k, str(v)) for k, v in options.items())))
+    return facts.interned(ident, lambda: register(ObjectStore(cloud, bucket, options)))
 
 
 def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:

@@ -1,4 +1,5 @@
-"""Paimon's ``file-index.*`` options: parsing, validation and sizes like ``16kb``."""
+"""Paimon's ``file-index.*`` options: parsing and validation (sizes like ``16kb``:
+:func:`arrowidx.sizes.parse_memory_size`)."""
 
 from __future__ import annotations
 
@@ -9,28 +10,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import OptionError
+from .sizes import parse_memory_size
 
 PREFIX = "file-index."
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 # Keys under file-index. that are not per-index-type and that we accept.
 GLOBAL_KEYS = {IN_MANIFEST_THRESHOLD: "500 bytes", "file-index.read.enabled": "true"}
-
-_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
-}  # fmt: skip
-
-
-def parse_memory_size(text: str, key: str = "size") -> int:
-    """Bytes in a size such as ``16kb``, ``32b``, ``1 mb`` (Paimon's ``MemorySize.parse``)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise OptionError(f"{key}: {text!r} is not a size; use a number with b, kb, mb or gb, e.g. '16kb'")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
 
 @dataclass
 class ColumnIndexSpec:

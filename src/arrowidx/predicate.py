@@ -2,9 +2,8 @@
 
 Three steps, each a small function:
 
-1. :func:`parse` reads the expression tree from pyarrow's own serialisation (the bytes
-   ``Expression.__reduce__`` pickles: an Arrow IPC file whose schema metadata lists the tree
-   in prefix order and whose columns hold the literals). No string parsing.
+1. :func:`arrowidx.expression.parse` reads the expression tree from pyarrow's own
+   serialisation (no string parsing).
 2. :func:`bind` turns it into a :class:`Node` tree against the data file's schema: literals
    are cast to the column type (a literal that does not survive the cast exactly, a function
    we do not know, a field not in the schema: all become :class:`Opaque`).
@@ -22,17 +21,16 @@ selects, by OR-ing both lowerings.
 
 from __future__ import annotations
 
-import ctypes
 import math
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 
 from .errors import ArrowIdxError
+from .expression import Call, Field, Literal, parse
 from .result import REMAIN, SKIP, IndexResult
 from .types import PaimonType, literal_keys, paimon_type
 
@@ -131,208 +129,81 @@ class Opaque(Node):
 
 
 # --------------------------------------------------------------------------------------
-# 1. parse: pyarrow's serialised expression -> a raw tree
+# One question asked of a bound predicate: a visitor
 # --------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class _Call:
-    name: str
-    args: tuple
-    options: pa.Scalar | None
+R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class _Field:
-    name: str
+class Visitor(Generic[R]):
+    """One question asked of a bound predicate, one visitor class per question (pyiceberg's
+    ``visit(expr, visitor)``): :meth:`visit` dispatches on the node's kind to
+    :meth:`compare`, :meth:`is_in`, :meth:`is_null` (the three fall back to :meth:`leaf`: a
+    condition on one column), :meth:`negation`, :meth:`conjunction`, :meth:`disjunction`,
+    :meth:`constant` and :meth:`opaque`. What a visitor does not answer goes to
+    :meth:`default`, which says what an unknown node means for that question (a visitor
+    that prunes answers conservatively there: a new kind of node can never cause a wrong
+    skip). Every walk of the bound tree derives from it: the indexes' answer
+    (:func:`evaluate`), exactness (:func:`is_exact`), what statistics may judge
+    (:mod:`arrowidx.statistics`), Paimon's manifest statistics (:mod:`arrowidx.paimon.stats`),
+    Spark SQL text (:mod:`arrowidx.spark.sparksql`)."""
+
+    def visit(self, node: Node) -> R:
+        method = _KINDS.get(type(node))
+        return self.default(node) if method is None else getattr(self, method)(node)
+
+    def default(self, node: Node) -> R:
+        raise NotImplementedError(f"{type(self).__name__} has no answer for {type(node).__name__}")
+
+    def leaf(self, node: Compare | IsIn | IsNull) -> R:
+        return self.default(node)
+
+    def compare(self, node: Compare) -> R:
+        return self.leaf(node)
+
+    def is_in(self, node: IsIn) -> R:
+        return self.leaf(node)
+
+    def is_null(self, node: IsNull) -> R:
+        return self.leaf(node)
+
+    def negation(self, node: Not) -> R:
+        return self.default(node)
+
+    def conjunction(self, node: And) -> R:
+        return self.default(node)
+
+    def disjunction(self, node: Or) -> R:
+        return self.default(node)
+
+    def constant(self, node: Const) -> R:
+        return self.default(node)
+
+    def opaque(self, node: Opaque) -> R:
+        return self.default(node)
 
 
-@dataclass(frozen=True)
-class _Literal:
-    value: pa.Scalar
+_KINDS = {
+    Compare: "compare", IsIn: "is_in", IsNull: "is_null", Not: "negation", And: "conjunction", Or: "disjunction",
+    Const: "constant", Opaque: "opaque",
+}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Unknown:
-    what: str
+class Rewriter(Visitor[Node]):
+    """A visitor that rebuilds the tree: NOT, AND and OR of their rewritten children (AND and
+    OR keep their logic), every other node as it is unless a method says otherwise."""
 
+    def default(self, node: Node) -> Node:
+        return node
 
-class _ArrowSchema(ctypes.Structure):
-    pass
+    def negation(self, node: Not) -> Node:
+        return Not(self.visit(node.child))
 
+    def conjunction(self, node: And) -> Node:
+        return And(tuple(self.visit(c) for c in node.children), node.kleene)
 
-_ArrowSchema._fields_ = [
-    ("format", ctypes.c_char_p),
-    ("name", ctypes.c_char_p),
-    ("metadata", ctypes.c_void_p),
-    ("flags", ctypes.c_int64),
-    ("n_children", ctypes.c_int64),
-    ("children", ctypes.c_void_p),
-    ("dictionary", ctypes.c_void_p),
-    ("release", ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowSchema))),
-    ("private_data", ctypes.c_void_p),
-]
-
-
-def _metadata_pairs(schema: pa.Schema) -> list[tuple[str, str]]:
-    """Schema metadata as an ordered list with duplicate keys kept.
-
-    ``Schema.metadata`` is a dict (duplicates collapse), so read the key/value list through
-    the Arrow C data interface, whose metadata encoding is specified and stable.
-    """
-    c_schema = _ArrowSchema()
-    schema._export_to_c(ctypes.addressof(c_schema))
-    try:
-        ptr = c_schema.metadata
-        if not ptr:
-            return []
-        (count,) = struct.unpack("<i", ctypes.string_at(ptr, 4))
-        pos, out = 4, []
-        for _ in range(count):
-            (klen,) = struct.unpack("<i", ctypes.string_at(ptr + pos, 4))
-            key = ctypes.string_at(ptr + pos + 4, klen)
-            pos += 4 + klen
-            (vlen,) = struct.unpack("<i", ctypes.string_at(ptr + pos, 4))
-            value = ctypes.string_at(ptr + pos + 4, vlen)
-            pos += 4 + vlen
-            out.append((key.decode(), value.decode()))
-        return out
-    finally:
-        c_schema.release(ctypes.byref(c_schema))
-
-
-_LAST_PARSE: tuple = (None, None)  # (expression, its tree)
-
-
-def parse(expr: pc.Expression):
-    """The raw call tree of a pyarrow Expression (``_Call``/``_Field``/``_Literal``/``_Unknown``).
-
-    The last expression's tree is remembered: one query asks for its filter's tree several
-    times (to bind it, for the columns it reads, for its Polars form). Safe: an Expression
-    object never changes, the tree is immutable, and the object is held, so ``is`` cannot
-    match another expression."""
-    global _LAST_PARSE
-    last = _LAST_PARSE
-    if last[0] is expr:
-        return last[1]
-    tree = _parse(expr)
-    _LAST_PARSE = (expr, tree)
-    return tree
-
-
-def _parse(expr: pc.Expression):
-    reduced = expr.__reduce__()
-    buf = reduced[1][0]
-    reader = ipc.open_file(buf)
-    batch = reader.get_batch(0) if reader.num_record_batches else None
-    tokens = _metadata_pairs(reader.schema)
-    pos = 0
-
-    def column(index: str) -> pa.Scalar:
-        return batch.column(int(index))[0]
-
-    def node():
-        nonlocal pos
-        key, value = tokens[pos]
-        pos += 1
-        if key == "literal":
-            return _Literal(column(value))
-        if key == "field_ref":
-            return _Field(value)
-        if key == "nested_field_ref":
-            pos += int(value)
-            return _Unknown("nested field reference")
-        if key == "call":
-            args, options = [], None
-            while tokens[pos][0] != "end":
-                if tokens[pos][0] == "options":
-                    options = column(tokens[pos][1])
-                    pos += 1
-                else:
-                    args.append(node())
-            pos += 1  # "end"
-            return _Call(value, tuple(args), options)
-        return _Unknown(f"serialised token {key!r}")
-
-    tree = node()
-    return tree
-
-
-_CHECKED: list[tuple[object, pa.Schema]] = []  # the shapes of the last filters found valid
-
-
-def check_expression(expr, schema: pa.Schema, *, rows: bool = True) -> None:
-    """Raise what pyarrow raises when ``Table.filter(expr)`` runs on data of ``schema``
-    (an unknown column, a comparison without a kernel, a timestamp with a time zone against
-    one without, a filter that is not boolean), whether or not any row is ever read.
-
-    Indexes and statistics can decide every file without running pyarrow's kernels; the
-    same query must still fail the same way as when they do not (issue 38). The filter is
-    run on one row of NULLs of ``schema``: pyarrow checks types when it binds the
-    expression and when the kernel runs, which NULLs do not change. Errors that depend on
-    values (a cast of ``'abc'`` to int, an int beyond float32's exact range compared with a
-    float32) are raised only by the rows that hold them.
-
-    Whether a filter is valid depends on its shape (functions, columns, the types of its
-    literals), not on the literals' values: the shapes of the last filters found valid are
-    remembered (a new needle each query costs a walk of its tree, ~0.01 ms; a new shape one
-    filter of a row, ~0.4 ms).
-
-    ``rows=False``: the data has no row at all; pyarrow then runs no kernel (a filter on
-    zero rows raises only what binding raises), and so is the filter checked."""
-    if expr is None or not isinstance(expr, pc.Expression):
-        return
-    if not rows:
-        schema.empty_table().filter(expr)
-        return
-    for e, s in _VALID:
-        if (e is expr or e.equals(expr)) and (s is schema or s.equals(schema)):
-            return
-    try:
-        shape = _shape(parse(expr))
-    except Exception:  # noqa: BLE001 - an expression we cannot read: checked by pyarrow each time
-        shape = None
-    if shape is not None:
-        for known, s in _CHECKED:
-            if known == shape and (s is schema or s.equals(schema)):
-                _remember_valid(expr, schema)
-                return
-    try:
-        row = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
-    except (pa.ArrowException, TypeError, ValueError):
-        row = schema.empty_table()
-    row.filter(expr)
-    _remember_valid(expr, schema)
-    if shape is not None:
-        _CHECKED.insert(0, (shape, schema))
-        del _CHECKED[32:]
-
-
-_VALID: list[tuple[pc.Expression, pa.Schema]] = []  # the last filters found valid
-
-
-def _remember_valid(expr: pc.Expression, schema: pa.Schema) -> None:
-    _VALID.insert(0, (expr, schema))
-    del _VALID[8:]
-
-
-def _shape(t) -> object:
-    """What decides whether pyarrow accepts a parsed expression: calls with their options,
-    fields, and literal types (an IN list by its value type), not the literal values."""
-    if isinstance(t, _Field):
-        return ("f", t.name)
-    if isinstance(t, _Literal):
-        return ("l", str(t.value.type), t.value.is_valid)
-    if isinstance(t, _Call):
-        options = t.options
-        if options is not None and t.name == "is_in":
-            opts = {k: options[k] for k in options.type.names if k != "value_set"} if hasattr(options.type, "names") else {}
-            value_set = options["value_set"] if hasattr(options.type, "names") and "value_set" in options.type.names else None
-            key = (str(getattr(value_set, "type", None)), repr(sorted((k, repr(v)) for k, v in opts.items())))
-        else:
-            key = None if options is None else repr(options)
-        return ("c", t.name, key, tuple(_shape(a) for a in t.args))
-    return ("u", repr(t))
+    def disjunction(self, node: Or) -> Node:
+        return Or(tuple(self.visit(c) for c in node.children), node.kleene)
 
 
 # --------------------------------------------------------------------------------------
@@ -360,11 +231,11 @@ def bind(expr: pc.Expression | Node | None, schema: pa.Schema) -> Node:
 
 
 def _bind(t, schema: pa.Schema) -> Node:
-    if isinstance(t, _Literal):
+    if isinstance(t, Literal):
         if pa.types.is_boolean(t.value.type):
             return Const(t.value.as_py())
         return Opaque(f"non-boolean literal {t.value}")
-    if not isinstance(t, _Call):
+    if not isinstance(t, Call):
         return Opaque(f"{t}")
     name, args = t.name, t.args
     if name in ("and_kleene", "and"):
@@ -390,7 +261,7 @@ def _bind(t, schema: pa.Schema) -> Node:
 
 
 def _is_column(t, schema: pa.Schema) -> bool:
-    return isinstance(t, _Field) and schema.get_field_index(t.name) >= 0
+    return isinstance(t, Field) and schema.get_field_index(t.name) >= 0
 
 
 def _bind_comparison(name: str, args: tuple, schema: pa.Schema) -> Node:
@@ -398,9 +269,9 @@ def _bind_comparison(name: str, args: tuple, schema: pa.Schema) -> Node:
         return Opaque(f"{name} with {len(args)} arguments")
     left, right = args
     op = "eq" if name == "not_equal" else _COMPARISONS[name]
-    if _is_column(left, schema) and isinstance(right, _Literal):
+    if _is_column(left, schema) and isinstance(right, Literal):
         column, literal = left.name, right.value
-    elif _is_column(right, schema) and isinstance(left, _Literal):
+    elif _is_column(right, schema) and isinstance(left, Literal):
         column, literal, op = right.name, left.value, _SWAPPED[op]
     else:
         return Opaque(f"{name} is not between a column and a literal")
@@ -428,6 +299,8 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
     if values is None:
         values = pa.array([], type=schema.field(column).type)
     null_in_set = values.null_count > 0
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.string())  # pyarrow 26 has no filter kernel for string_view (drop_null needs one)
     values = values.drop_null()
     col_type = schema.field(column).type
     casted = cast_literal_array(values, col_type)
@@ -640,39 +513,55 @@ ReaderLookup = Callable[[str], Sequence[object]]
 
 def evaluate(node: Node, schema: pa.Schema, readers: ReaderLookup) -> Answer:
     """Answer ``node`` with the index readers ``readers(column)`` gives for each column."""
-    if isinstance(node, Const):
+    return _Evaluate(schema, readers).visit(node)
+
+
+class _Evaluate(Visitor[Answer]):
+    """The indexes' answer: for every node a superset of its TRUE rows and of its FALSE rows."""
+
+    def __init__(self, schema: pa.Schema, readers: ReaderLookup):
+        self.schema, self.readers = schema, readers
+
+    def default(self, node: Node) -> Answer:
+        return UNKNOWN  # (Opaque, and any node this does not know: every row may match)
+
+    def constant(self, node: Const) -> Answer:
         return _CONST[node.value]
-    if isinstance(node, Opaque):
-        return UNKNOWN
-    if isinstance(node, Not):
-        inner = evaluate(node.child, schema, readers)
+
+    def negation(self, node: Not) -> Answer:
+        inner = self.visit(node.child)
         return Answer(lambda: inner.f, lambda: inner.t)
-    if isinstance(node, (And, Or)):
-        children = [_memo(lambda c=c: evaluate(c, schema, readers)) for c in node.children]
-        return _and(children) if isinstance(node, And) else _or(children)
-    column = node.column  # a leaf: Compare, IsIn or IsNull
-    column_readers = readers(column)
-    if not column_readers:
-        return UNKNOWN
-    lowered = _lowered(node, schema, column)
-    if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
-        return UNKNOWN
-    t_expr, f_expr = lowered
-    if len(column_readers) == 1:  # one index type on the column: its answer as it is
-        (reader,) = column_readers
-        return Answer(lambda: evaluate_keys(t_expr, reader).t, lambda: evaluate_keys(f_expr, reader).t)
 
-    def side(expr) -> IndexResult:
-        # Several index types on one column: AND their answers, stopping at the first
-        # that rules every row out (Java's FileIndexPredicate does the same).
-        result = REMAIN
-        for reader in column_readers:
-            result = result & evaluate_keys(expr, reader).t
-            if not result.remain:
-                break
-        return result
+    def conjunction(self, node: And) -> Answer:
+        return _and([_memo(lambda c=c: self.visit(c)) for c in node.children])
 
-    return Answer(lambda: side(t_expr), lambda: side(f_expr))
+    def disjunction(self, node: Or) -> Answer:
+        return _or([_memo(lambda c=c: self.visit(c)) for c in node.children])
+
+    def leaf(self, node: Compare | IsIn | IsNull) -> Answer:
+        column = node.column
+        column_readers = self.readers(column)
+        if not column_readers:
+            return UNKNOWN
+        lowered = _lowered(node, self.schema, column)
+        if lowered is None:  # e.g. a DECIMAL(38) literal beyond a long: no index can answer it
+            return UNKNOWN
+        t_expr, f_expr = lowered
+        if len(column_readers) == 1:  # one index type on the column: its answer as it is
+            (reader,) = column_readers
+            return Answer(lambda: evaluate_keys(t_expr, reader).t, lambda: evaluate_keys(f_expr, reader).t)
+
+        def side(expr) -> IndexResult:
+            # Several index types on one column: AND their answers, stopping at the first
+            # that rules every row out (Java's FileIndexPredicate does the same).
+            result = REMAIN
+            for reader in column_readers:
+                result = result & evaluate_keys(expr, reader).t
+                if not result.remain:
+                    break
+            return result
+
+        return Answer(lambda: side(t_expr), lambda: side(f_expr))
 
 
 def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
@@ -786,82 +675,61 @@ def is_exact(node: Node, schema: pa.Schema, readers: ReaderLookup) -> bool:
     -0.0, where IEEE and Java ordering, whose union we answer, agree). TopN relies on it: picking the top rows among a superset of the
     matching rows could drop a matching row.
     """
-    if isinstance(node, Const):
+    return _Exact(schema, readers).visit(node)
+
+
+class _Exact(Visitor[bool]):
+    """Whether :func:`evaluate`'s TRUE side is exactly pyarrow's selection."""
+
+    def __init__(self, schema: pa.Schema, readers: ReaderLookup):
+        self.schema, self.readers = schema, readers
+
+    def default(self, node: Node) -> bool:
+        return False  # (Opaque: no index answers it exactly)
+
+    def constant(self, node: Const) -> bool:
         return True
-    if isinstance(node, Opaque):
-        return False
-    if isinstance(node, Not):
-        return is_exact(node.child, schema, readers)
-    if isinstance(node, (And, Or)):
-        return node.kleene and all(is_exact(c, schema, readers) for c in node.children)
-    column = next(iter(node.columns()))
-    if schema.get_field_index(column) < 0:
-        return False  # bound to another schema: not answerable here
-    try:
-        ptype = paimon_type(schema.field(column).type)
-    except ArrowIdxError:
-        return False
-    if ptype.lossy:
-        return False
-    needed = {"is_null"} if isinstance(node, IsNull) else {"in", "is_null"} if isinstance(node, IsIn) else {node.op, "is_null"}
-    exact = [r for r in readers(column) if needed <= getattr(r, "exact_ops", frozenset())]
-    if not exact:
-        return False
-    if ptype.is_float:
-        # IEEE and Java ordering disagree only on NaN and -0.0, in the rows or in the
-        # literal (``x > -0.0``: IEEE drops 0.0, Java keeps it; ``x < NaN``: IEEE selects
-        # nothing, Java every number): exact only if neither holds one.
-        if isinstance(node, Compare) and _nan_or_negative_zero(node.literal.as_py()):
+
+    def negation(self, node: Not) -> bool:
+        return self.visit(node.child)
+
+    def conjunction(self, node: And | Or) -> bool:
+        return node.kleene and all(self.visit(c) for c in node.children)
+
+    def disjunction(self, node: Or) -> bool:
+        return self.conjunction(node)
+
+    def compare(self, node: Compare) -> bool:
+        return self.answered_exactly(node, {node.op, "is_null"})
+
+    def is_in(self, node: IsIn) -> bool:
+        return self.answered_exactly(node, {"in", "is_null"})
+
+    def is_null(self, node: IsNull) -> bool:
+        return self.answered_exactly(node, {"is_null"})
+
+    def answered_exactly(self, node: Compare | IsIn | IsNull, needed: set[str]) -> bool:
+        """Some index on the leaf's column answers the operations ``needed`` exactly."""
+        column = node.column
+        if self.schema.get_field_index(column) < 0:
+            return False  # bound to another schema: not answerable here
+        try:
+            ptype = paimon_type(self.schema.field(column).type)
+        except ArrowIdxError:
             return False
-        reader = exact[0]
-        if not {"eq"} <= reader.exact_ops:
+        if ptype.lossy:
             return False
-        return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
-    return True
-
-
-_INFIX = {
-    "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
-    "greater_equal": ">=", "and_kleene": "and", "or_kleene": "or",
-}  # fmt: skip
-
-
-def expression_text(expr) -> str:
-    """``str(expr)`` on one line, never raising: pyarrow's ``Expression.__str__`` cuts long
-    values inside a UTF-8 sequence and then fails to decode; such an expression is written
-    from its parsed tree instead."""
-    if expr is None:
-        return "None"
-    try:
-        return " ".join(str(expr).split())
-    except (UnicodeDecodeError, ValueError):
-        pass
-    try:
-        return _tree_text(parse(expr))
-    except Exception:  # noqa: BLE001 - text for a report only
-        return "<expression>"
-
-
-def _tree_text(t) -> str:
-    if isinstance(t, _Field):
-        return t.name
-    if isinstance(t, _Literal):
-        return _short(t.value.as_py())
-    if isinstance(t, _Call):
-        args = [_tree_text(a) for a in t.args]
-        if t.name in _INFIX and len(args) == 2:
-            return f"({args[0]} {_INFIX[t.name]} {args[1]})"
-        if t.name == "invert" and len(args) == 1:
-            return f"invert({args[0]})"
-        if t.options is not None and t.name == "is_in":
-            values = t.options["value_set"].values if hasattr(t.options.type, "names") else None
-            shown = [] if values is None else [_short(v) for v in values.to_pylist()[:5]]
-            more = ", ..." if values is not None and len(values) > 5 else ""
-            args.append(f"value_set=[{', '.join(shown)}{more}]")
-        return f"{t.name}({', '.join(args)})"
-    return str(getattr(t, "what", t))
-
-
-def _short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
+        exact = [r for r in self.readers(column) if needed <= getattr(r, "exact_ops", frozenset())]
+        if not exact:
+            return False
+        if ptype.is_float:
+            # IEEE and Java ordering disagree only on NaN and -0.0, in the rows or in the
+            # literal (``x > -0.0``: IEEE drops 0.0, Java keeps it; ``x < NaN``: IEEE selects
+            # nothing, Java every number): exact only if neither holds one.
+            if isinstance(node, Compare) and _nan_or_negative_zero(node.literal.as_py()):
+                return False
+            reader = exact[0]
+            if not {"eq"} <= reader.exact_ops:
+                return False
+            return not reader.answer("eq", (math.nan,)).t.remain and not reader.answer("eq", (-0.0,)).t.remain
+        return True

@@ -41,7 +41,7 @@ read with the whole filter, by the kernel.
 Cost: one bind per query (remembered for the last filters asked, by
 ``Expression.equals``); nothing per row group.
 
-Paimon's manifest statistics (:func:`arrowidx.paimon.table.may_match`) judge the same
+Paimon's manifest statistics (:func:`arrowidx.paimon.stats.may_match`) judge the same
 bound tree, and follow the same rule (NaN and ``-0.0`` are kept out of their intervals
 there too).
 """
@@ -49,7 +49,6 @@ there too).
 from __future__ import annotations
 
 import operator
-import threading
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -57,7 +56,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
+from . import facts
+from .predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, Visitor, bind
 
 _NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 _OPS = {
@@ -77,9 +77,6 @@ class StatisticsFilter:
 
 
 _NOTHING = StatisticsFilter(None, False)
-_REMEMBERED = 16
-_LAST: list[tuple[pc.Expression, pa.Schema, StatisticsFilter]] = []
-_LAST_LOCK = threading.Lock()
 
 
 def statistics_filter(expr, schema: pa.Schema) -> StatisticsFilter:
@@ -89,15 +86,13 @@ def statistics_filter(expr, schema: pa.Schema) -> StatisticsFilter:
         return StatisticsFilter(None, True)
     if not isinstance(expr, pc.Expression):
         return _NOTHING
-    with _LAST_LOCK:
-        for e, s, found in _LAST:
-            if (e is expr or e.equals(expr)) and (s is schema or s.equals(schema)):
-                return found
-    node, exact = sound_node(bind(expr, schema), schema)
-    found = StatisticsFilter(to_expression(node, schema), exact)
-    with _LAST_LOCK:
-        _LAST.insert(0, (expr, schema, found))
-        del _LAST[_REMEMBERED:]
+    found = facts.STATISTICS_FILTERS.find(
+        lambda key: (key[0] is expr or key[0].equals(expr)) and (key[1] is schema or key[1].equals(schema))
+    )  # (remembered for the last filters: a query asks it per file)
+    if found is None:
+        node, exact = sound_node(bind(expr, schema), schema)
+        found = StatisticsFilter(to_expression(node, schema), exact)
+        facts.STATISTICS_FILTERS.add((expr, schema), found)
     return found
 
 
@@ -114,17 +109,32 @@ _TRUE = Const(True)
 def sound_node(node: Node, schema: pa.Schema) -> tuple[Node, bool]:
     """``node`` reduced to what statistics may judge (a superset of its TRUE rows), and
     whether nothing was widened."""
-    if isinstance(node, Const):
+    return _Sound(schema).visit(node)
+
+
+class _Sound(Visitor[tuple[Node, bool]]):
+    """What statistics may judge of a node: itself, or a wider node (``TRUE`` at the widest)."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+
+    def default(self, node: Node) -> tuple[Node, bool]:
+        return _TRUE, False  # Opaque: functions, arithmetic, bare columns, nested fields
+
+    def constant(self, node: Const) -> tuple[Node, bool]:
         return node, True
-    if isinstance(node, Compare):
-        if _is_float(schema, node.column) and _is_nan(node.literal):
+
+    def compare(self, node: Compare) -> tuple[Node, bool]:
+        if _is_float(self.schema, node.column) and _is_nan(node.literal):
             return _TRUE, False
         return node, True
-    if isinstance(node, IsNull):
+
+    def is_null(self, node: IsNull) -> tuple[Node, bool]:
         return node, True
-    if isinstance(node, IsIn):
+
+    def is_in(self, node: IsIn) -> tuple[Node, bool]:
         widen = node.null_in_set and node.null_match == "MATCH"  # NULL rows are TRUE
-        if _is_float(schema, node.column):
+        if _is_float(self.schema, node.column):
             values = node.values
             if len(values) and pc.any(pc.is_nan(values)).as_py():
                 return _TRUE, False
@@ -138,41 +148,54 @@ def sound_node(node: Node, schema: pa.Schema) -> tuple[Node, bool]:
             plain = IsIn(node.column, node.values, False, "SKIP")  # (the same TRUE rows without NULLs)
             return (Or((plain, IsNull(node.column))) if widen else plain), False
         return node, True
-    if isinstance(node, Not):
-        return _sound_not(node.child, schema)
-    if isinstance(node, And):
-        parts = [sound_node(c, schema) for c in node.children]
+
+    def negation(self, node: Not) -> tuple[Node, bool]:
+        return _SoundNot(self).visit(node.child)
+
+    def conjunction(self, node: And) -> tuple[Node, bool]:
+        parts = [self.visit(c) for c in node.children]
         kept = [n for n, _ in parts if n != _TRUE]
         exact = all(e for _, e in parts)
         if not kept:
             return _TRUE, exact
         return (kept[0] if len(kept) == 1 else And(tuple(kept), node.kleene if exact else True)), exact
-    if isinstance(node, Or):
-        parts = [sound_node(c, schema) for c in node.children]
+
+    def disjunction(self, node: Or) -> tuple[Node, bool]:
+        parts = [self.visit(c) for c in node.children]
         if any(n == _TRUE for n, _ in parts):
             return _TRUE, False
         exact = all(e for _, e in parts)
         return Or(tuple(n for n, _ in parts), node.kleene if exact else True), exact
-    return _TRUE, False  # Opaque: functions, arithmetic, bare columns, nested fields
 
 
-def _sound_not(child: Node, schema: pa.Schema) -> tuple[Node, bool]:
-    """``NOT child`` reduced to what statistics may judge."""
-    if isinstance(child, Const):
+class _SoundNot(Visitor[tuple[Node, bool]]):
+    """``NOT child`` reduced to what statistics may judge (visiting the child)."""
+
+    def __init__(self, sound: _Sound):
+        self.sound = sound
+
+    def default(self, child: Node) -> tuple[Node, bool]:
+        return _TRUE, False  # NOT IN (TRUE for NULL rows), NOT of functions
+
+    def constant(self, child: Const) -> tuple[Node, bool]:
         return Const(None if child.value is None else not child.value), True
-    if isinstance(child, Not):
-        return sound_node(child.child, schema)
-    if isinstance(child, IsNull):
+
+    def negation(self, child: Not) -> tuple[Node, bool]:
+        return self.sound.visit(child.child)
+
+    def is_null(self, child: IsNull) -> tuple[Node, bool]:
         return Not(child), True
-    if isinstance(child, Compare):
-        if _is_float(schema, child.column):
+
+    def compare(self, child: Compare) -> tuple[Node, bool]:
+        if _is_float(self.sound.schema, child.column):
             return _TRUE, False  # TRUE for NaN, which no interval covers
         return Not(child), True
-    if isinstance(child, And):  # NOT (a AND b) = NOT a OR NOT b, in Kleene and plain logic alike
-        return sound_node(Or(tuple(Not(c) for c in child.children), child.kleene), schema)
-    if isinstance(child, Or):
-        return sound_node(And(tuple(Not(c) for c in child.children), child.kleene), schema)
-    return _TRUE, False  # NOT IN (TRUE for NULL rows), NOT of functions
+
+    def conjunction(self, child: And) -> tuple[Node, bool]:  # NOT (a AND b) = NOT a OR NOT b, in Kleene and plain logic alike
+        return self.sound.visit(Or(tuple(Not(c) for c in child.children), child.kleene))
+
+    def disjunction(self, child: Or) -> tuple[Node, bool]:
+        return self.sound.visit(And(tuple(Not(c) for c in child.children), child.kleene))
 
 
 def _is_nan(value: pa.Scalar) -> bool:
@@ -183,13 +206,28 @@ def _is_nan(value: pa.Scalar) -> bool:
 def to_expression(node: Node, schema: pa.Schema) -> pc.Expression | None:
     """A ``pc.Expression`` meaning exactly ``node`` (None for TRUE). Literals keep the
     column's type (a dictionary column compares with its value type)."""
-    if isinstance(node, Const):
+    return _ToExpression().visit(node)
+
+
+class _ToExpression(Visitor["pc.Expression | None"]):
+    """A node as the ``pc.Expression`` of the same meaning (None: TRUE)."""
+
+    def default(self, node: Node) -> pc.Expression | None:
+        raise TypeError(f"not a bound predicate node: {node!r}")
+
+    def opaque(self, node: Opaque) -> pc.Expression | None:
+        raise TypeError("an opaque part has no expression")
+
+    def constant(self, node: Const) -> pc.Expression | None:
         return None if node.value is True else pc.scalar(pa.scalar(node.value, pa.bool_()))
-    if isinstance(node, Compare):
+
+    def compare(self, node: Compare) -> pc.Expression | None:
         return _OPS[node.op](pc.field(node.column), pc.scalar(_plain(node.literal)))
-    if isinstance(node, IsNull):
+
+    def is_null(self, node: IsNull) -> pc.Expression | None:
         return pc.field(node.column).is_null()
-    if isinstance(node, IsIn):
+
+    def is_in(self, node: IsIn) -> pc.Expression | None:
         values = node.values
         if pa.types.is_dictionary(values.type):
             values = values.dictionary_decode()
@@ -199,24 +237,24 @@ def to_expression(node: Node, schema: pa.Schema) -> pc.Expression | None:
             raise TypeError(f"is_in null matching {node.null_match} has no pyarrow option")
         options = pc.SetLookupOptions(values, skip_nulls=node.null_match == "SKIP")
         return pc.Expression._call("is_in", [pc.field(node.column)], options)
-    if isinstance(node, Not):
-        inner = to_expression(node.child, schema)
+
+    def negation(self, node: Not) -> pc.Expression | None:
+        inner = self.visit(node.child)
         return pc.scalar(pa.scalar(False)) if inner is None else ~inner
-    if isinstance(node, (And, Or)):
-        parts = [to_expression(c, schema) for c in node.children]
-        if isinstance(node, And):
-            parts = [p for p in parts if p is not None]
-            if not parts:
-                return None
-            name = "and_kleene" if node.kleene else "and"
-        else:
-            if any(p is None for p in parts):
-                return None
-            name = "or_kleene" if node.kleene else "or"
+
+    def conjunction(self, node: And) -> pc.Expression | None:
+        parts = [p for p in (self.visit(c) for c in node.children) if p is not None]
+        if not parts:
+            return None
+        name = "and_kleene" if node.kleene else "and"
         return reduce(lambda a, b: pc.Expression._call(name, [a, b]), parts)
-    if isinstance(node, Opaque):
-        raise TypeError("an opaque part has no expression")
-    raise TypeError(f"not a bound predicate node: {node!r}")
+
+    def disjunction(self, node: Or) -> pc.Expression | None:
+        parts = [self.visit(c) for c in node.children]
+        if any(p is None for p in parts):
+            return None
+        name = "or_kleene" if node.kleene else "or"
+        return reduce(lambda a, b: pc.Expression._call(name, [a, b]), parts)
 
 
 def _plain(literal: pa.Scalar) -> pa.Scalar:

@@ -3,7 +3,7 @@
 A :class:`Store` is a filesystem or object store seen as objects: ``list``, ``stat``, ``get``,
 ``get_range(s)`` (the unit of I/O: a footer, one column's index, one deletion vector),
 ``put`` (write a complete object) and ``create`` (put-if-absent: the one atomic primitive
-the commit protocol needs, :func:`arrowidx.lake.layout.commit_manifest`). Data files are
+the commit protocol needs, :func:`arrowidx.lake.commit.commit_manifest`). Data files are
 still read by pyarrow's own machinery (fragments, scanners) through :attr:`Store.fs`, the
 ``pyarrow.fs.FileSystem`` over the same objects.
 
@@ -34,13 +34,13 @@ import posixpath
 import stat as statmod
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from . import facts
 from .errors import (
     AccessDeniedError,
     ArrowIdxError,
@@ -434,36 +434,37 @@ class ArrowStore(Store):
 # ------------------------------------------------------------------------------------------
 
 _LOCAL = LocalStore()
-_REGISTERED: dict[int, tuple[pafs.FileSystem, Store]] = {}  # stores opened from URIs, by their fs
-_WRAPPED: OrderedDict[int, tuple[pafs.FileSystem, Store]] = OrderedDict()  # other filesystems, bounded
-_LOCK = threading.Lock()
 
 
 def register(store: Store) -> Store:
     """Make :func:`as_store` of ``store.fs`` return ``store`` (object stores opened from a
-    URI: their pyarrow filesystem reads data, the store does the rest)."""
-    with _LOCK:
-        _REGISTERED[id(store.fs)] = (store.fs, store)
+    URI: their pyarrow filesystem reads data, the store does the rest), for the life of the
+    process (:func:`arrowidx.facts.interned`: the entry holds the filesystem, so its id
+    stays its own)."""
+    facts.interned(("store of a filesystem", id(store.fs)), lambda: (store.fs, store))
     return store
 
 
 def as_store(fs_or_store: Store | pafs.FileSystem | None) -> Store:
     """The Store for a Store (itself), the pyarrow filesystem of a registered store, a local
-    filesystem, or any other pyarrow filesystem (wrapped in an :class:`ArrowStore`)."""
+    filesystem, or any other pyarrow filesystem (wrapped in an :class:`ArrowStore`, kept in
+    :data:`arrowidx.facts.OPEN`). Asked where a caller hands arrowidx a filesystem; the
+    layers below carry the Store itself."""
     if isinstance(fs_or_store, Store):
         return fs_or_store
     if fs_or_store is None or type(fs_or_store) is pafs.LocalFileSystem:
         return _LOCAL
-    key = id(fs_or_store)
-    with _LOCK:
-        found = _REGISTERED.get(key) or _WRAPPED.get(key)
-        if found is not None and found[0] is fs_or_store:
-            return found[1]
-        store: Store = LocalStore(fs_or_store) if local_path(fs_or_store, "/") is not None else ArrowStore(fs_or_store)
-        _WRAPPED[key] = (fs_or_store, store)
-        while len(_WRAPPED) > 256:
-            _WRAPPED.popitem(last=False)
-        return store
+    fs = fs_or_store
+    found = facts.interned_peek(("store of a filesystem", id(fs)))
+    if found is not None and found[0] is fs:
+        return found[1]
+
+    def wrap() -> tuple[tuple[pafs.FileSystem, Store], int]:
+        store: Store = LocalStore(fs) if local_path(fs, "/") is not None else ArrowStore(fs)
+        return (fs, store), 1024
+
+    found = facts.OPEN.get(("store wrapping a filesystem", id(fs)), wrap)
+    return found[1] if found[0] is fs else wrap()[0][1]
 
 
 # ------------------------------------------------------------------------------------------

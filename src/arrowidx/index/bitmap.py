@@ -36,7 +36,7 @@ from .._roaring import (
     to_portable,
 )
 from ..errors import OptionError, UnsupportedTypeError
-from ..options import parse_memory_size
+from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType, java_float_order
 from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
 

@@ -31,7 +31,8 @@ from .._roaring import portable_size, to_portable
 from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
 from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
-from .rangebitmap.bitslice import SliceSet, _version_error, bit_masks, bitmap_from_mask, load_bitmap
+from .rangebitmap.bitslice import SliceSet, load_bitmap, version_error
+from .rangebitmap.bitwords import bit_masks, bitmap_from_mask
 
 VERSION_1 = 1
 SUPPORTED = frozenset(
@@ -120,7 +121,7 @@ class _Half(SliceSet):
         self.source, self.data, self.rows, self.what = r.source, r.data, rows, what
         version = r.u8(f"{what} BSI version")
         if version != VERSION_1:
-            _version_error(r, version, f"{what} BSI")
+            version_error(r, version, f"{what} BSI")
         at = r.pos
         self.min, self.max = r.i64(f"{what} BSI min"), r.i64(f"{what} BSI max")
         if not 0 <= self.min <= self.max:
@@ -176,7 +177,7 @@ class BsiReader(ExactIndexReader):
     def __init__(self, r: ByteReader):
         version = r.u8("bsi version")
         if version != VERSION_1:
-            _version_error(r, version, "bsi index")
+            version_error(r, version, "bsi index")
         self.rows = r.i32("bsi row count")
         if self.rows < 0:
             raise r.fail(f"negative bsi row count {self.rows}", r.pos - 4)

@@ -31,17 +31,12 @@ from pyroaring import BitMap
 
 from .._bytes import ByteReader
 from ..errors import OptionError, UnsupportedTypeError
-from ..options import parse_memory_size
 from ..result import REMAIN, IndexResult
+from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType
 from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
-from .rangebitmap.bitslice import (
-    BitSliceIndexBitmap,
-    _version_error,
-    highest,
-    lowest,
-    serialize_bit_slices,
-)
+from .rangebitmap.bitslice import BitSliceIndexBitmap, highest, lowest, version_error
+from .rangebitmap.bitwords import serialize_bit_slices
 from .rangebitmap.dictionary import (
     ChunkedDictionary,
     KeyCodec,
@@ -195,7 +190,7 @@ class RangeBitmapReader(ExactIndexReader):
         h = r.sub(header_length, "range-bitmap header")
         version = h.u8("range-bitmap version")
         if version != VERSION_1:
-            _version_error(h, version, "range-bitmap index")
+            version_error(h, version, "range-bitmap index")
         self.rows = h.i32("range-bitmap row count")
         self.cardinality = h.i32("range-bitmap distinct count")
         if self.rows < 0 or self.cardinality < 0 or self.cardinality > self.rows:

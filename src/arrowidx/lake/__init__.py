@@ -1,12 +1,13 @@
 """Indexed Parquet datasets: build, delete, and read with pruning (issue 5)."""
 
+from ..errors import CommitConflictError
 from .build import BuildReport, build
 from .delete import DeleteReport, delete
-from .layout import CommitConflictError
+from .rollback import RollbackReport, accept_rollback
 from .scan import Explain, FilePlan, IndexedDataset, dataset
 from .vacuum import VacuumReport, vacuum
 
 __all__ = [
     "BuildReport", "CommitConflictError", "DeleteReport", "Explain", "FilePlan", "IndexedDataset",
-    "VacuumReport", "build", "dataset", "delete", "vacuum",
+    "RollbackReport", "VacuumReport", "accept_rollback", "build", "dataset", "delete", "vacuum",
 ]  # fmt: skip

@@ -8,8 +8,13 @@ that wrote it, so a committed index file is never overwritten and a build that f
 removes only its own files; see :class:`Uploads`). Files are indexed on a thread pool (pyarrow and numpy release the GIL),
 and the manifest is committed once at the end with one exclusive create, so a crash leaves
 the previous version valid; when another writer commits first the build plans again against
-the new version. An incremental build re-indexes files whose content changed (fingerprint)
-and indexes that fail their checksum.
+the new version. An incremental build re-indexes files whose content changed (the XXH64 of
+the whole file, :func:`~arrowidx.lake.footer.content_xxh64`, recorded for each file it
+indexes), files indexed before content hashes existed, and indexes that fail their checksum.
+
+Deletions belong to content: an entry with deletions whose file is gone leaves them in the
+manifest as a tombstone, and a file with that content that appears again gets them back
+(:mod:`arrowidx.lake.tombstones`); the report names both.
 
 Builds remember: the manifest stores the options, ``build(path)`` with no options rebuilds
 with them, new options are added to them, and an index is removed only on request
@@ -24,11 +29,10 @@ import dataclasses
 import difflib
 import os
 import posixpath
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +41,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..errors import (
     ArrowIdxError,
     CommitConflictError,
@@ -49,28 +54,15 @@ from ..file_index import write_file_index
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
-from ..storage import ObjectInfo, as_store, storage_error
-from .footer import NO_DATA_FILES, read_footer
-from .layout import (
-    INDEX_DIR,
-    FileEntry,
-    IndexRef,
-    Manifest,
-    check_stale_option,
-    checksum,
-    commit_manifest,
-    entry_is_fresh,
-    fault_point,
-    file_infos,
-    join,
-    load_index_bytes,
-    load_manifest,
-    require_commit,
-    resolve,
-    schema_to_b64,
-    with_commit_retries,
-    write_atomic,
-)
+from ..progress import progress_bar
+from ..storage import ObjectInfo, Store, storage_error
+from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
+from .footer import NO_DATA_FILES, content_xxh64, read_footer
+from .freshness import check_stale_option, entry_is_fresh, load_index_bytes, same_content
+from .layout import INDEX_DIR, file_infos, join, write_atomic
+from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
+from .source import resolve
+from .tombstones import bury, drop, reapply
 
 BATCH_ROWS = 256 * 1024
 
@@ -88,6 +80,15 @@ class BuildReport:
     seconds: float = 0.0
     changed: bool = True  # False: nothing to do, no manifest version was written
     options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
+    # deleted rows per file whose deletions were kept as a tombstone (its entry left: the file
+    # is gone, or other content replaced it), re-applied (its content came back), or
+    # forgotten (an entry indexed before content hashes: nothing to key a tombstone by)
+    tombstoned: dict[str, int] = field(default_factory=dict)
+    restored: dict[str, int] = field(default_factory=dict)
+    forgotten: dict[str, int] = field(default_factory=dict)
+    # files whose content is the one indexed under a new change stamp (copied, touched): the
+    # entry took the new stamp, so no reader hashes them again
+    restamped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         if not (self.indexed or self.unchanged):
@@ -104,11 +105,33 @@ class BuildReport:
             f"manifest v{self.version} at {self.root}: indexed {len(self.indexed)} file(s)"
             f" ({self.index_bytes:,} index bytes), {len(self.unchanged)} unchanged,"
             f" {len(self.removed)} removed, in {self.seconds:.2f}s"
+            + (f"; {len(self.restamped)} re-stamped (same content, new stamp)" if self.restamped else "")
+            + self.deletions_text()
         )
+
+    def deletions_text(self) -> str:
+        """What the build did with deletions of files that left or came back (empty: nothing)."""
+        parts = []
+        if self.tombstoned:
+            parts.append(f"kept the {sum(self.tombstoned.values()):,} deleted row(s) of {_files(self.tombstoned)} as"
+                         " tombstones (re-applied if that content returns, until arrowidx.vacuum)")  # fmt: skip
+        if self.restored:
+            parts.append(f"re-applied {sum(self.restored.values()):,} deleted row(s) to {_files(self.restored)}, whose"
+                         " content returned")  # fmt: skip
+        if self.forgotten:
+            parts.append(f"FORGOT the {sum(self.forgotten.values()):,} deleted row(s) of {_files(self.forgotten)}"
+                         " (indexed before content hashes: if that file returns, those rows are live)")  # fmt: skip
+        return "".join(f"; {p}" for p in parts)
+
+
+def _files(rows: Mapping[str, int], shown: int = 3) -> str:
+    names = sorted(rows)
+    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return f"{len(names)} file(s) ({listed})"
 
 
 def index_one_file(
-    fs: pafs.FileSystem,
+    store: Store,
     root: str,
     rel: str,
     info: ObjectInfo | pafs.FileInfo,
@@ -120,9 +143,9 @@ def index_one_file(
     named by its content and ``writer``, the build that wrote it: see :class:`Uploads`)."""
     specs = parse_index_options(options)
     columns = sorted({s.column for s in specs})
-    footer = read_footer(fs, join(root, rel), info.size)
+    footer = read_footer(store, join(root, rel), info.size)
     try:
-        container, file_options, indexed_schema, rows = _index_file(fs, join(root, rel), footer, specs, columns, options)
+        container, file_options, indexed_schema, rows = _index_file(store.fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
     except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
@@ -138,13 +161,16 @@ def index_one_file(
     else:
         ref.file = f"{INDEX_DIR}/{rel}.{digest}{'-' + writer if writer else ''}.index"
         ref.layout = Container(container, ref.file).layout()  # so a query reads only its columns' bytes
-        write_atomic(fs, join(root, ref.file), container, root=root)
+        write_atomic(store, join(root, ref.file), container, root=root)
         fault_point("index-written")
-    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None))
+    content = content_xxh64(store, join(root, rel), info.size)  # the file's identity when its stamp changes
+    return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None),
+                     content_xxh64=content)  # fmt: skip
 
 
 def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
-    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``."""
+    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``
+    (``fs``: the store's pyarrow filesystem, which pyarrow reads the data through)."""
     with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
@@ -186,38 +212,19 @@ def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, st
     return out
 
 
-def _check_columns(fs: pafs.FileSystem, root: str, rels: list[str], options: Mapping[str, str]) -> None:
+def _check_columns(store: Store, root: str, rels: list[str], options: Mapping[str, str]) -> None:
     """A column to index must exist in at least one file (else it is surely a typo)."""
     wanted = {s.column for s in parse_index_options(options)}
     seen: set[str] = set()
     for rel in rels:
         if not wanted:
             return
-        names = set(read_footer(fs, join(root, rel)).metadata.schema.to_arrow_schema().names)
+        names = set(read_footer(store, join(root, rel)).metadata.schema.to_arrow_schema().names)
         wanted -= names
         seen |= names
     if wanted and rels:
         hints = [f"{w!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(w, sorted(seen), n=1)) else repr(w) for w in sorted(wanted)]
         raise OptionError(f"column(s) {', '.join(hints)} to index are not a column of any data file (columns: {', '.join(sorted(seen))})")
-
-
-def show_progress(progress: bool | None) -> bool:
-    """``progress=None`` (the default everywhere): a bar only when stderr is a terminal."""
-    if progress is None:
-        isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty())
-    return bool(progress)
-
-
-def _progress(total: int, enabled: bool | None, what: str) -> Callable[[], None]:
-    if not show_progress(enabled) or total == 0:
-        return lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return lambda: None
-    bar = tqdm(total=total, unit="file", desc=what, leave=False)
-    return bar.update
 
 
 @dataclass
@@ -228,7 +235,7 @@ class BuildPlan:
     :func:`index_one_file` over ``todo``.
     """
 
-    fs: pafs.FileSystem
+    store: Store
     root: str
     options: dict[str, str]
     threshold: int
@@ -241,6 +248,9 @@ class BuildPlan:
     started: float
     on_stale_deletions: str = "raise"
     repaired: list[str] = field(default_factory=list)  # unchanged files whose index failed its checksum
+    # unchanged files whose content is the one indexed but whose change stamp is not (a copied
+    # lake, a touch): their entries take the new stamp, so readers need not hash them again
+    restamped: list[str] = field(default_factory=list)
 
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
@@ -255,9 +265,9 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     """
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
-    fs, root, explicit = resolve(source, filesystem, storage_options)
+    store, root, explicit = resolve(source, filesystem, storage_options)
     check_option_keys(options or {}, what="arrowidx.build")
-    manifest = load_manifest(fs, root)
+    manifest = load_manifest(store, root)
     options = merge_options(manifest.options, options, replace=replace, drop=drop)
     if not any(k.endswith(".columns") and v.strip() for k, v in options.items()):
         raise OptionError(
@@ -267,25 +277,29 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     parse_index_options(options)  # fail on bad options before touching anything
     threshold = in_manifest_threshold(options)
     if explicit is None:  # one listing: every data file with its size and change stamp
-        listed = as_store(fs).list(root)
+        listed = store.list(root)
         rels = [posixpath.relpath(i.path, root) for i in listed]
         infos = dict(zip(rels, listed))
     else:
         rels = [posixpath.relpath(p, root) for p in explicit]
-        found = file_infos(fs, root, rels)
+        found = file_infos(store, root, rels)
         missing = [rel for rel, info in found.items() if info is None]
         if missing:
             raise ArrowIdxError(f"{join(root, missing[0])}: no such data file")
         infos = {rel: info for rel, info in found.items() if info is not None}
-    todo, unchanged, repaired = [], [], []
+    todo, unchanged, repaired, restamped = [], [], [], []
     for rel in rels:
-        entry = manifest.files.get(rel)
-        same = entry is not None and _entry_fresh(fs, root, entry, infos[rel], on_stale_deletions) and entry.index is not None
-        if same and incremental and manifest.options == options and not _index_ok(fs, root, entry):
+        entry, info = manifest.files.get(rel), infos[rel]
+        fresh = entry is not None and _entry_fresh(store, root, entry, info, on_stale_deletions)
+        same = fresh and entry.index is not None and entry.content_xxh64 is not None  # (else indexed again, once)
+        if same and incremental and manifest.options == options and not _index_ok(store, root, entry):
             same = False
             repaired.append(rel)
         (unchanged if incremental and same and manifest.options == options else todo).append(rel)
-    _check_columns(fs, root, todo, options)
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content, proved: trust the new stamp
+            restamped.append(rel)
+    _check_columns(store, root, todo, options)
     if explicit is None:  # every data file was listed: an entry whose file is gone leaves
         removed = sorted(set(manifest.files) - set(rels))
     else:  # some files named: the other entries (and their deletions) stay as they are
@@ -298,54 +312,63 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
                 f" built with ({_options_text(manifest.options)}); a build naming some files keeps the"
                 f" dataset's options. Build the whole dataset ({root}) to change them"
             )
-    return BuildPlan(fs, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
-                     on_stale_deletions, repaired)  # fmt: skip
+    return BuildPlan(store, root, options, threshold, manifest, manifest.version, infos, todo, unchanged, removed, started,
+                     on_stale_deletions, repaired, restamped)  # fmt: skip
 
 
 def _options_text(options: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
 
 
-def _entry_fresh(fs: pafs.FileSystem, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
-    footer = lambda: read_footer(fs, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
-    return entry_is_fresh(entry, info, footer, on_stale_deletions=on_stale_deletions)
+def _entry_fresh(store: Store, root: str, entry: FileEntry, info: ObjectInfo | None, on_stale_deletions: str) -> bool:
+    footer = lambda: read_footer(store, join(root, entry.path), info.size)  # noqa: E731 (read only if needed)
+    content = lambda: content_xxh64(store, join(root, entry.path), info.size)  # noqa: E731
+    return entry_is_fresh(entry, info, footer, content=content, on_stale_deletions=on_stale_deletions)
 
 
-def _index_ok(fs: pafs.FileSystem, root: str, entry: FileEntry) -> bool:
+def _index_ok(store: Store, root: str, entry: FileEntry) -> bool:
     """False when the index is missing or fails its checksum (the build repairs it)."""
     try:
-        return load_index_bytes(fs, root, entry) is not None
+        return load_index_bytes(store, root, entry) is not None
     except ArrowIdxError:
         return False
 
 
 def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
-    """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit once."""
+    """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit
+    once. Deletions leaving the manifest become tombstones; a new entry whose content a
+    tombstone holds gets its deletions back (:mod:`arrowidx.lake.tombstones`)."""
     manifest = plan.manifest
     report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
-                         options=dict(plan.options))  # fmt: skip
-    if not built and not plan.removed and manifest.options == plan.options and plan.base_version > 0:
+                         options=dict(plan.options), restamped=plan.restamped)  # fmt: skip
+    if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0:
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
-    gone = set(plan.removed)  # only entries whose data file is gone leave the manifest
-    files = {rel: entry for rel, entry in manifest.files.items() if rel not in gone}
+    version = plan.base_version + 1
+    for rel in plan.removed:  # only entries whose data file is gone leave the manifest
+        entry = drop(manifest, rel, version)
+        if entry.deletion is not None:
+            (report.tombstoned if entry.content_xxh64 is not None else report.forgotten)[rel] = entry.deletion.cardinality
     for entry in built:
         old = manifest.files.get(entry.path)
         if old is not None and old.deletion is not None:
-            same = old.fingerprint == entry.fingerprint if old.fingerprint is not None else old.matches(plan.infos[entry.path])
-            if same:
+            if same_content(old, entry):
                 entry.deletion = old.deletion  # same data, new index: deletions still apply
             elif plan.on_stale_deletions != "read-full":
                 raise StaleDeletionError("changed while it was being indexed, and rows were deleted from it;"
                                          " run the build again", path=join(plan.root, entry.path))  # fmt: skip
-        files[entry.path] = entry
+            elif bury(manifest, old, version) is not None:  # forgotten here, kept for that content
+                report.tombstoned[entry.path] = old.deletion.cardinality
+        if entry.deletion is None and (back := reapply(manifest, entry)) is not None:
+            report.restored[entry.path] = back.deletion.cardinality
+        manifest.files[entry.path] = entry
         report.indexed.append(entry.path)
         report.index_bytes += entry.index.size
     report.indexed.sort()
-    manifest.files = {rel: files[rel] for rel in sorted(files)}
+    manifest.files = {rel: manifest.files[rel] for rel in sorted(manifest.files)}
     manifest.options = plan.options
-    manifest = commit_manifest(plan.fs, plan.root, manifest, plan.base_version)
+    manifest = commit_manifest(plan.store, plan.root, manifest, plan.base_version)
     report.version = manifest.version
     report.seconds = time.perf_counter() - plan.started
     return report
@@ -371,8 +394,10 @@ def build(
     ``file-index.in-manifest-threshold``), added to the options the dataset was built with
     before (``None``: rebuild with those); ``drop=["col", "col:bitmap"]`` removes indexes,
     ``replace=True`` uses ``options`` alone. Incremental by default: a file whose content
-    (fingerprint) and options are unchanged keeps its index, unless the index fails its
-    checksum; files that disappeared leave the manifest; a build that changes nothing
+    (the XXH64 of the whole file) and options are unchanged keeps its index, unless the index
+    fails its checksum; files that disappeared leave the manifest (their deletions kept as
+    tombstones for their content: ``report.tombstoned``, re-applied when it returns:
+    ``report.restored``); a build that changes nothing
     commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
     when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
     after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
@@ -403,7 +428,7 @@ class Uploads:
     def __init__(self) -> None:
         self.writer = uuid.uuid4().hex[:8]
         self.entries: dict[tuple, FileEntry] = {}
-        self.files: list[tuple[Any, str]] = []  # (filesystem, path) of the index files written
+        self.files: list[tuple[Store, str]] = []  # (store, path) of the index files written
         self.outcome_unknown = False
         self._lock = threading.Lock()
 
@@ -423,7 +448,7 @@ class Uploads:
     def add(self, plan: BuildPlan, rel: str, entry: FileEntry) -> None:
         with self._lock:
             if entry.index is not None and entry.index.file is not None:
-                self.files.append((plan.fs, join(plan.root, entry.index.file)))
+                self.files.append((plan.store, join(plan.root, entry.index.file)))
             key = self.key(rel, plan.infos.get(rel), plan.options)
             if key is not None:
                 self.entries[key] = dataclasses.replace(entry)
@@ -442,9 +467,9 @@ class Uploads:
         """Remove the index files written (the call failed for good)."""
         if self.outcome_unknown:
             return
-        for fs, path in self.files:
+        for store, path in self.files:
             try:
-                as_store(fs).delete(path)
+                store.delete(path)
             except (OSError, ArrowIdxError):
                 pass  # vacuum removes it later
 
@@ -456,14 +481,14 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
     plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
                       on_stale_deletions=on_stale_deletions, storage_options=storage_options)  # fmt: skip
     if will_commit(plan):
-        require_commit(plan.fs, plan.root)  # a store that cannot commit refuses before anything is uploaded
-    tick = _progress(len(plan.todo), progress, "arrowidx build")
+        require_commit(plan.store, plan.root)  # a store that cannot commit refuses before anything is uploaded
+    tick = progress_bar(len(plan.todo), progress, "arrowidx build")
     workers = threads or min(len(plan.todo), os.cpu_count() or 2) or 1
 
     def work(rel: str) -> FileEntry:
         entry = uploads.built(plan, rel)
         if entry is None:
-            entry = index_one_file(plan.fs, plan.root, rel, plan.infos[rel], plan.options, plan.threshold, uploads.writer)
+            entry = index_one_file(plan.store, plan.root, rel, plan.infos[rel], plan.options, plan.threshold, uploads.writer)
             uploads.add(plan, rel, entry)
         tick()
         return entry
@@ -475,4 +500,4 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
 
 def will_commit(plan: BuildPlan) -> bool:
     """Whether this plan commits a manifest version (else the build changes nothing)."""
-    return bool(plan.todo or plan.removed or plan.manifest.options != plan.options or plan.base_version == 0)
+    return bool(plan.todo or plan.removed or plan.restamped or plan.manifest.options != plan.options or plan.base_version == 0)

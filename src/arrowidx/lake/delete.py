@@ -24,30 +24,20 @@ from typing import Any
 import numpy as np
 import pyarrow.fs as pafs
 
+from .._faults import fault_point
 from ..deletion import DeletionVector, write_deletion_vectors
 from ..errors import ArrowIdxError, CommitConflictError
-from ..filters import user_filter
+from ..expression import check_expression
+from ..filters import require_delete_filter, user_filter
 from ..options import DELETION_KEYS, check_option_keys
-from ..predicate import check_expression
-from .build import _progress
-from .layout import (
-    DELETION_DIR,
-    DeletionRef,
-    FileEntry,
-    check_base,
-    check_stale_option,
-    checksum,
-    commit_manifest,
-    entry_is_fresh,
-    fault_point,
-    file_infos,
-    join,
-    require_commit,
-    with_commit_retries,
-    write_atomic,
-)
+from ..progress import progress_bar
+from .commit import check_base, commit_manifest, require_commit, with_commit_retries
+from .freshness import check_stale_option, entry_is_fresh
+from .layout import DELETION_DIR, file_infos, join, write_atomic
+from .manifest import DeletionRef, FileEntry, checksum
+from .read import expression_mask
 from .scan import dataset as open_dataset
-from .scan import expression_mask
+from .tombstones import bury
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
 
@@ -91,6 +81,10 @@ def delete(
     """Delete the rows matching ``where`` (a ``pc.Expression``, or SQL text with SQL's
     meaning) from every file of ``source``.
 
+    ``where`` must say which rows: ``None`` (a filter never set) or empty text raises
+    :class:`~arrowidx.errors.MissingFilterError`; to delete every row, pass ``"TRUE"`` or
+    ``pc.scalar(True)`` (:func:`arrowidx.filters.require_delete_filter`).
+
     The report counts the newly deleted rows in total (``rows_deleted``) and per file
     (``rows_by_file``). ``dry_run=True`` only counts. ``confirm`` is called with the counts
     before anything is written; returning False turns the call into a dry run.
@@ -104,6 +98,7 @@ def delete(
     committed since the delete planned, and removed again if the commit is refused; the
     delete then plans again on the new version (bounded retries).
     """
+    require_delete_filter(where)  # before anything is opened: no filter is not "every row"
     check_stale_option(on_stale_deletions)
     if confirm is not None:  # asked once: a retry after another writer committed does not ask again
         asked = confirm
@@ -129,35 +124,42 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
     data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options)
-    fs, root = data.fs, data.root
+    store, root = data.store, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version
     rels = list(data.files)
     match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
     pushdown = match.pushdown
     if rels and pushdown is not None:
-        check_expression(pushdown, data.schema, rows=data._may_hold_rows())  # an invalid filter fails whether or not an index decides
-    infos = file_infos(fs, root, rels)
+        check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows(), where=root)  # an invalid filter fails whether or not an index decides
+    infos = file_infos(store, root, rels)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
-        if entry is None or not entry_is_fresh(entry, info, lambda rel=rel: data._read_footer(rel), on_stale_deletions=on_stale_deletions):
-            footer = data._read_footer(rel)
+        fresh = entry is not None and entry_is_fresh(entry, info, lambda rel=rel: data.lake.read_footer(rel),
+                                                     content=lambda rel=rel: data.lake.content_xxh64(rel),
+                                                     on_stale_deletions=on_stale_deletions)  # fmt: skip
+        if fresh and (entry.stamp, entry.mtime_ns) != (info.stamp, info.mtime_ns):
+            entry.stamp, entry.mtime_ns = info.stamp, info.mtime_ns  # the same content (proved), a new stamp
+        if not fresh:
+            if entry is not None:  # changed, and read-full: its deletions stay with the content that left
+                bury(manifest, entry, base_version + 1)
+            footer = data.lake.read_footer(rel)
             manifest.files[rel] = FileEntry(rel, info.size, info.mtime_ns, footer.num_rows, None, None,
                                             footer.fingerprint, info.stamp)  # fmt: skip
     data.manifest = manifest
     report = DeleteReport(root=root, version=base_version)
-    tick = _progress(len(rels), progress, "arrowidx delete")
+    tick = progress_bar(len(rels), progress, "arrowidx delete")
 
-    read_columns = sorted(data._bind_columns(pushdown) | set(match.residual.columns if match.residual else ()))
+    read_columns = sorted(data.lake.columns_of(pushdown) | set(match.residual.columns if match.residual else ()))
 
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
         plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:
             return rel, None
-        read = data._read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
+        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
         if read is None:
             return rel, np.zeros(0, dtype=np.uint64)
         table, row_numbers = read
@@ -176,7 +178,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         if not len(found):
             continue
         entry = manifest.files[rel]
-        old = data.deletion_vector(rel)
+        old = data.lake.deletion_vector(rel)
         kind64 = old.bitmap64 if old is not None else bitmap64
         vector = DeletionVector.from_positions(found, bitmap64=kind64)
         before = old.cardinality if old is not None else 0
@@ -193,8 +195,11 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         report.seconds = time.perf_counter() - start
         return report
     if changed:
-        require_commit(data.store, root)  # a store that cannot commit refuses before anything is uploaded
-        check_base(data.store, root, base_version)  # committed meanwhile: plan again before uploading
+        require_commit(store, root)  # a store that cannot commit refuses before anything is uploaded
+        check_base(store, root, base_version)  # committed meanwhile: plan again before uploading
+        for rel in changed:  # deletions belong to content: name it (files never indexed, or indexed before content hashes)
+            if manifest.files[rel].content_xxh64 is None:
+                manifest.files[rel].content_xxh64 = data.lake.content_xxh64(rel)
         by_kind: dict[bool, dict[str, DeletionVector]] = {}
         for rel, vector in changed.items():
             by_kind.setdefault(vector.bitmap64, {})[rel] = vector
@@ -202,7 +207,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         for kind64, vectors in by_kind.items():
             blob, ranges = write_deletion_vectors(vectors, bitmap64=kind64)
             name = f"{DELETION_DIR}/{uuid.uuid4().hex}.dv"
-            write_atomic(fs, join(root, name), blob, root=root)
+            write_atomic(store, join(root, name), blob, root=root)
             written.append(join(root, name))
             fault_point("deletion-written")
             for rel, (offset, length) in ranges.items():
@@ -210,11 +215,11 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
                 manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64, digest)
         report.files_changed = sorted(changed)
         try:
-            manifest = commit_manifest(fs, root, manifest, base_version)
+            manifest = commit_manifest(store, root, manifest, base_version)
         except CommitConflictError:
             for path in written:  # never referenced by any manifest: remove before planning again
                 try:
-                    data.store.delete(path)
+                    store.delete(path)
                 except (OSError, ArrowIdxError):
                     pass  # vacuum removes it later
             raise

@@ -1,11 +1,17 @@
-"""A Parquet file's footer, read once, and the content fingerprint arrowidx identifies it by.
+"""A Parquet file's footer, read once, and the content hashes arrowidx identifies it by.
 
-The footer (Thrift ``FileMetaData``) lists every row group, column chunk and statistic with
-their byte offsets, so two files with the same size and the same footer bytes hold the same
-data for every practical purpose, whatever their modification times. Copying a lake
-(``cp -r``, ``aws s3 sync``) keeps the fingerprint; rewriting a file (even with the same size
-and mtime, as ``cp -p`` or ``rsync -t`` leave it) changes it. The hash covers the whole tail
-read to find the footer (64 KiB, or all of a smaller file), so small files are hashed whole.
+Two, recorded in each manifest entry:
+
+* :func:`content_xxh64`, the XXH64 of the whole file: what a data file's identity is when
+  its change stamp is not the one indexed (a copied lake, a ``touch``, a rewrite). It is
+  computed when a file is indexed (its bytes are read anyway) and, by a reader, only for a
+  file whose stamp changed (once per process). A rewrite is caught whatever it keeps: the
+  size, the modification time (``cp -p``, ``rsync -t``), the footer (no statistics,
+  fixed-width data), the last pages.
+* :func:`fingerprint`, the size and the XXH64 of the file's tail (the last 64 KiB, or all of
+  a smaller file, or the footer when larger): free with the footer read, it is the identity
+  only where nothing better exists (entries indexed before content hashes, and a store
+  without change stamps whose modification time is unchanged: see docs/reliability.md).
 
 One read of the file's tail gets both the metadata and the fingerprint; a second read only
 when the footer is larger than that tail.
@@ -18,15 +24,15 @@ import struct
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import xxhash
 
-from ..errors import CorruptIndexError
-from ..storage import Store, as_store
+from ..errors import ArrowIdxError, CorruptIndexError
+from ..storage import Store
 
 MAGIC = b"PAR1"
 TAIL_BYTES = 64 * 1024  # what pyarrow itself reads first for a footer
+CONTENT_CHUNK = 8 << 20  # bytes per read while hashing a whole file
 
 
 @dataclass(frozen=True)
@@ -65,13 +71,12 @@ def stray_file_hint(path: str) -> str:
             f" (as _SUCCESS): move {name} out of the folder or rename it to _{name}")  # fmt: skip
 
 
-def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None) -> Footer:
+def read_footer(store: Store, path: str, size: int | None = None) -> Footer:
     """Read and parse the footer of the Parquet file at ``path``.
 
     Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
     Parquet file (too short, wrong magic, a footer length past the start of the file).
     """
-    store = as_store(fs)
     if size is None:
         info = store.stat([path])[0]
         if info is None:
@@ -94,3 +99,19 @@ def read_footer(fs: pafs.FileSystem | Store, path: str, size: int | None = None)
     except (OSError, pa.ArrowException) as e:
         raise CorruptIndexError(f"unreadable Parquet footer: {e}", source=path) from None
     return Footer(metadata, size, fingerprint(tail, size))
+
+
+def content_xxh64(store: Store, path: str, size: int) -> str:
+    """The XXH64 (16 hex digits) of the whole file at ``path`` of ``size`` bytes, read in
+    chunks of :data:`CONTENT_CHUNK` (never all in memory). A file that is not ``size`` bytes
+    long any more changed while it was read: :class:`~arrowidx.errors.ArrowIdxError` naming it."""
+    digest = xxhash.xxh64()
+    position = 0
+    while position < size:
+        length = min(CONTENT_CHUNK, size - position)
+        chunk = store.get_range(path, position, length, "data file")
+        if len(chunk) != length:
+            raise ArrowIdxError(f"{path}: the file changed while it was read ({size} bytes expected); read it again")
+        digest.update(chunk)
+        position += length
+    return digest.hexdigest()

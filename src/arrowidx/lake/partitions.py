@@ -16,7 +16,6 @@ columns), a ``pa.Schema`` or a ``{name: type}`` dict (Hive folders with these ty
 
 from __future__ import annotations
 
-import copy
 import posixpath
 import re
 from typing import Any
@@ -113,53 +112,17 @@ def partition_values(expression: pc.Expression) -> dict[str, Any]:
     return dict(keys(expression))
 
 
-def partition_view(data, filter):
-    """``data`` restricted to the files whose partition may hold a row matching ``filter``
-    (a ``pc.Expression`` naming a partition column), sharing its caches; ``data`` itself when
-    the partitions rule no file out. The files left out are decided from their folder names
-    alone (pyarrow's partition expressions), before any of them is opened."""
-    if data.partitioning is None or not isinstance(filter, pc.Expression) or not data._partitions:
-        return data
-    if not (data._bind_columns(filter) & set(data.partitioning.schema.names)):
-        return data
-    files = data.files
-    cached = data.__dict__.get("_partition_dataset")
-    if cached is None or cached[0] is not files:
-        from .layout import join
-
-        fragments = [
-            data.format.make_fragment(join(data.root, rel), data.fs, partition_expression=data._partitions.get(rel, pc.scalar(True)))
-            for rel in files
-        ]  # (no file is opened: a fragment only names it)
-        cached = (files, ds.FileSystemDataset(fragments, data.schema, data.format, data.fs), {join(data.root, rel): rel for rel in files})
-        data._partition_dataset = cached
-    by_path = cached[2]
-    kept = {by_path[f.path] for f in cached[1].get_fragments(filter=filter)}
-    if len(kept) == len(files):
-        return data
-    view = copy.copy(data)
-    view._files = [rel for rel in files if rel in kept]
-    view._directories = {}  # key directories over these files only: not shared
-    view._partition_dataset = None
-    return view
+def partition_dataset(files: list[str], expressions: dict[str, pc.Expression], paths: list[str], schema: pa.Schema,
+                      fmt: ds.ParquetFileFormat, fs) -> ds.FileSystemDataset:  # fmt: skip
+    """``files`` (at ``paths``) as one pyarrow dataset of fragments that only name them and
+    carry their partition expressions: what :func:`kept_by_partitions` asks (no file is opened)."""
+    fragments = [
+        fmt.make_fragment(path, fs, partition_expression=expressions.get(rel, pc.scalar(True))) for rel, path in zip(files, paths)
+    ]
+    return ds.FileSystemDataset(fragments, schema, fmt, fs)
 
 
-def with_pruned(data, view, plans: list) -> list:
-    """``plans`` (of ``view``'s files) with a "pruned" plan for each file of ``data`` that
-    its partition ruled out, in file order."""
-    import numpy as np
-
-    from .scan import FilePlan
-
-    if view is data:
-        return plans
-    by_path = {p.path: p for p in plans}
-    out = []
-    for rel in data.files:
-        plan = by_path.get(rel)
-        if plan is None:
-            entry = data.manifest.files.get(rel)
-            rows = entry.rows if entry is not None else 0
-            plan = FilePlan(rel, rows, "pruned", note="partition", row_group_offsets=np.array([0, rows]), why="ruled out by its partition folder")
-        out.append(plan)
-    return out
+def kept_by_partitions(dataset: ds.FileSystemDataset, filter: pc.Expression) -> set[str]:
+    """The paths of ``dataset``'s files whose partition may hold a row matching ``filter``:
+    decided from their folder names alone (pyarrow's partition expressions)."""
+    return {f.path for f in dataset.get_fragments(filter=filter)}

@@ -43,12 +43,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from .. import facts
 from .._lazy import lazy_module
 from .._roaring import positions_of
 from ..deletion import DeletionVector
 from ..predicate import Compare
 from ..result import bitmap_to_mask
 from ..statistics import statistics_filter
+from .polars_filter import polars_filter
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -528,67 +530,6 @@ def take_with_polars(
 #: rows kept, every column) 20.6 ms against 26.5 ms for pyarrow's filter column first,
 #: then the row; a broad filter over such files costs the same either way.
 FILTER_MIN_ROWS = TAKE_MIN_ROWS
-_POLARS_OPS = {"eq": "__eq__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}
-
-
-_LAST_POLARS_FILTER: tuple = (None, None, None)  # (expression, schema, predicate)
-
-
-def polars_filter(expr, schema: pa.Schema):
-    """``expr`` as a Polars predicate selecting exactly the rows pyarrow's filter selects,
-    or None: a top-level AND of comparisons (and their NOT) and IN lists without NULL, each
-    between an integer or string column of ``schema`` and literals. Only there do the two
-    agree row for row: a comparison is NULL for a NULL value in both, and at the top of a
-    filter NULL and FALSE both drop the row (floats, whose NaN rules differ, and nested
-    boolean logic, where NULL and FALSE part ways under a NOT, are left to pyarrow).
-
-    The last answer is remembered (a query repeated asks again): found only for an equal
-    expression (``Expression.equals``: typed literals) and an equal schema, and a Polars
-    expression is immutable."""
-    global _LAST_POLARS_FILTER
-    last_expr, last_schema, last = _LAST_POLARS_FILTER
-    if isinstance(expr, pc.Expression) and last_expr is not None:
-        if (last_expr is expr or last_expr.equals(expr)) and (last_schema is schema or last_schema.equals(schema)):
-            return last
-    predicate = _polars_filter(expr, schema)
-    if isinstance(expr, pc.Expression):
-        _LAST_POLARS_FILTER = (expr, schema, predicate)
-    return predicate
-
-
-def _polars_filter(expr, schema: pa.Schema):
-    from ..predicate import And, Compare, IsIn, Not, bind
-
-    node = bind(expr, schema)
-    import polars as pl
-
-    def kind(t: pa.DataType) -> str | None:
-        if pa.types.is_integer(t):
-            return "integer"
-        return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else None
-
-    def plain(column: str, t: pa.DataType) -> bool:
-        """An integer or string column, and values of its kind (cast to it by ``bind``)."""
-        return kind(schema.field(column).type) is not None and kind(t) == kind(schema.field(column).type)
-
-    def term(n):
-        negate = isinstance(n, Not)
-        n = n.child if negate else n
-        if isinstance(n, Compare) and n.literal.is_valid and plain(n.column, n.literal.type):
-            out = getattr(pl.col(n.column), _POLARS_OPS[n.op])(pl.lit(n.literal.as_py()))
-        elif isinstance(n, IsIn) and not negate and not n.null_in_set and plain(n.column, n.values.type):
-            out = pl.col(n.column).is_in(pl.Series(n.values).implode())
-        else:
-            return None
-        return ~out if negate else out
-
-    def conjuncts(n):
-        return [c for child in n.children for c in conjuncts(child)] if isinstance(n, And) else [n]
-
-    parts = [term(c) for c in conjuncts(node)]
-    if not parts or any(p is None for p in parts):
-        return None
-    return pl.all_horizontal(parts) if len(parts) > 1 else parts[0]
 
 
 def filter_with_polars(
@@ -677,27 +618,22 @@ def column_bytes(metadata, groups: list[int], columns: list[str], *, compressed:
     return total
 
 
-_FRAGMENT_TYPES: dict[tuple, tuple] = {}  # see _fragment_types
-_FRAGMENT_TYPES_MAX = 4096
-
-
 def _fragment_types(fragment: ds.ParquetFileFragment, schema: pa.Schema, columns: list[str]) -> tuple[list[pa.DataType] | None, bool]:
     """:func:`_polars_types` of the fragment's file, and whether ``columns`` are all of its
     columns in file order (a Polars scan of it then needs no select). Remembered per
     fragment and schema object (~50 us a file per query otherwise): a fragment's physical
     schema is loaded once and never changes, and the entry holds both objects, so their
     ``id`` cannot be reused while it stands."""
-    key = (id(fragment), id(schema), tuple(columns))
-    hit = _FRAGMENT_TYPES.get(key)
-    if hit is not None and hit[0] is fragment and hit[1] is schema:
-        return hit[2], hit[3]
-    physical = fragment.physical_schema
-    types = _polars_types(physical, schema, columns)
-    whole = list(columns) == physical.names
-    if len(_FRAGMENT_TYPES) >= _FRAGMENT_TYPES_MAX:
-        _FRAGMENT_TYPES.clear()
-    _FRAGMENT_TYPES[key] = (fragment, schema, types, whole)
-    return types, whole
+    key = ("fragment types", id(fragment), id(schema), tuple(columns))
+
+    def make() -> tuple[tuple, int]:
+        physical = fragment.physical_schema
+        return (fragment, schema, _polars_types(physical, schema, columns), list(columns) == physical.names), 256
+
+    hit = facts.DERIVED.get(key, make)  # (kept in arrowidx.facts)
+    if hit[0] is not fragment or hit[1] is not schema:  # (not kept: ARROWIDX_CACHE_MB=0)
+        hit = make()[0]
+    return hit[2], hit[3]
 
 
 def _polars_types(physical: pa.Schema, schema: pa.Schema, columns: list[str]) -> list[pa.DataType] | None:

@@ -6,6 +6,10 @@ Retained are the current version and every version that was still current less t
 opened it may still be reading its files. Files no retained manifest references are removed
 only when they are older than the retention too, so the files of a build or delete still
 running (not committed yet) are never touched.
+
+Tombstones (the deletions of files that left the lake, kept for their content:
+:mod:`arrowidx.lake.tombstones`) older than the retention are dropped first, in a new
+manifest version: a file with that content that returns afterwards is new data.
 """
 
 from __future__ import annotations
@@ -20,20 +24,19 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
-from ..storage import as_store
-from .layout import (
-    DELETION_DIR,
-    INDEX_DIR,
-    LATEST,
-    META_DIR,
-    join,
+from ..storage import Store
+from .commit import (
+    commit_manifest,
+    current_manifest,
     latest_hint,
-    manifest_path,
+    load_manifest,
     manifest_versions,
     read_manifest,
-    resolve,
-    write_atomic,
+    with_commit_retries,
 )
+from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
+from .source import resolve
+from .tombstones import expire
 
 DEFAULT_RETENTION = timedelta(days=7)
 
@@ -49,12 +52,21 @@ class VacuumReport:
     bytes_freed: int = 0
     dry_run: bool = False
     latest_repaired: bool = False  # LATEST named another version and was rewritten
+    # tombstones older than the retention (dropped: a file with that content that returns is
+    # new data), by the path the file had, with their deleted rows
+    tombstones_dropped: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
+        dropped = ""
+        if self.tombstones_dropped:
+            dropped = (f"; {'would drop' if self.dry_run else 'dropped'} {len(self.tombstones_dropped)} tombstone(s)"
+                       f" ({sum(self.tombstones_dropped.values()):,} deleted row(s) of files that left:"
+                       f" {', '.join(sorted(self.tombstones_dropped)[:3])}{' ...' if len(self.tombstones_dropped) > 3 else ''})")  # fmt: skip
         return (
             f"manifest v{self.version} at {self.root}: {verb} {len(self.removed)} file(s)"
             f" ({self.bytes_freed:,} bytes); kept version(s) {', '.join(map(str, self.kept_versions)) or 'none'}"
+            + dropped
         )
 
 
@@ -93,16 +105,20 @@ def vacuum(
     storage_options: Mapping[str, Any] | None = None,
 ) -> VacuumReport:
     """Remove what no retained manifest version references (``older_than``: seconds, a
-    ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the current version's files.
+    ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the
+    current version's files. Tombstones (deletions kept for files that left the lake)
+    dropped longer ago than ``older_than`` are dropped first, in a new manifest version
+    (``report.tombstones_dropped``).
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
     cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
-    fs, root, _ = resolve(source, filesystem, storage_options)
-    store = as_store(fs)
+    store, root, _ = resolve(source, filesystem, storage_options)
+    current_manifest(store, root)  # a missing newest version: refused (MissingManifestError), nothing removed
+    dropped = _drop_tombstones(store, root, cutoff_ms, dry_run)
     listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours
-    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(fs, root):
+    if not listed and not store.list(root, recursive=False, missing_ok=True) and not _is_folder(store.fs, root):
         raise ArrowIdxError(f"{root}: no such dataset directory; nothing to vacuum")
     versions = manifest_versions(store, root)
-    report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run)
+    report = VacuumReport(root, versions[-1] if versions else 0, dry_run=dry_run, tombstones_dropped=dropped)
     if not versions:
         return report
     kept: list[int] = []
@@ -111,17 +127,13 @@ def vacuum(
     for version in reversed(versions):
         if successor_ms is not None and successor_ms < cutoff_ms:
             break  # superseded before the retention: no reader can still need it (nor older ones)
-        manifest = read_manifest(fs, root, version)  # a retained manifest must be readable
+        manifest = read_manifest(store, root, version)  # a retained manifest must be readable
         kept.append(version)
-        for entry in manifest.files.values():
-            if entry.index is not None and entry.index.file is not None:
-                referenced.add(entry.index.file)
-            if entry.deletion is not None:
-                referenced.add(entry.deletion.file)
+        referenced |= manifest.referenced_files()  # (tombstones' deletion files too)
         successor_ms = manifest.created_ms
     report.kept_versions = sorted(kept)
-    if latest_hint(fs, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
-        write_atomic(fs, join(root, LATEST), str(versions[-1]).encode(), root=root)
+    if latest_hint(store, root) != versions[-1] and not dry_run:  # a hint only, but keep it true
+        write_atomic(store, join(root, LATEST), str(versions[-1]).encode(), root=root)
         report.latest_repaired = True
     doomed: list[tuple[str, int]] = [
         (manifest_path(v), -1) for v in versions if v < min(kept)
@@ -158,3 +170,21 @@ def _is_folder(fs: pafs.FileSystem, root: str) -> bool:
         return fs.get_file_info(root).type == pafs.FileType.Directory
     except OSError:
         return False
+
+
+def _drop_tombstones(store: Store, root: str, cutoff_ms: float, dry_run: bool) -> dict[str, int]:
+    """Drop the tombstones of the current manifest dropped before ``cutoff_ms`` (committed
+    as a new version, unless ``dry_run``): ``{path the file had: deleted rows}``."""
+
+    def attempt() -> dict[str, int]:
+        manifest = load_manifest(store, root)
+        base = manifest.version
+        old = expire(manifest, cutoff_ms)
+        if old and not dry_run:
+            commit_manifest(store, root, manifest, base)
+        rows: dict[str, int] = {}
+        for t in old:
+            rows[t.path] = rows.get(t.path, 0) + t.deletion.cardinality
+        return rows
+
+    return with_commit_retries(attempt)

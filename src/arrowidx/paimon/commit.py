@@ -21,6 +21,9 @@ base list, unmerged) and one new delta manifest holding, per rewritten data file
 its old entry followed by an ADD of the new one: the order Paimon's own compaction commits use,
 which its snapshot expiration relies on (an ADD after a DELETE of the same data file keeps the
 file). The index manifest (deletion vectors, hash index) is carried over unchanged.
+
+A writer that loses the race plans again on the new snapshot through the one retry loop every
+arrowidx writer shares (:func:`arrowidx.lake.commit.retry_on_conflict`).
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, PaimonTableError
-from ..lake.layout import fault_point
 from ..storage import as_store
 from .metadata import AvroFile, partition_stats, write_avro
 
@@ -137,30 +140,74 @@ def _field_names(schema: dict) -> set[str]:
     return {f["name"] for f in schema["fields"]}
 
 
+@dataclass
+class IndexManifest:
+    """A new index manifest for the snapshot (deletion vectors, hash index): every record
+    of it (``_KIND`` ADD), written with ``schema`` and ``codec`` as Java's
+    ``IndexManifestFile`` writes it."""
+
+    schema: dict
+    codec: str
+    records: list[dict]
+
+
 def commit_snapshot(
     fs: pafs.FileSystem,
     table: str,
     previous: dict,
     lists: ManifestLists,
     entries: list[dict],
-    entry_file: AvroFile,
+    entry_file: AvroFile | None,
     schema_id: int,
     partition_types: list[Any],
     statistics: str | None,
+    *,
+    index_manifest: IndexManifest | None = None,
+    commit_kind: str = "COMPACT",
 ) -> tuple[int, dict]:
     """Commit snapshot ``previous["id"] + 1`` whose delta manifest holds ``entries`` (raw
-    manifest records, written with ``entry_file``'s schema and codec) and whose base is every
-    data manifest of ``previous``. Returns ``(snapshot id, snapshot document)``; raises
+    manifest records, written with ``entry_file``'s schema and codec; no entries: an empty
+    delta manifest list, as Java writes for a commit of index files only) and whose base is
+    every data manifest of ``previous``. ``index_manifest``: a new index manifest for the
+    snapshot (None: the previous one's is kept); ``commit_kind``: the snapshot's
+    ``commitKind``. Returns ``(snapshot id, snapshot document)``; raises
     :class:`CommitConflictError` (after removing the files it wrote) when another writer
     committed that snapshot first."""
     manifest_dir = posixpath.join(table, "manifest")
     token = str(uuid.uuid4())
     manifest_name = f"manifest-{token}-0"
+    written: list[str] = []
+    list_schema, list_codec = lists.schema_and_codec()
+    base_bytes = write_avro(list_schema, [_fill(list_schema, r) for r in lists.data_manifests()], list_codec)
+    index_name = None
+    try:
+        if index_manifest is not None:
+            index_name = f"index-manifest-{uuid.uuid4()}-0"
+            index_bytes = write_avro(index_manifest.schema, [_fill(index_manifest.schema, r) for r in index_manifest.records], index_manifest.codec)
+            write_new_file(fs, posixpath.join(manifest_dir, index_name), index_bytes)
+            written.append(posixpath.join(manifest_dir, index_name))
+        delta_records = []
+        if entries:
+            if entry_file is None:
+                raise PaimonTableError(f"{table}: no manifest to take the manifest entry schema from")
+            delta_records = [_manifest_meta(fs, table, manifest_name, entries, entry_file, schema_id, partition_types, list_schema, written)]
+        delta_bytes = write_avro(list_schema, [_fill(list_schema, m) for m in delta_records], list_codec)
+    except BaseException:
+        for p in written:
+            delete_quietly(fs, p)
+        raise
+    return _commit_lists(fs, table, previous, schema_id, token, (base_bytes, delta_bytes), written, statistics, index_name, commit_kind)
+
+
+def _manifest_meta(
+    fs: pafs.FileSystem, table: str, manifest_name: str, entries: list[dict], entry_file: AvroFile, schema_id: int,
+    partition_types: list[Any], list_schema: dict, written: list[str],
+) -> dict:  # fmt: skip
+    """Write the delta manifest holding ``entries``; its record for the manifest list."""
+    manifest_dir = posixpath.join(table, "manifest")
     entry_schema = entry_file.schema
     records = [_fill(entry_schema, e) for e in entries]
     manifest_bytes = write_avro(entry_schema, records, entry_file.codec)
-    written = [posixpath.join(manifest_dir, manifest_name)]
-    list_schema, list_codec = lists.schema_and_codec()
     list_fields = _field_names(list_schema)
     low, high, nulls = partition_stats([e["_PARTITION"] for e in entries], partition_types)
     meta = {
@@ -185,11 +232,22 @@ def commit_snapshot(
     unknown = list_fields - set(meta)
     if unknown:
         raise PaimonTableError(f"{table}: manifest lists with fields {sorted(unknown)} are not supported")
-    base_bytes = write_avro(list_schema, [_fill(list_schema, r) for r in lists.data_manifests()], list_codec)
-    delta_bytes = write_avro(list_schema, [_fill(list_schema, meta)], list_codec)
+    path = posixpath.join(manifest_dir, manifest_name)
+    write_new_file(fs, path, manifest_bytes)
+    written.append(path)
+    return meta
+
+
+def _commit_lists(
+    fs: pafs.FileSystem, table: str, previous: dict, schema_id: int, token: str, lists: tuple[bytes, bytes],
+    written: list[str], statistics: str | None, index_name: str | None, commit_kind: str,
+) -> tuple[int, dict]:  # fmt: skip
+    """Write the two manifest lists, then create the snapshot only if absent (the files in
+    ``written`` are removed when it is not created)."""
+    manifest_dir = posixpath.join(table, "manifest")
+    base_bytes, delta_bytes = lists
     base_name, delta_name = f"manifest-list-{token}-0", f"manifest-list-{token}-1"
     try:
-        write_new_file(fs, written[0], manifest_bytes)
         for name, data in ((base_name, base_bytes), (delta_name, delta_bytes)):
             path = posixpath.join(manifest_dir, name)
             write_new_file(fs, path, data)
@@ -197,6 +255,9 @@ def commit_snapshot(
         fault_point("paimon-manifests-written")
         new_id = int(previous["id"]) + 1
         doc = _snapshot_document(previous, new_id, schema_id, (base_name, len(base_bytes)), (delta_name, len(delta_bytes)), statistics)
+        doc["commitKind"] = commit_kind
+        if index_name is not None:
+            doc["indexManifest"] = index_name
         path = posixpath.join(table, "snapshot", f"snapshot-{new_id}")
         fault_point("paimon-before-commit")
         if not create_if_absent(fs, path, java_json(doc).encode()):

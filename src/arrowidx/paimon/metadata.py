@@ -647,3 +647,11 @@ def partition_stats(partitions: list[bytes], ptypes: list[Any]) -> tuple[bytes, 
     low = binary_row(arity, [None if m is None else m[1] for m in mins])
     high = binary_row(arity, [None if m is None else m[1] for m in maxs])
     return low, high, nulls
+
+
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def escape_partition_text(text: str) -> str:
+    """Hive-style partition path escaping, as Paimon's PartitionPathUtils."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED or ord(ch) < 0x20 else ch for ch in text)

@@ -43,16 +43,16 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .._faults import fault_point
 from ..errors import (
     ArrowIdxError,
-    CommitConflictError,
     OptionError,
     PaimonTableError,
     UnsupportedTableError,
 )
 from ..index import INDEX_TYPES
-from ..index.container import Container, java_string_hash, write_container
-from ..lake.layout import fault_point
+from ..index.container import write_container
+from ..lake.commit import retry_on_conflict
 from ..options import (
     GLOBAL_KEYS,
     IN_MANIFEST_THRESHOLD,
@@ -70,12 +70,14 @@ from .commit import (
     create_if_absent,
     read_file,
 )
+from .javalayout import INDEX_SUFFIX, java_layout, next_index_name, old_header
 from .metadata import (
     AvroFile,
     DataFile,
     TableSchema,
     arrow_type,
     decode_binary_row,
+    escape_partition_text,
     latest_snapshot_id,
     manifest_entry,
     plain_name,
@@ -84,9 +86,7 @@ from .metadata import (
     read_snapshot,
 )
 
-COMMIT_TRIES = 8
 BATCH_ROWS = 256 * 1024
-INDEX_SUFFIX = ".index"
 POSTPONE_BUCKET = -2
 
 
@@ -131,110 +131,6 @@ class FileResult:
     size: int = 0
 
 
-class _JavaMapOrder:
-    """The iteration order of a ``java.util.HashMap<String, ...>``: by bucket at the capacity
-    its largest size needed, then, within a bucket, ``put`` keys after and ``computeIfAbsent``
-    keys before the ones already there (removals and resizes keep the order)."""
-
-    def __init__(self) -> None:
-        self.pos: dict[str, int] = {}
-        self.count = 0
-        self.peak = 0
-
-    def put(self, key: str, head: bool = False) -> None:
-        if key not in self.pos:
-            self.count += 1
-            self.pos[key] = -self.count if head else self.count
-            self.peak = max(self.peak, len(self.pos))
-
-    def remove(self, key: str) -> None:
-        self.pos.pop(key, None)
-
-    def keys(self) -> list[str]:
-        capacity = 16
-        while self.peak > capacity * 3 // 4:
-            capacity *= 2
-
-        def bucket(key: str) -> int:
-            h = java_string_hash(key) & 0xFFFFFFFF
-            return (h ^ (h >> 16)) & (capacity - 1)
-
-        return sorted(self.pos, key=lambda k: (bucket(k), self.pos[k]))
-
-
-def _java_order(keys: Iterable[str], head: bool = False) -> list[str]:
-    m = _JavaMapOrder()
-    for k in keys:
-        m.put(k, head)
-    return m.keys()
-
-
-def java_layout(built: dict[tuple[str, str], bytes | None], old: dict[str, list[str]] | None) -> dict[str, dict[str, bytes | None]]:
-    """``{column: {type: bytes}}`` in the order Java's ``FileIndexProcessor`` serializes it.
-
-    ``DataFileIndexWriter`` keeps type -> column -> writer maps (types added with
-    ``computeIfAbsent``, columns with ``put``, in the options' order) and serializes into a
-    column -> type map (``computeIfAbsent`` / ``put``); the processor then merges that into the
-    map it loaded from the file's old ``.index`` file (``old``: header columns and types, read
-    into a map with ``computeIfAbsent``), after removing what is not configured."""
-    types = _java_order([t for _, t in built], head=True)
-    by_type = {t: _java_order([c for c, tt in built if tt == t]) for t in types}
-    serial = _JavaMapOrder()
-    serial_types: dict[str, _JavaMapOrder] = {}
-    for t in types:
-        for c in by_type[t]:
-            serial.put(c, head=True)
-            serial_types.setdefault(c, _JavaMapOrder()).put(t)
-    new = {c: serial_types[c].keys() for c in serial.keys()}
-    outer = _JavaMapOrder()
-    inner: dict[str, _JavaMapOrder] = {}
-    if old:
-        header = _java_order(old, head=True)
-        for column in header:  # readAll: computeIfAbsent(column).put(type)
-            outer.put(column, head=True)
-            inner[column] = _JavaMapOrder()
-            for t in _java_order(old[column]):
-                inner[column].put(t)
-        for column in header:  # remove what is not configured
-            if column not in new:
-                outer.remove(column)
-                continue
-            for t in old[column]:
-                if t not in new[column]:
-                    inner[column].remove(t)
-    for column, column_types in new.items():  # computeIfAbsent(column).putAll(types)
-        outer.put(column, head=True)
-        order = inner.setdefault(column, _JavaMapOrder())
-        for t in column_types:
-            order.put(t)
-    return {c: {t: built[(c, t)] for t in inner[c].keys()} for c in outer.keys()}
-
-
-def next_index_name(name: str) -> str:
-    """The name Java gives a data file's next index file (``DataFilePathFactory
-    .createNewFileIndexFilePath``): ``x.parquet.index`` -> ``x.parquet-1.index`` ->
-    ``x.parquet-2.index``."""
-    dot = name.rfind(".")
-    dash = name.rfind("-")
-    if dash != -1 and dot > dash:
-        try:
-            return f"{name[: dash + 1]}{int(name[dash + 1 : dot]) + 1}{INDEX_SUFFIX}"
-        except ValueError:
-            pass
-    return f"{name[:dot]}-1{INDEX_SUFFIX}"
-
-
-def _old_header(fs: pafs.FileSystem, path: str) -> dict[str, list[str]] | None:
-    data = read_file(fs, path)
-    if data is None:
-        return None
-    try:
-        container = Container(memoryview(data), path)
-    except ArrowIdxError:
-        return None  # Java could not load it either: it only decides an order
-    return {c: list(by_type) for c, by_type in container.entries.items()}
-
-
 def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
     """The file-index container Java writes for the task's data file (b"" for no index)."""
     options = dict(task.options)
@@ -265,7 +161,7 @@ def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
     if rows != task.rows:
         raise PaimonTableError(f"{task.data_path}: data file holds {rows} rows, its manifest entry says {task.rows}")
     old_files = [e for e in task.old_extra if e.endswith(INDEX_SUFFIX)]
-    old = _old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
+    old = old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
     return write_container(java_layout({key: w.finish() for key, (_, w) in writers.items()}, old))
 
 
@@ -473,26 +369,21 @@ def _file_fields(schema: dict) -> int:
 def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], partitions: Any, dry_run: bool, report: RewriteReport) -> _Plan:
     """Plan every live file of the latest snapshot under the options ``updates`` give the
     latest schema; when they change it, commit that schema first (unless ``dry_run``), once
-    the plan shows the table can be rewritten."""
-    for _ in range(COMMIT_TRIES):
-        schema_id = _latest_schema_id(fs, table)
-        schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
-        schema = read_schema(fs, table, schema_id)
-        options = merge_options(schema.options, updates)
-        plan = _plan_files(fs, table, schema, schema_doc, options, partitions, report)
-        if options == schema.options or dry_run:
-            return plan
-        try:
-            commit_schema(fs, table, schema_doc, options)
-            report.schema_committed = True
-        except CommitConflictError:
-            continue  # another writer changed the schema: merge into theirs
-    raise CommitConflictError(f"{table}: the schema kept changing under {COMMIT_TRIES} attempts")
+    the plan shows the table can be rewritten (another writer changed it first: a
+    :class:`~arrowidx.errors.CommitConflictError`, and :func:`rewrite` plans again)."""
+    schema_id = _latest_schema_id(fs, table)
+    schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
+    schema = read_schema(fs, table, schema_id)
+    options = merge_options(schema.options, updates)
+    plan = _plan_files(fs, table, schema, schema_doc, options, partitions, report)
+    if options != schema.options and not dry_run:
+        commit_schema(fs, table, schema_doc, options)  # (a conflict: planned again on the writer's schema)
+        report.schema_committed = True
+        return _plan(fs, table, updates, partitions, dry_run, report)  # on the schema just committed
+    return plan
 
 
 def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc: dict, options: dict[str, str], partitions: Any, report: RewriteReport) -> _Plan:
-    from .table import _escape
-
     report.schema_id = schema.id
     _check_table(table, options)
     keys = list(schema.partition_keys)
@@ -570,7 +461,7 @@ def _plan_files(fs: pafs.FileSystem, table: str, schema: TableSchema, schema_doc
         if file_schema is None:
             file_schema = schemas[f.schema_id] = read_schema(fs, table, f.schema_id)
         file_options, columns = _file_options(table, specs, schema, file_schema, bitmap_versions, f.rows)
-        parts = [f"{_escape(k)}={_escape(default if texts[k] is None else texts[k])}" for k in keys]
+        parts = [f"{escape_partition_text(k)}={escape_partition_text(default if texts[k] is None else texts[k])}" for k in keys]
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         data_path = posixpath.join(table, *parts, bucket, f.name)
         tasks.append(FileTask(f.name, data_path, f.rows, columns, file_options, threshold, tuple(f.extra_files), f.embedded_index))
@@ -694,9 +585,9 @@ def run_local(threads: int | None = None, progress: bool | None = None) -> Runne
     """Index tasks on a thread pool of this process (:func:`default_threads` unless given)."""
 
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
-        from ..lake.build import _progress
+        from ..progress import progress_bar
 
-        return index_files(fs, tasks, write, threads or default_threads(), _progress(len(tasks), progress, "indexing"))
+        return index_files(fs, tasks, write, threads or default_threads(), progress_bar(len(tasks), progress, "indexing"))
 
     return run
 
@@ -708,10 +599,10 @@ def resolve_table(path: Any, filesystem: Any = None, storage_options: Mapping[st
 
     path = os.fspath(path)
     if is_object_store_uri(path) or storage_options:  # object stores are named in one place
-        from ..lake.layout import resolve
+        from ..lake.source import resolve
 
-        fs, path, _ = resolve(path, filesystem, storage_options)
-        return fs, path.rstrip("/")
+        store, path, _ = resolve(path, filesystem, storage_options)
+        return store.fs, path.rstrip("/")  # (its Store is registered for it: storage.as_store)
     fs = as_filesystem(filesystem)
     if fs is None:
         if "://" in path:
@@ -752,8 +643,8 @@ def rewrite(
     updates = check_options(options or {}, latest)
     done: dict[str, FileResult] = {}
     indexed_names: set[str] = set()
-    for attempt in range(1, COMMIT_TRIES + 1):
-        report.attempts = attempt
+    def attempt(n: int) -> None:
+        report.attempts = n
         plan = _plan(fs, table, updates, partitions, dry_run, report)
         report.options = index_options(plan.options) | {k: v for k, v in plan.options.items() if k == IN_MANIFEST_THRESHOLD}
         report.generation = plan.generation
@@ -773,7 +664,7 @@ def rewrite(
         report.dropped = sum(r.kind == "none" for r in changed)
         report.index_bytes = sum(r.size for r in changed)
         if dry_run or not changed or plan.snapshot is None:
-            break
+            return
         entries: list[dict] = []
         for r in changed:
             old = plan.records[r.name]
@@ -781,17 +672,13 @@ def rewrite(
             new_file = {**old["_FILE"], "_EXTRA_FILES": list(r.extra_files), "_EMBEDDED_FILE_INDEX": r.embedded}
             entries.append({**old, "_KIND": ADD, "_FILE": new_file})
         ptypes = [plan.schema.field(k).type for k in plan.schema.partition_keys]
-        try:
-            report.snapshot_id, _ = commit_snapshot(
-                fs, table, plan.snapshot, plan.lists, entries, plan.entry_file, plan.schema.id, ptypes,
-                _statistics(fs, table, plan.snapshot, plan.schema.id),
-            )  # fmt: skip
-            report.committed = True
-            break
-        except CommitConflictError:
-            if attempt == COMMIT_TRIES:
-                raise
-            time.sleep(0.02 * attempt)
+        report.snapshot_id, _ = commit_snapshot(
+            fs, table, plan.snapshot, plan.lists, entries, plan.entry_file, plan.schema.id, ptypes,
+            _statistics(fs, table, plan.snapshot, plan.schema.id),
+        )  # fmt: skip (another writer committed first: planned again on the new snapshot)
+        report.committed = True
+
+    retry_on_conflict(attempt)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -23,7 +23,6 @@ read with Arrow kernels.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import posixpath
 import threading
@@ -38,21 +37,26 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from .. import facts
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import ArrowIdxError, PaimonTableError, UnsupportedTableError
+from ..expression import check_fields, columns_named
 from ..file_index import FileIndex
-from ..filters import user_filter
+from ..filters import user_columns, user_filter
+from ..lake.plan import decide_with_index, settle_status
+from ..lake.plans import Explain, FilePlan, decided_why
 from ..lake.read import FileRead, FileReader, bitmap_groups, row_group_offsets, statistics_groups
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind, is_exact
-from ..result import REMAIN, IndexResult
+from ..predicate import Node, bind
+from ..result import REMAIN
+from ..storage import Store, as_store
 from .cache import FOOTERS, INDEXES, POLARS_SCANS, file_key
 from .metadata import (
-    UNKNOWN,
     DataFile,
     DeletionRange,
     TableSchema,
     decode_binary_row,
     deletion_ranges,
+    escape_partition_text,
     latest_snapshot_id,
     live_files,
     map_bytes,
@@ -60,6 +64,7 @@ from .metadata import (
     read_schema,
     read_snapshot,
 )
+from .stats import ColumnStats, may_match, rename_columns
 
 SYSTEM_COLUMNS = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
 KEY_PREFIX = "_KEY_"
@@ -71,95 +76,6 @@ MERGE_ENGINES = ("deduplicate", "first-row")
 
 def _truthy(value: str | None) -> bool:
     return str(value).strip().lower() == "true"
-
-
-# ----------------------------------------------------------------------------------------
-# Statistics pruning: may a file hold a row where the predicate is TRUE?
-# ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ColumnStats:
-    min: Any
-    max: Any
-    nulls: int | None
-    rows: int
-
-
-def _comparable(s: ColumnStats) -> bool:
-    if s.min is None or s.max is None or s.min is UNKNOWN or s.max is UNKNOWN:
-        return False
-    if isinstance(s.min, float) and (s.min != s.min or s.max != s.max):
-        return False
-    return True
-
-
-def _in_range(s: ColumnStats, op: str, v: Any) -> bool:
-    if v is None or (isinstance(v, float) and v != v):
-        return True
-    if op == "eq":
-        return s.min <= v <= s.max
-    if op == "lt":
-        return s.min < v
-    if op == "le":
-        return s.min <= v
-    if op == "gt":
-        return s.max > v
-    if op == "ge":
-        return s.max >= v
-    return True
-
-
-def may_match(node: Node, stats: dict[str, ColumnStats]) -> tuple[bool, bool]:
-    """``(may be TRUE, may be FALSE)`` for some row of a file with ``stats``; conservative."""
-    if isinstance(node, Const):
-        return (node.value is True, node.value is False)
-    if isinstance(node, Not):
-        t, f = may_match(node.child, stats)
-        return f, t
-    if isinstance(node, And):
-        parts = [may_match(c, stats) for c in node.children]
-        return all(t for t, _ in parts), any(f for _, f in parts)
-    if isinstance(node, Or):
-        parts = [may_match(c, stats) for c in node.children]
-        return any(t for t, _ in parts), all(f for _, f in parts)
-    if isinstance(node, IsNull):
-        s = stats.get(node.column)
-        if s is None or s.nulls is None:
-            return True, True
-        return s.nulls > 0, s.nulls < s.rows
-    if isinstance(node, (Compare, IsIn)):
-        s = stats.get(node.column)
-        if s is None:
-            return True, True
-        if s.nulls is not None and s.nulls >= s.rows and not (isinstance(node, IsIn) and node.null_in_set):
-            return False, False  # every value NULL: the comparison is never TRUE nor FALSE
-        if not _comparable(s):
-            return True, True
-        try:
-            if isinstance(node, Compare):
-                return _in_range(s, node.op, node.literal.as_py()), True
-            if node.null_in_set:
-                return True, True
-            return any(_in_range(s, "eq", v) for v in node.values.to_pylist()), True
-        except TypeError:
-            return True, True
-    return True, True
-
-
-def rename_columns(node: Node, mapping: dict[str, str | None]) -> Node:
-    """``node`` with columns renamed by ``mapping``; a column mapped to None (absent from
-    an old file, or of another type there) makes its leaf Opaque."""
-    if isinstance(node, (Compare, IsIn, IsNull)):
-        new = mapping.get(node.column, node.column)
-        if new is None:
-            return Opaque(f"{node.column} not in this file's schema")
-        return dataclasses.replace(node, column=new) if new != node.column else node
-    if isinstance(node, Not):
-        return Not(rename_columns(node.child, mapping))
-    if isinstance(node, And):
-        return And(tuple(rename_columns(c, mapping) for c in node.children))
-    if isinstance(node, Or):
-        return Or(tuple(rename_columns(c, mapping) for c in node.children))
-    return node
 
 
 # ----------------------------------------------------------------------------------------
@@ -188,67 +104,9 @@ class _BoundFilter:
     groups: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)  # (file, groups) -> kept
 
 
-@dataclass
-class FilePlan:
-    """What planning decided for one data file."""
-
-    file: DataFile
-    path: str
-    status: str  # read | skipped
-    reason: str = ""  # partition | stats | index (why skipped), or how rows are selected
-    result: IndexResult = field(default_factory=lambda: REMAIN)
-    deletion: DeletionRange | None = None
-    exact: bool = False  # the bitmap holds exactly the rows where the filter is TRUE
-
-    @property
-    def skipped(self) -> bool:
-        return self.status == "skipped"
-
-
-@dataclass
-class Explain:
-    """Per-file decisions for one filter. ``print()`` it for a table."""
-
-    filter: str
-    snapshot_id: int | None
-    files: list[FilePlan]
-    not_read: list[tuple[str, str]]  # (file, why): level-0 files of DV tables, postpone bucket
-
-    @property
-    def files_read(self) -> int:
-        return sum(not p.skipped for p in self.files)
-
-    @property
-    def files_skipped(self) -> int:
-        return sum(p.skipped for p in self.files)
-
-    def __str__(self) -> str:
-        lines = [
-            f"snapshot {self.snapshot_id}, filter {self.filter}: {self.files_read} of {len(self.files)} files read",
-        ]
-        for p in self.files:
-            rows = f"{p.file.rows} rows"
-            if p.result.kind == "bitmap":
-                rows += f", {len(p.result.bitmap)} selected by index"
-            if p.deletion is not None:
-                rows += f", deletion vector ({p.deletion.cardinality if p.deletion.cardinality is not None else '?'} deleted)"
-            lines.append(f"  {p.status:8} {p.reason:10} {p.path} ({rows})")
-        for name, why in self.not_read:
-            lines.append(f"  not read  {why}: {name}")
-        return "\n".join(lines)
-
-
 # ----------------------------------------------------------------------------------------
 # The table
 # ----------------------------------------------------------------------------------------
-#: Decoded statistics per manifest entry (by ``id``; the entry is held with them, so the id
-#: stays its own), then by table path, latest schema id, merge-on-read and column set.
-#: Manifest entries are shared by the table objects of a process (the manifest cache hands
-#: out the same objects), so a table opened again does not decode them again.
-_DECODED_STATS: dict[int, tuple[DataFile, dict[tuple, dict[str, ColumnStats]]]] = {}
-_DECODED_STATS_MAX = 1 << 17  # entries (then forgotten all at once)
-
-
 def _snapshot_id(snapshot: Any) -> int | None:
     """``snapshot`` as given to :func:`open_table`: None or ``"latest"`` (the latest), or an id."""
     if snapshot is None or (isinstance(snapshot, str) and snapshot.strip().lower() == "latest"):
@@ -263,8 +121,9 @@ def _snapshot_id(snapshot: Any) -> int | None:
 class PaimonTable:
     """One snapshot of a Paimon table (see :func:`open_table`)."""
 
-    def __init__(self, fs: pafs.FileSystem, path: str, snapshot: int | None = None, threads: int | None = None):
-        self.fs = fs
+    def __init__(self, fs: pafs.FileSystem | Store, path: str, snapshot: int | None = None, threads: int | None = None):
+        self.store = as_store(fs)  # what metadata and index files are read through
+        self.fs = fs = self.store.fs  # pyarrow reads the data files through it
         self.path = path.rstrip("/")
         self.threads = threads or min(8, os.cpu_count() or 1)
         snapshot = _snapshot_id(snapshot)
@@ -366,7 +225,7 @@ class PaimonTable:
         default = self.options.get("partition.default-name", "__DEFAULT_PARTITION__")
         for k, v in self.partition_values(f).items():
             text = default if v is None else ("true" if v is True else "false" if v is False else str(v))
-            parts.append(f"{_escape(k)}={_escape(text)}")
+            parts.append(f"{escape_partition_text(k)}={escape_partition_text(text)}")
         bucket = "bucket-postpone" if f.bucket == POSTPONE_BUCKET else f"bucket-{f.bucket}"
         return posixpath.join(self.path, *parts, bucket, f.name)
 
@@ -461,15 +320,16 @@ class PaimonTable:
     def _stats(self, f: DataFile, columns: frozenset[str]) -> dict[str, ColumnStats]:
         """Min/max/null-count per latest column name, from partition values and _VALUE_STATS
         (decoded once per file and column set, and kept with the manifest entry for the
-        table objects of the process that share it, :data:`_DECODED_STATS`)."""
+        table objects of the process that share it, in :data:`arrowidx.facts.DERIVED`:
+        manifest entries are shared by the table objects of a process, so a table opened
+        again does not decode them again)."""
         key = (f.name, f.level, columns)
         stats = self._stats_cache.get(key)
         if stats is None:
-            held = _DECODED_STATS.get(id(f))
-            if held is None or held[0] is not f:
-                if len(_DECODED_STATS) >= _DECODED_STATS_MAX:
-                    _DECODED_STATS.clear()
-                held = _DECODED_STATS[id(f)] = (f, {})
+            # by the entry's id: the entry is held with them, so the id stays its own
+            held = facts.DERIVED.get(("paimon stats", id(f)), lambda: ((f, {}), 1024))
+            if held[0] is not f:  # (not kept: ARROWIDX_CACHE_MB=0)
+                held = (f, {})
             decoded = held[1]
             shared = (self.path, self.table_schema.id, self.merge_on_read, columns)
             stats = decoded.get(shared)
@@ -540,6 +400,8 @@ class PaimonTable:
         where = user_filter(filter, self.schema)
         explain = self._plan(where.pushdown, self._bound(where.pushdown))
         explain.filter = where.describe(explain.filter)
+        for plan in explain.files:
+            plan.why = decided_why(plan) if where.pushdown is not None else "no filter"
         return explain
 
     def _plan(self, filter, bound: _BoundFilter | None) -> Explain:
@@ -559,7 +421,8 @@ class PaimonTable:
                 continue
             todo.append(f)
         plans = [self._plan_file(f, bound) for f in todo]
-        return Explain(" ".join(str(filter).split()) if filter is not None else "None", self.snapshot_id, plans, not_read)
+        text = " ".join(str(filter).split()) if filter is not None else "None"
+        return Explain(text, plans, snapshot_id=self.snapshot_id, not_read=not_read)
 
     def _bound(self, filter) -> _BoundFilter | None:
         """``filter`` bound (see :class:`_BoundFilter`); None for no filter."""
@@ -571,6 +434,7 @@ class PaimonTable:
                 for bound in self._bound_filters:
                     if bound.expr is filter or bound.expr.equals(filter):
                         return bound
+            check_fields(filter, self.schema, self.path)  # a misspelt column names itself (an ArrowInvalid, as pyarrow's)
         node = bind(filter, self.schema)
         bound = _BoundFilter(filter, node, frozenset(node.columns()), sorted(_filter_columns(filter, self.schema)))
         if expression:
@@ -579,27 +443,30 @@ class PaimonTable:
         return bound
 
     def _plan_file(self, f: DataFile, bound: _BoundFilter | None) -> FilePlan:
-        plan = FilePlan(f, self.file_path(f), "read", deletion=self.deletion_ranges.get(f.name))
+        deletion = self.deletion_ranges.get(f.name)
+        plan = FilePlan(self.file_path(f), f.rows, "remain", file=f, deletion=deletion)
+        plan.deleted = (deletion.cardinality or 0) if deletion is not None else 0
         if bound is None:
             return plan
         key = (f.name, f.level)
         decided = bound.decided.get(key)
         if decided is not None:
-            plan.status, plan.reason, plan.result, plan.exact = decided
+            plan.status, plan.reason, plan.result, plan.exact, plan.index_types, plan.rows_selected = decided
             return plan
         self._decide(plan, bound)
         if plan.result.kind != "bitmap":  # (a bitmap is mutable: decided again per query)
-            bound.decided[key] = (plan.status, plan.reason, plan.result, plan.exact)
+            bound.decided[key] = (plan.status, plan.reason, plan.result, plan.exact, plan.index_types, plan.rows_selected)
         return plan
 
     def _decide(self, plan: FilePlan, bound: _BoundFilter) -> None:
         """Set ``plan``'s status, reason, result and exactness: partition values and
-        statistics, then the file index."""
+        statistics, then the file index (the decision every planner makes,
+        :func:`arrowidx.lake.plan.decide_with_index`, under the file's own column names)."""
         f, node = plan.file, bound.node
         stats = self._stats(f, bound.columns)
         if not may_match(node, stats)[0]:
             partition_only = {k: v for k, v in stats.items() if k in self.table_schema.partition_keys}
-            plan.status = "skipped"
+            plan.status, plan.rows_selected = "skipped", 0
             plan.reason = "partition" if not may_match(node, partition_only)[0] else "stats"
             return
         if self.merge_on_read:
@@ -610,15 +477,11 @@ class PaimonTable:
         try:
             index, where = self._file_index(f, plan.path)
             if index is not None:
-                plan.result = index.evaluate(local)
-                if plan.result.kind == "bitmap" and local.columns() == node.columns():
-                    plan.exact = is_exact(local, index.schema, index.readers)
-                if not plan.result.remain:
-                    plan.status, plan.reason = "skipped", "index"
-                elif plan.result.kind == "bitmap":
-                    plan.reason = "bitmap"
+                decide_with_index(plan, index, local)
+                plan.exact = plan.exact and local.columns() == node.columns()  # (a column renamed away: not exact)
         except ArrowIdxError:
-            plan.result = REMAIN  # a broken index only costs speed
+            plan.result, plan.index_types, plan.exact = REMAIN, [], False  # a broken index only costs speed
+        settle_status(plan)
 
     def explain(self, filter=None) -> Explain:
         return self.plan(filter)
@@ -635,10 +498,10 @@ class PaimonTable:
                 self._blobs[rng.index_file] = data
         return read_deletion_vectors(data, ranges={name: (rng.offset, rng.length)})[name]
 
-    def _check_columns(self, columns: list[str] | None) -> None:
-        missing = [c for c in columns or [] if c not in self.schema.names]
-        if missing:
-            raise KeyError(f"no column {missing[0]!r} in {self.path} (columns: {', '.join(self.schema.names)})")
+    def _check_columns(self, columns: list[str] | None) -> list[str] | None:
+        """``columns=`` as a list of the table's column names (one ``str`` is one column; an
+        unknown name raises :class:`~arrowidx.expression.UnknownColumnError`)."""
+        return user_columns(columns, self.schema, self.path)
 
     def _file_read(self, plan: FilePlan, bound: _BoundFilter | None, reader_schema: pa.Schema, *, system: bool = False) -> FileRead:
         """One planned file for the scan core (:mod:`arrowidx.lake.read`): its row groups
@@ -735,7 +598,7 @@ class PaimonTable:
         return [self._file_read(p, bound, reader_schema, system=system) for p in plans]
 
     def _tables(self, filter, columns: list[str] | None) -> Iterator[pa.Table]:
-        self._check_columns(columns)
+        columns = self._check_columns(columns)
         bound = self._bound(filter)
         explain = self._plan(filter, bound)
         plans = [p for p in explain.files if not p.skipped]
@@ -768,20 +631,25 @@ class PaimonTable:
     def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (a ``pc.Expression`` or SQL text;
         deleted and merged-away rows dropped)."""
+        return self._batches(filter, self._check_columns(columns))
+
+    def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, self.schema)
         if where.residual is not None:
-            yield from where.apply(self.to_batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         for t in self._tables(filter, columns):
             yield from t.to_batches()
 
     def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        columns = self._check_columns(columns)
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
-        return pa.RecordBatchReader.from_batches(schema, self.to_batches(user_filter(filter, self.schema), columns))
+        return pa.RecordBatchReader.from_batches(schema, self._batches(user_filter(filter, self.schema), columns))
 
     def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)`` over the table as Java reads it."""
+        columns = self._check_columns(columns)
         schema = pa.schema([self.schema.field(c) for c in (columns or self.schema.names)])
         where = user_filter(filter, self.schema)
         if where.residual is not None:
@@ -792,7 +660,7 @@ class PaimonTable:
     def count_rows(self, filter=None) -> int:
         where = user_filter(filter, self.schema)
         if where.residual is not None:
-            return sum(b.num_rows for b in self.to_batches(where, where.residual.columns or [self.schema.names[0]]))
+            return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
         filter = where.pushdown
         if filter is None and not self.merge_on_read:
             total = 0
@@ -855,14 +723,6 @@ def merge_rows(table: pa.Table, keys: list[str], engine: str) -> pa.Table:
 # ----------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
-
-
-def _escape(text: str) -> str:
-    """Hive-style partition path escaping, as Paimon's PartitionPathUtils."""
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED or ord(ch) < 0x20 else ch for ch in text)
-
-
 def _same_type(a: Any, b: Any) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         return a == b
@@ -876,9 +736,7 @@ def _schema_ids(fs: pafs.FileSystem, table: str) -> list[int]:
 
 
 def _filter_columns(filter, schema: pa.Schema) -> set[str]:
-    from ..lake.scan import _expression_fields
-
-    return _expression_fields(filter, schema)
+    return columns_named(filter, schema)
 
 
 def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs.FileSystem | None = None,
@@ -890,10 +748,10 @@ def open_table(path: Any, *, snapshot: int | str | None = None, filesystem: pafs
     from ..objectstore import is_object_store_uri
 
     if is_object_store_uri(path) or storage_options:
-        from ..lake.layout import resolve
+        from ..lake.source import resolve
 
-        filesystem, path, _ = resolve(path, filesystem, storage_options)
-        return PaimonTable(filesystem, path, snapshot)
+        store, path, _ = resolve(path, filesystem, storage_options)
+        return PaimonTable(store, path, snapshot)
     if filesystem is None:
         if "://" in path:
             filesystem, path = pafs.FileSystem.from_uri(path)

@@ -38,8 +38,7 @@ a node this code does not recognise simply gives no pruning. Tested with Polars 
 
 from .explain import ScanReport, explain
 from .paimon import scan_paimon
-from .plan import _dataset  # noqa: F401 - used by tests
-from .source import _Source, scan  # noqa: F401 - _Source used by tests
+from .source import scan
 from .translate import Translation, to_arrow_expression, translate
 
 __all__ = [

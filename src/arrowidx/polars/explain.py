@@ -8,9 +8,10 @@ from typing import Any
 import polars as pl
 import pyarrow.fs as pafs
 
-from ..lake.scan import Explain, FilePlan, IndexedDataset
-from ..predicate import expression_text
-from .plan import _dataset, _plan
+from ..expression import expression_text
+from ..lake.plans import Explain, FilePlan
+from ..lake.scan import IndexedDataset
+from .plan import open_dataset, plan_scan
 from .translate import Translation
 
 
@@ -78,6 +79,6 @@ def explain(
 
     ``source`` is a path (or anything ``arrowidx.dataset`` takes) or an ``IndexedDataset``.
     """
-    data = source if isinstance(source, IndexedDataset) else _dataset(source, filesystem, "raise")
-    planned = _plan(data, predicate)
+    data = source if isinstance(source, IndexedDataset) else open_dataset(source, filesystem, "raise")
+    planned = plan_scan(data, predicate)
     return ScanReport(data.root, None if predicate is None else str(predicate), planned.translation, planned.plans)

@@ -1,11 +1,10 @@
-"""Opening and planning: shared datasets, the Polars schema, translate + plan per execution."""
+"""Opening and planning for Polars: shared datasets, the Polars schema, and per execution
+the translation of the Polars predicate and its plan by the one planner
+(:class:`arrowidx.lake.plan.Planner`) with Polars' policy (:class:`FutilePolicy`)."""
 
 from __future__ import annotations
 
 import os
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,82 +12,73 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from .. import facts
 from .._roaring import bitmap_of
+from ..lake.files import LakeFiles
 from ..lake.layout import join
+from ..lake.plan import Policy
+from ..lake.plans import FilePlan
 from ..lake.read import every_row_group_matches, is_numeric_range
 from ..lake.scan import IndexedDataset
 from ..lake.scan import dataset as _open_dataset
 from ..predicate import bind
 from .translate import translate
 
-_DATASETS: OrderedDict[tuple, IndexedDataset] = OrderedDict()
-_DATASETS_LOCK = threading.Lock()
-_DATASETS_MAX = 16
+#: Datasets opened by path are kept (:data:`arrowidx.facts.OPEN`) and shared between scans
+#: of the same path, so that their files' identities and key directories stay known.
+OPEN_WEIGHT = 4 << 20  # what one open dataset counts against the budget (at most 16 kept)
 
 
-def _dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
-             storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
+                 storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
         data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
                              partitioning=partitioning)  # fmt: skip
-        data._footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+        data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
-    key = (os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
-    with _DATASETS_LOCK:
-        data = _DATASETS.get(key)
-        if data is not None:
-            _DATASETS.move_to_end(key)
-    if data is not None:
-        with _lock(data):
-            data.refresh()  # files added or removed since it was cached
-        return data
-    data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
-    data._footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-    with _DATASETS_LOCK:
-        data = _DATASETS.setdefault(key, data)
-        while len(_DATASETS) > _DATASETS_MAX:
-            _DATASETS.popitem(last=False)
-    return data
+    key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
+    held = facts.OPEN.peek(key)
+    if held is not None:
+        with held.lake.planning_lock:
+            held.refresh()  # files added or removed since it was cached
+        return held
+
+    def make() -> tuple[IndexedDataset, int]:
+        data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
+        data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
+        return data, OPEN_WEIGHT
+
+    return facts.OPEN.get(key, make)
 
 
-_SCHEMAS: weakref.WeakKeyDictionary[IndexedDataset, tuple] = weakref.WeakKeyDictionary()
-
-
-def _polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
-    """The schema the scan declares: what Polars' reader makes of the first file (cached
+def polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
+    """The schema the scan declares: what Polars' reader makes of the first file (kept
     while that file is unchanged), or Polars' view of the Arrow schema for pyarrow reads."""
     if not native:
         return dict(pl.from_arrow(data.schema.empty_table()).schema)
     path = join(data.root, data.files[0])
     info = data.fs.get_file_info(path)
-    key = (path, info.size, info.mtime_ns)
-    cached = _SCHEMAS.get(data)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
-    if data.partitioning is not None:  # Hive partition columns (their values come from the folders)
-        fields = [f for f in data.partitioning.schema if f.name not in schema]
-        schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
-    _SCHEMAS[data] = (key, schema)
-    return schema
+    partitioning = data.partitioning
 
+    def make() -> tuple[dict, int]:
+        schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
+        if partitioning is not None:  # Hive partition columns (their values come from the folders)
+            fields = [f for f in partitioning.schema if f.name not in schema]
+            schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
+        return schema, 256 * (len(schema) + 1)
 
-_LOCKS: weakref.WeakKeyDictionary[IndexedDataset, threading.Lock] = weakref.WeakKeyDictionary()
-
-
-def _lock(data: IndexedDataset) -> threading.Lock:
-    with _DATASETS_LOCK:
-        return _LOCKS.setdefault(data, threading.Lock())
+    key = ("polars schema", data.store.key, path, info.size, info.mtime_ns, None if partitioning is None else str(partitioning.schema))
+    return facts.DERIVED.get(key, make)
 
 
 class Planned(NamedTuple):
-    """What :func:`_plan` found: the translation, the plans and the files' deletion vectors,
-    and the files a key directory ruled out without a plan (their number and rows)."""
+    """What :func:`plan_scan` found: the translation, the plans and the files' deletion
+    vectors, and the files a key directory ruled out without a plan (their number and rows)."""
 
     translation: Any
     plans: list | None
@@ -97,7 +87,7 @@ class Planned(NamedTuple):
     ruled_rows: int = 0
 
 
-def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
+def plan_scan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
     """Translate, refresh the manifest and plan every file; one manifest version per call.
 
     With ``always=False`` the plans are ``None`` when there is nothing to plan: no index
@@ -107,54 +97,22 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
     key directory rules out then get no plan either: only their count and rows are kept
     (``always``: a report listing every file's plan is wanted).
     """
-    with _lock(data):
+    lake, planner = data.lake, data.planner
+    with lake.planning_lock:
         data.refresh()
         names = None if always else _column_names(predicate)
-        if names is not None and not (names & data._indexed_columns()) and data._indexes_cannot_help(None):
+        if names is not None and not (names & lake.indexed_columns()) and planner.indexes_cannot_help(None):
             return Planned(None, None, {})  # no index on a column the predicate names, nothing deleted: not even translated
         translation = translate(predicate, data.schema)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
-        unprunable = data._indexes_cannot_help(translation.expression)
+        unprunable = planner.indexes_cannot_help(translation.expression)
         if unprunable and not always:
             return Planned(translation, None, {})
-        data._forget_file_infos()  # one stat of every file per execution
         expr = None if unprunable else translation.expression
-        data._prepare(data.files, expr)
-        # plan_file per file, in this thread: once the indexes are cached this takes well
-        # under a millisecond for 20 files, less than starting plan()'s thread pool.
-        # ``bound``: the Expression bound once per index schema it is evaluated against.
-        bound: dict = {}
-        # files a key directory skips: their plans, or (no report wanted) their rows only
-        ruled = data._ruled_out(expr, bound) if always else {}
-        unlisted = {} if always else data._ruled_out_rows(expr, bound)
-        plans = []
-        futile = 0  # files in a row whose index bitmap kept (or would keep) every row group
-        ranged = bind(expr, data.schema) if expr is not None else None  # for every_row_group_matches
-        if not is_numeric_range(ranged):
-            ranged = None
-        for rel in data.files:
-            if rel in unlisted:
-                futile = 0
-                continue
-            if rel in ruled:
-                plan = ruled[rel]
-                futile = 0
-            elif futile >= _FUTILE_FILES:
-                plan = data.plan_file(rel, None, bound, statistics=False)
-                plan.note = f"index not asked: it kept every row group of the {futile} files before"
-            elif ranged is not None and not _has_deletions(data, rel) and every_row_group_matches(data.footer(rel), ranged):
-                plan = data.plan_file(rel, None, bound, statistics=False)
-                plan.note = "index not asked: Parquet statistics show a matching row in every row group"
-                futile += 1
-            else:
-                plan = data.plan_file(rel, expr, bound, statistics=False)
-                # a bitmap that spared a row index bought something, but says nothing of the next file
-                if not _spares_row_index(plan, data.deletion_vector(rel), translation.exact):
-                    futile = futile + 1 if _kept_every_row_group(plan) else 0
-            plans.append(plan)
-        vectors = {p.path: data.deletion_vector(p.path) for p in plans}
-    return Planned(translation, plans, vectors, len(unlisted), sum(unlisted.values()))
+        planned = planner.plan_with(expr, FutilePolicy(expr, data.schema, translation.exact), every_file=always)
+        vectors = {p.path: lake.deletion_vector(p.path) for p in planned.plans}
+    return Planned(translation, planned.plans, vectors, planned.ruled_files, planned.ruled_rows)
 
 
 # Polars reads a file whose index bitmap keeps every row group exactly as it reads a file
@@ -169,7 +127,41 @@ def _plan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
 # every row group (a range whose bound its row groups' minima or maxima pass, and nothing
 # deleted) is not asked at all, and counts: a 1 % range on the range bitmap of one
 # 20M-row file costs ~15-20 ms, its 200 row groups' statistics ~1 ms.
-_FUTILE_FILES = 4
+FUTILE_FILES = 4
+
+
+class FutilePolicy(Policy):
+    """Polars' planning policy: which files are worth asking their index (see
+    :data:`FUTILE_FILES`)."""
+
+    def __init__(self, expr, schema: pa.Schema, exact: bool):
+        self.exact = exact
+        self.futile = 0  # files in a row whose index bitmap kept (or would keep) every row group
+        ranged = bind(expr, schema) if expr is not None else None  # for every_row_group_matches
+        self.ranged = ranged if is_numeric_range(ranged) else None
+        self.asked: str | None = None
+
+    def ask(self, lake: LakeFiles, rel: str) -> str | None:
+        if self.futile >= FUTILE_FILES:
+            self.asked = f"index not asked: it kept every row group of the {self.futile} files before"
+        elif self.ranged is not None and not _has_deletions(lake, rel) and every_row_group_matches(lake.footer(rel), self.ranged):
+            self.asked = "index not asked: Parquet statistics show a matching row in every row group"
+        else:
+            self.asked = None
+        return self.asked
+
+    def after(self, plan: FilePlan, lake: LakeFiles) -> None:
+        asked, self.asked = self.asked, None
+        if asked is not None:  # not asked: by the count (unchanged), or by statistics (counts)
+            if asked.startswith("index not asked: Parquet"):
+                self.futile += 1
+            return
+        # a bitmap that spared a row index bought something, but says nothing of the next file
+        if not _spares_row_index(plan, lake.deletion_vector(plan.path), self.exact):
+            self.futile = self.futile + 1 if _kept_every_row_group(plan) else 0
+
+    def ruled_out(self, rel: str) -> None:
+        self.futile = 0
 
 
 def _spares_row_index(plan, dv, exact: bool = False) -> bool:
@@ -190,8 +182,8 @@ def _spares_row_index(plan, dv, exact: bool = False) -> bool:
     return not deleted.intersect(plan.result.bitmap)
 
 
-def _has_deletions(data: IndexedDataset, rel: str) -> bool:
-    dv = data.deletion_vector(rel)
+def _has_deletions(lake: LakeFiles, rel: str) -> bool:
+    dv = lake.deletion_vector(rel)
     return dv is not None and bool(dv.cardinality)
 
 

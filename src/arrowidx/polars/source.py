@@ -7,7 +7,6 @@ import inspect
 import logging
 import os
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,14 +19,17 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .. import facts
 from .._roaring import bitmap_of, positions_of
 from ..lake.layout import join
 from ..lake.partitions import partition_values
-from ..lake.scan import FilePlan, IndexedDataset
+from ..lake.plan import index_pruned
+from ..lake.plans import FilePlan
+from ..lake.scan import IndexedDataset
 from ..statistics import opaque_polars, polars_parts
 from .arguments import _UNSET, ScanArguments, engine_source
 from .explain import ScanReport
-from .plan import _DATASETS_LOCK, _dataset, _plan, _polars_schema
+from .plan import open_dataset, plan_scan, polars_schema
 
 log = logging.getLogger("arrowidx.polars")
 _ROW_INDEX = "__arrowidx_row"
@@ -95,7 +97,7 @@ def scan(
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else _dataset(source, filesystem, on_corrupt, storage_options, partitioning)
+        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
@@ -154,7 +156,7 @@ class _Source:
         self.native = native
         self.on_scan = on_scan
         self.arrow_schema = data.schema
-        self.schema = _polars_schema(data, native)
+        self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         return self._run(with_columns, predicate, n_rows, batch_size)
@@ -219,14 +221,14 @@ class _Source:
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
-        planned = _plan(self.data, predicate, always=always)
+        planned = plan_scan(self.data, predicate, always=always)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
         if plans is None:
             frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
         else:
-            selective = bool(planned.ruled_files) or IndexedDataset._index_pruned(plans)
+            selective = bool(planned.ruled_files) or index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
             if listening:  # (then every file has a plan: always)
                 report = ScanReport(
@@ -277,7 +279,7 @@ class _Source:
         rows = 0
         for rel in self.data.files:
             entry = manifest.get(rel)
-            n = entry.rows if entry is not None and entry.rows else self.data.row_count(rel)
+            n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
                 continue  # empty files are left out, as planning leaves them out
             if wave and rows + n > self.WAVE_ROWS:
@@ -447,7 +449,7 @@ class _Source:
                 if any(a < offsets[g + 1] and offsets[g] < b for a, b in r.runs)
             ]
             with self.data.fs.open_input_file(join(self.data.root, plan.path)) as f:
-                table = pq.ParquetFile(f, metadata=self.data.footer(plan.path)).read_row_groups(
+                table = pq.ParquetFile(f, metadata=self.data.lake.footer(plan.path)).read_row_groups(
                     groups, columns=fields
                 )
             positions = np.concatenate(
@@ -458,7 +460,7 @@ class _Source:
                 keep &= ~np.isin(positions, r.deleted, assume_unique=True)
             if not keep.all():
                 table = table.filter(pa.array(keep))
-            for c, value in partition_values(self.data._partitions.get(plan.path, pc.scalar(True))).items():
+            for c, value in partition_values(self.data.lake.partition_expressions.get(plan.path, pc.scalar(True))).items():
                 if c in needed and c not in table.column_names:
                     t = self.arrow_schema.field(c).type
                     table = table.append_column(c, pa.repeat(pa.scalar(value, t), table.num_rows))
@@ -476,10 +478,6 @@ class _Source:
                     future.cancel()
 
 
-_SCANS: weakref.WeakKeyDictionary[IndexedDataset, dict[tuple, pl.LazyFrame]] = weakref.WeakKeyDictionary()
-_SCANS_MAX = 2048  # per dataset (then forgotten all at once)
-
-
 def _file_scan(data: IndexedDataset, rel: str, *, row_index: bool = False) -> pl.LazyFrame:
     """:func:`_files_scan` of one data file."""
     return _files_scan(data, [rel], row_index=row_index)
@@ -487,27 +485,24 @@ def _file_scan(data: IndexedDataset, rel: str, *, row_index: bool = False) -> pl
 
 def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = False) -> pl.LazyFrame:
     """One ``pl.scan_parquet`` of the data files ``rels`` in order (with the row index
-    column), made once per file identities (path, size and modification time, stat'ed by
-    every execution) and kept per dataset: Polars reads the files' metadata when the scan
-    first runs and keeps it in the scan, so files read again are not resolved again
-    (~0.1-0.4 ms a file)."""
-    key = (tuple(data._file_identity(rel) for rel in rels), row_index)
-    scans = _SCANS.get(data)
-    if scans is None:
-        with _DATASETS_LOCK:
-            scans = _SCANS.setdefault(data, {})
-    scan = scans.get(key)
-    if scan is None:
+    column), made once per file identities (path, size, modification time and stamp,
+    stat'ed by every execution) and kept in :data:`arrowidx.facts.POLARS_SCANS`: Polars
+    reads the files' metadata when the scan first runs and keeps it in the scan, so files
+    read again are not resolved again (~0.1-0.4 ms a file)."""
+    lake = data.lake
+    partitions = None if data.partitioning is None else str(data.partitioning.schema)
+    key = ("polars scan", data.store.key, data.root, tuple(lake.identity(rel) for rel in rels), row_index, partitions)
+
+    def make() -> tuple[pl.LazyFrame, int]:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
         paths = [join(data.root, rel) for rel in rels]
         if data.partitioning is not None:  # Hive partition columns: each file's values as literals
             scan = _partitioned_scan(data, rels, paths, row_index)
         else:
             scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
-        if len(scans) >= _SCANS_MAX:
-            scans.clear()
-        scans[key] = scan
-    return scan
+        return scan, 4096 * len(rels)
+
+    return facts.POLARS_SCANS.get(key, make)
 
 
 def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], row_index: bool) -> pl.LazyFrame:
@@ -516,7 +511,7 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
     frames = []
     for rel, path in zip(rels, paths):
-        values = partition_values(data._partitions.get(rel, pc.scalar(True)))
+        values = partition_values(data.lake.partition_expressions.get(rel, pc.scalar(True)))
         lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
         constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
         frames.append(lf.with_columns(constants) if constants else lf)
@@ -582,19 +577,12 @@ def _within(positions: np.ndarray, runs: list[tuple[int, int]]) -> np.ndarray:
     return inside
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
 def _pool() -> ThreadPoolExecutor:
     """Threads for the pyarrow reader (pyarrow releases the GIL while it decodes)."""
-    global _POOL
-    if _POOL is None:
-        with _DATASETS_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(
-                    max_workers=min(4, os.cpu_count() or 2), thread_name_prefix="arrowidx-polars"
-                )
-    return _POOL
+    return facts.interned(
+        ("polars pyarrow reader pool", os.getpid()),
+        lambda: ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 2), thread_name_prefix="arrowidx-polars"),
+    )
 
 
 def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
@@ -616,9 +604,6 @@ def _batches(df: pl.DataFrame, size: int | None) -> Iterator[pl.DataFrame]:
         yield from df.slice(start, length).iter_slices(size)
 
 
-_CHECKED: list[tuple[Any, dict]] = []  # the last predicates found valid, with their schema
-
-
 def _check_predicate(predicate, schema: dict) -> None:
     """Raise what Polars raises filtering a frame of ``schema`` with ``predicate`` (types
     that do not compare, a time zone against none), even when the indexes decide every file
@@ -626,12 +611,10 @@ def _check_predicate(predicate, schema: dict) -> None:
     the last predicates, by ``meta.eq``)."""
     if predicate is None:
         return
-    for known, known_schema in _CHECKED:
-        if known_schema is schema and known.meta.eq(predicate):
-            return
+    if facts.POLARS_VALID.find(lambda known: known[1] is schema and known[0].meta.eq(predicate)):
+        return
     pl.DataFrame(schema=schema).filter(predicate)
-    _CHECKED.insert(0, (predicate, schema))
-    del _CHECKED[16:]
+    facts.POLARS_VALID.add((predicate, schema), True)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..predicate import cast_literal, cast_literal_array, expression_text
+from .. import facts
+from ..expression import expression_text
+from ..predicate import cast_literal, cast_literal_array
 
 log = logging.getLogger("arrowidx.polars")
 _POLARS_MAJOR = int(pl.__version__.split(".")[0])
@@ -68,8 +70,6 @@ def to_arrow_expression(expr: pl.Expr, schema: pa.Schema) -> pc.Expression | Non
 #: equal predicate, and translating one costs 0.3-1 ms (each node is recognised by
 #: rebuilding candidates, :class:`_Translator`); an entry is found again only for the same
 #: serialised predicate and an equal schema.
-_REMEMBERED: list[tuple[bytes, pa.Schema, Translation]] = []
-_REMEMBER = 16
 
 
 def translate(expr: pl.Expr | None, schema: pa.Schema) -> Translation:
@@ -78,12 +78,12 @@ def translate(expr: pl.Expr | None, schema: pa.Schema) -> Translation:
         return Translation("None", None, True)
     key = _serialized(expr)
     if key is not None:
-        for known, known_schema, found in list(_REMEMBERED):
-            if known == key and (known_schema is schema or known_schema.equals(schema)):
-                return found
+        found = facts.POLARS_TRANSLATIONS.find(lambda k: k[0] == key and (k[1] is schema or k[1].equals(schema)))
+        if found is not None:
+            return found
     out = _translate(expr, schema)
     if key is not None:
-        _REMEMBERED[:] = [(key, schema, out), *_REMEMBERED[: _REMEMBER - 1]]
+        facts.POLARS_TRANSLATIONS.add((key, schema), out)
     return out
 
 
@@ -304,8 +304,16 @@ class _Translator:
             if any(b is not None and len(b) == 1 and b.null_count() for b in bounds):
                 return None  # a NULL bound: Polars does not evaluate it as lo <= x AND x <= hi
             lo_op, hi_op = _CLOSED[opt]
-            lo = self.compare(lo_op, args[0], args[1])
-            hi = self.compare(hi_op, args[0], args[2])
+            bound_args = list(args[1:])
+            if any(b is not None and b.dtype.is_float() for b in bounds):
+                # Polars evaluates is_between in the supertype of the column and both bounds:
+                # one float bound makes the other compare in Float64 too (2**53 + 1 <= 2**53).
+                bound_args = [
+                    a if b is not None and b.dtype.is_float() else a.cast(pl.Float64)
+                    for a, b in zip(bound_args, bounds)
+                ]
+            lo = self.compare(lo_op, args[0], bound_args[0])
+            hi = self.compare(hi_op, args[0], bound_args[1])
             if lo is not None and hi is not None:
                 return lo & hi
             if mode == "sup" and (lo is not None or hi is not None):

@@ -24,13 +24,14 @@ index files themselves; the driver only ever gathers manifest rows):
   ``_metadata.row_index`` it drops deleted rows and rows an index rules out.
 
 :func:`paimon_rewrite_file_index` adds or rewrites the file indexes of an Apache Paimon table
-with the work spread over the executors (:mod:`arrowidx.spark.paimon`).
+and :func:`paimon_delete` deletes rows from one, with the work spread over the executors
+(:mod:`arrowidx.spark.paimon`).
 
 See ``docs/spark.md`` for usage, the settings needed and which filters are accepted.
 """
 
 from .build import FORMAT_NAME, PUSHDOWN_CONF, STAGING_DIR, WriteReport, build, write
-from .paimon import paimon_rewrite_file_index
+from .paimon import paimon_delete, paimon_rewrite_file_index
 from .rowfilter import DeletionAndIndexFilter, apply_deletions_and_index, with_deletions_and_index
 from .session import ensure_worker_python
 from .source import ArrowIdxDataSource, FilePartition, encode_filter, local_session, read, register
@@ -45,6 +46,7 @@ __all__ = [
     "build",
     "encode_filter",
     "ensure_worker_python",
+    "paimon_delete",
     "paimon_rewrite_file_index",
     "read",
     "register",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import difflib
 import json
 import posixpath
 import time
@@ -15,23 +15,21 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import ArrowIdxError
+from ..errors import ArrowIdxError, OptionError
 from ..lake.build import BuildReport, Uploads, index_one_file, plan_build, will_commit
-from ..lake.layout import (
-    META_DIR,
-    CommitConflictError,
-    FileEntry,
-    Manifest,
+from ..lake.commit import (
     commit_manifest,
-    discover,
-    join,
     load_manifest,
     require_commit,
-    resolve,
+    retry_on_conflict,
     with_commit_retries,
 )
-from ..options import in_manifest_threshold, parse_index_options
-from ..storage import as_store
+from ..lake.layout import META_DIR, join
+from ..lake.manifest import FileEntry, Manifest
+from ..lake.source import discover, resolve
+from ..lake.tombstones import bury
+from ..options import check_option_keys, in_manifest_threshold, parse_index_options
+from ..storage import Store
 from .session import ensure_worker_python
 
 FORMAT_NAME = "arrowidx"
@@ -46,7 +44,7 @@ _MANIFEST_ROWS = "path string, entry string"
 
 
 def _entry_to_json(entry: FileEntry) -> str:
-    return json.dumps(dataclasses.asdict(entry), sort_keys=True)
+    return json.dumps(entry.to_dict(), sort_keys=True)
 
 
 def _entry_from_json(text: str) -> FileEntry:
@@ -73,10 +71,36 @@ def _parallelism(spark) -> int:
         return 2
 
 
-def _normalise_options(options: Mapping[str, object] | None) -> dict[str, str]:
+def _normalise_options(options: Mapping[str, object] | None, what: str) -> dict[str, str]:
+    """``options`` checked on the driver, before any job starts: an unknown key (a typo
+    outside ``file-index.*``) or a bad index option is refused naming ``what`` (the call)."""
+    check_option_keys(options or {}, what=what)
     options = {str(k): str(v) for k, v in (options or {}).items()}
-    parse_index_options(options)  # fail on bad options before any job starts
+    parse_index_options(options)
     return options
+
+
+def _parquet_option_names() -> set[str]:
+    """The keyword arguments ``pyarrow.parquet.ParquetWriter`` takes (those of
+    ``write_table`` included: its extra ones reach the writer too), but the ones
+    :func:`write` sets itself."""
+    import inspect
+
+    names = set(inspect.signature(pq.ParquetWriter.__init__).parameters) | set(inspect.signature(pq.write_table).parameters)
+    return names - {"self", "where", "schema", "filesystem", "table", "row_group_size", "options", "kwargs"}
+
+
+def _check_parquet_options(parquet_options: Mapping[str, Any]) -> None:
+    """Refuse on the driver a ``parquet_options`` key the Parquet writer does not take (the
+    tasks would fail with a TypeError, after the job started)."""
+    accepted = _parquet_option_names()
+    for key in parquet_options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            extra = " (give it as row_group_size= of write)" if key == "row_group_size" else ""
+            raise OptionError(f"arrowidx.spark.write: parquet_options: {key!r} is not an option of"
+                              f" pyarrow.parquet.ParquetWriter{hint}{extra}")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------
@@ -88,8 +112,8 @@ class _IndexTask:
     """``mapInArrow`` body of :func:`build`: index the files named in the ``path`` column.
     Carries the Store (an object store re-opens itself on the executor with its options)."""
 
-    def __init__(self, fs: pafs.FileSystem, root: str, options: dict[str, str], threshold: int, writer: str | None = None):
-        self.store = as_store(fs)
+    def __init__(self, store: Store, root: str, options: dict[str, str], threshold: int, writer: str | None = None):
+        self.store = store
         self.root, self.options, self.threshold, self.writer = root, options, threshold, writer
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -102,7 +126,7 @@ class _IndexTask:
                 info = store.stat([join(self.root, rel)])[0]
                 if info is None:
                     raise ArrowIdxError(f"{join(self.root, rel)}: the data file disappeared while indexing")
-                entries.append(index_one_file(store.fs, self.root, rel, info, self.options, self.threshold, self.writer))
+                entries.append(index_one_file(store, self.root, rel, info, self.options, self.threshold, self.writer))
             if entries:
                 yield _manifest_rows(entries)
 
@@ -130,14 +154,14 @@ def build(
     reusing the files already indexed (no second Spark job for them); a build that fails for
     good removes the index files it wrote.
     """
+    options = _normalise_options(options, "arrowidx.spark.build")
     ensure_worker_python(spark)
-    options = _normalise_options(options)
     uploads = Uploads()
 
     def attempt() -> BuildReport:
         plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, storage_options=storage_options)
         if will_commit(plan):
-            require_commit(plan.fs, plan.root)  # a store that cannot commit refuses before any upload
+            require_commit(plan.store, plan.root)  # a store that cannot commit refuses before any upload
         built: list[FileEntry] = []
         todo = []
         for rel in plan.todo:
@@ -146,7 +170,7 @@ def build(
         if todo:
             n = min(len(todo), partitions or 2 * _parallelism(spark))
             paths_df = spark.createDataFrame(pa.table({"path": pa.array(todo, pa.string())})).repartition(n)
-            task = _IndexTask(plan.fs, plan.root, plan.options, plan.threshold, uploads.writer)
+            task = _IndexTask(plan.store, plan.root, plan.options, plan.threshold, uploads.writer)
             for entry in _gather(paths_df.mapInArrow(task, _MANIFEST_ROWS)):
                 uploads.add(plan, entry.path, entry)
                 built.append(entry)
@@ -187,10 +211,11 @@ class WriteReport:
 
 
 class _WriteTask:
-    """``mapInArrow`` body of :func:`write`: Parquet file(s) + indexes under staging, manifest rows out."""
+    """``mapInArrow`` body of :func:`write`: Parquet file(s) + indexes under staging, manifest rows
+    out. Carries the Store; pyarrow writes the Parquet files through its filesystem."""
 
-    def __init__(self, fs, staging, options, threshold, row_group_size, max_rows_per_file, parquet_options, hook):
-        self.fs, self.staging, self.options, self.threshold = fs, staging, options, threshold
+    def __init__(self, store: Store, staging, options, threshold, row_group_size, max_rows_per_file, parquet_options, hook):
+        self.store, self.staging, self.options, self.threshold = store, staging, options, threshold
         self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
         self.parquet_options, self.hook = parquet_options, hook
 
@@ -222,7 +247,7 @@ class _WriteTask:
             while offset < batch.num_rows:
                 if writer is None:
                     rel = f"part-{partition:05d}-{uuid.uuid4().hex}.parquet"
-                    sink = self.fs.open_output_stream(join(self.staging, rel))
+                    sink = self.store.fs.open_output_stream(join(self.staging, rel))
                     writer = pq.ParquetWriter(sink, batch.schema, **self.parquet_options)
                     written.append(rel)
                 take = batch.num_rows - offset
@@ -245,8 +270,8 @@ class _WriteTask:
             sink.close()
         entries = []
         for rel in written:
-            info = self.fs.get_file_info(join(self.staging, rel))
-            entries.append(index_one_file(self.fs, self.staging, rel, info, self.options, self.threshold))
+            info = self.store.stat([join(self.staging, rel)])[0]
+            entries.append(index_one_file(self.store, self.staging, rel, info, self.options, self.threshold))
         if self.hook is not None:  # testing: fail an attempt after its files exist
             self.hook(partition, attempt)
         if entries:
@@ -289,24 +314,28 @@ def write(
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if row_group_size < 1 or (max_rows_per_file is not None and max_rows_per_file < 1):
         raise ValueError("row_group_size and max_rows_per_file must be positive")
+    if options is not None:
+        check_option_keys(options, what="arrowidx.spark.write")
+    _check_parquet_options(parquet_options or {})
     ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
-    fs, root, explicit = resolve(path, filesystem, storage_options)
+    store, root, explicit = resolve(path, filesystem, storage_options)
+    fs = store.fs  # pyarrow writes and moves the data files through it
     if explicit is not None:
         raise ArrowIdxError("write needs one dataset directory, not a list of files")
-    require_commit(fs, root)  # a store that cannot commit refuses before the job writes anything
+    require_commit(store, root)  # a store that cannot commit refuses before the job writes anything
     fs.create_dir(root, recursive=True)
-    current = load_manifest(fs, root)
+    current = load_manifest(store, root)
     if options is None:
         options = dict(current.options)
-    options = _normalise_options(options)
+    options = _normalise_options(options, "arrowidx.spark.write")
     if mode == "append":
         if current.files and current.options != options:
             raise ArrowIdxError(
                 f"{root} is indexed with other options ({current.options}); append with those"
                 " (pass options=None), or re-index with arrowidx.spark.build first"
             )
-        unmanaged = sorted(set(posixpath.relpath(p, root) for p in discover(fs, root)) - set(current.files))
+        unmanaged = sorted(set(posixpath.relpath(p, root) for p in discover(store, root)) - set(current.files))
         if unmanaged:
             raise ArrowIdxError(
                 f"{root} holds {len(unmanaged)} data file(s) the manifest does not list (e.g."
@@ -317,7 +346,7 @@ def write(
     staging = join(root, f"{STAGING_DIR}/{uuid.uuid4().hex}")
     fs.create_dir(staging, recursive=True)
     report = WriteReport(root=root, version=current.version, mode=mode)
-    task = _WriteTask(fs, staging, options, threshold, row_group_size, max_rows_per_file, dict(parquet_options or {}), _task_hook)
+    task = _WriteTask(store, staging, options, threshold, row_group_size, max_rows_per_file, dict(parquet_options or {}), _task_hook)
     moved: list[str] = []
     try:
         entries = _gather(df.mapInArrow(task, _MANIFEST_ROWS))
@@ -327,21 +356,21 @@ def write(
                 fs.create_dir(posixpath.dirname(dst), recursive=True)
                 fs.move(join(staging, rel), dst)
                 moved.append(dst)
-            info = as_store(fs).stat([join(root, entry.path)])[0]
+            info = store.stat([join(root, entry.path)])[0]
             if info is None or info.size != entry.size:
                 raise ArrowIdxError(f"{entry.path} changed while it was being committed")
             entry.mtime_ns = info.mtime_ns  # a move may be a copy (object stores): new mtime
             entry.stamp = info.stamp  # and a new change stamp (readers then need no footer to trust it)
         new = {e.path: e for e in entries}
-        manifest, previous = _commit_files(fs, root, new, options, mode)
+        manifest, previous = _commit_files(store, root, new, options, mode)
     except BaseException:
         for dst in moved:  # not committed: take the moved files back out of the dataset
-            _delete_quietly(fs, dst)
+            _delete_quietly(store, dst)
         raise
     finally:
         report.orphans_removed = _remove_staging(fs, root, staging)
     if mode == "overwrite":
-        report.replaced = _delete_replaced(fs, root, previous, manifest)
+        report.replaced = _delete_replaced(store, root, previous, manifest)
     report.version = manifest.version
     report.files = sorted(new)
     report.rows = sum(e.rows for e in entries)
@@ -350,28 +379,32 @@ def write(
     return report
 
 
-def _commit_files(fs, root: str, new: dict[str, FileEntry], options: dict[str, str], mode: str, attempts: int = 5):
-    """Commit ``new`` on top of the latest manifest (retrying if another writer got in first)."""
-    for attempt in range(attempts):
-        previous = load_manifest(fs, root)
+def _commit_files(store: Store, root: str, new: dict[str, FileEntry], options: dict[str, str], mode: str):
+    """Commit ``new`` on top of the latest manifest (planned again if another writer got in
+    first: :func:`~arrowidx.lake.commit.retry_on_conflict`). The tombstones of the previous
+    version stay; with ``mode="overwrite"`` the deletions of the entries it replaces become
+    tombstones too (deletions belong to content: :mod:`arrowidx.lake.tombstones`). Written
+    files are new data: no tombstone applies to them."""
+
+    def attempt(_: int) -> tuple[Manifest, Manifest]:
+        previous = load_manifest(store, root)
         if mode == "append" and not new:
             return previous, previous
         files = dict(new) if mode == "overwrite" else {**previous.files, **new}
-        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options)
-        try:
-            return commit_manifest(fs, root, manifest, previous.version), previous
-        except CommitConflictError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
+        manifest = Manifest(files={rel: files[rel] for rel in sorted(files)}, options=options,
+                            tombstones=list(previous.tombstones))  # fmt: skip
+        for rel, entry in previous.files.items():
+            if files.get(rel) is not entry:  # replaced (overwrite): its deletions stay with its content
+                bury(manifest, entry, previous.version + 1)
+        return commit_manifest(store, root, manifest, previous.version), previous
+
+    return retry_on_conflict(attempt)
 
 
-def _delete_quietly(fs, path: str) -> bool:
+def _delete_quietly(store: Store, path: str) -> bool:
     try:
-        fs.delete_file(path)
-        return True
-    except OSError:
+        return store.delete(path)
+    except (OSError, ArrowIdxError):
         return False
 
 
@@ -392,11 +425,11 @@ def _remove_staging(fs, root: str, staging: str) -> int:
     return leftovers
 
 
-def _delete_replaced(fs, root: str, previous: Manifest, manifest: Manifest) -> list[str]:
+def _delete_replaced(store: Store, root: str, previous: Manifest, manifest: Manifest) -> list[str]:
     """After an overwrite: delete data files no longer listed, and the old index and deletion files."""
     keep = set(manifest.files)
-    data = {posixpath.relpath(p, root) for p in discover(fs, root)} | set(previous.files)
-    replaced = sorted(rel for rel in data - keep if _delete_quietly(fs, join(root, rel)))
+    data = {posixpath.relpath(p, root) for p in discover(store, root)} | set(previous.files)
+    replaced = sorted(rel for rel in data - keep if _delete_quietly(store, join(root, rel)))
     side = set()
     for entry in previous.files.values():
         if entry.path in keep:
@@ -405,11 +438,9 @@ def _delete_replaced(fs, root: str, previous: Manifest, manifest: Manifest) -> l
             side.add(entry.index.file)
         if entry.deletion is not None:
             side.add(entry.deletion.file)
-    for e in manifest.files.values():  # never delete what the new version references
-        side.discard(e.index.file if e.index else None)
-        side.discard(e.deletion.file if e.deletion else None)
+    side -= manifest.referenced_files()  # never delete what the new version references (tombstones too)
     for rel in side:
-        _delete_quietly(fs, join(root, rel))
+        _delete_quietly(store, join(root, rel))
     return replaced
 
 

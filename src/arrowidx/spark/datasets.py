@@ -2,43 +2,27 @@
 
 from __future__ import annotations
 
-import threading
-
-import pyarrow.fs as pafs
-
-from ..lake.layout import (
-    Manifest,
-    read_manifest,
-)
+from .. import facts
+from ..lake.commit import read_manifest
+from ..lake.manifest import Manifest
 from ..lake.scan import IndexedDataset
-
-# --------------------------------------------------------------------------------------
-# datasets pinned to a manifest version (shared by the reader and the mapInArrow filter)
-# --------------------------------------------------------------------------------------
-
-_DATASETS: dict[tuple, IndexedDataset] = {}
-_DATASETS_LOCK = threading.Lock()
+from ..storage import Store
 
 
-def _dataset_at(fs: pafs.FileSystem, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
-    """An :class:`IndexedDataset` showing manifest ``version`` (cached per worker process).
+def dataset_at(store: Store, root: str, version: int, on_corrupt: str = "raise") -> IndexedDataset:
+    """An :class:`IndexedDataset` showing manifest ``version``, kept open per worker process
+    (:data:`arrowidx.facts.OPEN`: shared by the reader and the mapInArrow filter).
 
-    Its indexes, footers and deletion vectors are cached by (file, size, mtime), so a cached
+    Its indexes, footers and deletion vectors are cached by file identity, so a kept
     dataset is reused across tasks and queries; each task stats the files it reads again
     (``IndexedDataset.restat``), so staleness is still detected.
     """
-    key = (fs.type_name, root, version, on_corrupt)
-    with _DATASETS_LOCK:
-        data = _DATASETS.get(key)
-    if data is None:
-        data = IndexedDataset(fs, root, on_corrupt=on_corrupt, threads=1)
+
+    def make() -> tuple[IndexedDataset, int]:
+        data = IndexedDataset(store, root, on_corrupt=on_corrupt, threads=1)
         if data.manifest.version != version:
-            if version == 0:
-                data.manifest = Manifest()
-            else:
-                data.manifest = read_manifest(fs, root, version)  # validated, errors name the file
-        with _DATASETS_LOCK:
-            if len(_DATASETS) > 16:
-                _DATASETS.clear()
-            _DATASETS[key] = data
-    return data
+            # validated, errors name the file; files that returned get their deletions (tombstones)
+            data.lake.use_manifest(Manifest() if version == 0 else read_manifest(store, root, version))
+        return data, 4 << 20
+
+    return facts.OPEN.get(("spark dataset at", store.key, root, version, on_corrupt), make)

@@ -51,8 +51,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..deletion import DeletionVector
+from ..lake.plans import FilePlan
 from ..lake.read import column_bytes
-from ..lake.scan import FilePlan, IndexedDataset
+from ..lake.scan import IndexedDataset
 from .sparksql import quote, string_literal
 
 # The driver reads an exact answer of at most this many rows (and bytes, uncompressed).
@@ -134,7 +135,7 @@ def _schema_reason(data: IndexedDataset, rel: str) -> str | None:
     """Why Spark's reader would read ``rel`` otherwise than the dataset schema says (None:
     it would not)."""
     try:
-        file_schema = data.footer(rel).schema.to_arrow_schema()
+        file_schema = data.lake.footer(rel).schema.to_arrow_schema()
     except (pa.ArrowException, OSError, ValueError) as e:
         return f"footer not readable as Arrow ({e})"
     for f in data.schema:
@@ -160,7 +161,7 @@ def _small_exact(data: IndexedDataset, kept: list[FilePlan], columns: Sequence[s
         offsets = p.row_group_offsets
         in_groups = sum(int(offsets[g + 1] - offsets[g]) for g in p.row_groups) if offsets is not None else 0
         if in_groups:
-            estimate += column_bytes(data.footer(p.path), p.row_groups, list(columns)) * p.rows_selected // in_groups
+            estimate += column_bytes(data.lake.footer(p.path), p.row_groups, list(columns)) * p.rows_selected // in_groups
     return exact if estimate <= LOCAL_MAX_BYTES else []
 
 
@@ -175,7 +176,7 @@ def _selective_and_small(
         return False
     size = 0
     for p in kept:
-        size += column_bytes(data.footer(p.path), p.row_groups, list(columns), compressed=compressed)
+        size += column_bytes(data.lake.footer(p.path), p.row_groups, list(columns), compressed=compressed)
         if size > limit:
             return False
     return True
@@ -210,15 +211,21 @@ def plan_route(data: IndexedDataset, plans: list[FilePlan], *, translatable: boo
         if reason is not None:
             route.python[rel] = reason
             continue
-        dv = data.deletion_vector(rel) if plan.deleted else None
+        dv = data.lake.deletion_vector(rel) if plan.deleted else None
         if dv is not None and dv.cardinality:
             if dv.cardinality > budget or dv.max_position >= 1 << _ROW_BITS:
                 route.python[rel] = "deleted rows (the data source applies the deletion vector)"
                 continue
             budget -= dv.cardinality
             route.deletions[rel] = dv
-        route.native.append((rel, data._file_identity(rel)[1]))
+        route.native.append((rel, planned_size(data, rel)))
     return route
+
+
+def planned_size(data: IndexedDataset, rel: str) -> int:
+    """The file's size as the plan found it: Spark's reader must find the same (its deletion
+    vector applies to that file only)."""
+    return data.lake.identity(rel)[1]
 
 
 def spark_uri(path: str, root: str) -> str:

@@ -11,12 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from ..lake.layout import (
-    latest_version,
-    resolve,
-)
+from ..lake.commit import latest_version
 from ..lake.scan import IndexedDataset
-from .datasets import _dataset_at
+from ..lake.source import resolve
+from .datasets import dataset_at
 
 # --------------------------------------------------------------------------------------
 # 4. existing pipelines: a mapInArrow function over _metadata.file_path / row_index
@@ -50,8 +48,8 @@ class DeletionAndIndexFilter:
         row_index_column: str = "row_index",
         drop_metadata: bool = False,
     ):
-        self.fs, self.root, _ = resolve(path, filesystem)
-        self.version = latest_version(self.fs, self.root)
+        self.store, self.root, _ = resolve(path, filesystem)
+        self.version = latest_version(self.store, self.root)
         self.filter = filter
         self.file_path_column = file_path_column
         self.row_index_column = row_index_column
@@ -75,7 +73,7 @@ class DeletionAndIndexFilter:
         selected = None
         if plan.result.kind == "bitmap":
             selected = plan.result.to_mask(plan.rows).to_numpy(zero_copy_only=False)
-        dv = data.deletion_vector(rel)
+        dv = data.lake.deletion_vector(rel)
         if selected is None and (dv is None or not dv.cardinality):
             return None
 
@@ -91,7 +89,7 @@ class DeletionAndIndexFilter:
         return keep
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        data = _dataset_at(self.fs, self.root, self.version)
+        data = dataset_at(self.store, self.root, self.version)
         rules: dict[str, Any] = {}
         drop = [self.file_path_column, self.row_index_column] if self.drop_metadata else []
         for batch in batches:

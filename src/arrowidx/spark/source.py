@@ -11,11 +11,11 @@ given at load time belongs to the relation itself, so every query on it means th
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import json
 import logging
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -26,22 +26,21 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from .. import facts
 from ..errors import ArrowIdxError, OptionError
-from ..file_index import UnknownColumnError
-from ..filters import Filter, user_filter
-from ..lake.layout import (
-    resolve,
-)
+from ..expression import UnknownColumnError
+from ..filters import Filter, user_columns, user_filter
+from ..lake.plan import index_pruned
 from ..lake.read import column_bytes
-from ..lake.scan import IndexedDataset, _expression_fields
-from ..options import parse_memory_size
-from ..storage import as_store
+from ..lake.scan import IndexedDataset
+from ..lake.source import resolve
+from ..sizes import parse_memory_size
 from .build import FORMAT_NAME
-from .datasets import _dataset_at
+from .datasets import dataset_at
 from .native import native_frame, plan_route, spark_uri
 from .session import ensure_worker_python
 from .sparksql import to_spark_sql
-from .translate import _to_spark_arrow, arrow_to_spark_schema
+from .translate import arrow_to_spark_schema, to_spark_arrow
 
 _LOG = logging.getLogger("arrowidx.spark")
 
@@ -49,7 +48,7 @@ _LOG = logging.getLogger("arrowidx.spark")
 class FilePartition(InputPartition):
     """Data files to read in one task, at the manifest version the query was planned on;
     ``one_pass``: the indexes pruned nothing for the query, so its files are read in one pass
-    (see :meth:`arrowidx.lake.scan.IndexedDataset._read_plans`)."""
+    (see :meth:`arrowidx.lake.scan.IndexedDataset.read_plans`)."""
 
     def __init__(self, paths: tuple[str, ...], version: int, one_pass: bool = False):
         super().__init__((paths, version, one_pass))
@@ -121,6 +120,41 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
 
 STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
 
+#: The data source's options a user gives (``.option(key, value)``, or ``**options`` of :func:`read`).
+USER_OPTIONS = ("where", "filter", "on_corrupt", "maxPartitionBytes", "minPartitions")
+#: Options :func:`read` sets itself for the files it hands to the data source.
+READ_OPTIONS = ("files", "version", "sessionTimeZone")
+ON_CORRUPT = ("raise", "fallback")
+
+
+def check_source_options(options: Mapping[str, object], *, call: str = 'spark.read.format("arrowidx")',
+                         accepted: Sequence[str] = ("path", *USER_OPTIONS, *READ_OPTIONS)) -> None:  # fmt: skip
+    """Refuse, where the DataFrame is loaded (on the driver, before any job), an option the
+    data source does not know (``.option("wher", ...)`` would otherwise read the whole lake,
+    ``.option("on_corupt", ...)`` be ignored), with the closest known one; and a value of
+    ``on_corrupt``, ``maxPartitionBytes`` or ``minPartitions`` it cannot use. Spark gives
+    option names in lower case: they are compared so. ``storage.<key>`` options are an
+    object store's ``storage_options``."""
+    known = {k.lower(): k for k in accepted}
+    for key in options:
+        name = str(key)
+        if name.lower() in known or name.lower().startswith(STORAGE_PREFIX):
+            continue
+        close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {known[close[0]]!r}?)" if close else ""
+        takes = ", ".join(k for k in known.values() if k in USER_OPTIONS)
+        raise OptionError(f"{call}: unknown option {name!r}{hint}; it takes {takes} and storage.<key> (object stores)")
+    lower = {str(k).lower(): v for k, v in options.items()}
+    on_corrupt = lower.get("on_corrupt")
+    if on_corrupt is not None and str(on_corrupt) not in ON_CORRUPT:
+        raise OptionError(f"{call}: on_corrupt must be one of {', '.join(ON_CORRUPT)}, got {on_corrupt!r}")
+    if lower.get("maxpartitionbytes") is not None:
+        parse_memory_size(str(lower["maxpartitionbytes"]), "maxPartitionBytes")
+    if lower.get("minpartitions") is not None:
+        text = str(lower["minpartitions"]).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise OptionError(f"{call}: minPartitions must be a whole number >= 1, got {lower['minpartitions']!r}")
+
 
 def storage_options_of(options: Mapping[str, str]) -> dict[str, str] | None:
     """The ``storage.<key>`` options of the data source (an object store's endpoint,
@@ -149,10 +183,6 @@ def _said_to_spark(method):
     return wrapper
 
 
-_PLANNED: dict[tuple, IndexedDataset] = {}  # datasets planned on, per planning process
-_PLANNED_LOCK = threading.Lock()
-
-
 def absolute(path: str) -> str:
     """``path`` with a local relative path made absolute here (on the driver): executors run
     in other working directories."""
@@ -163,21 +193,18 @@ def absolute(path: str) -> str:
 def planning_dataset(
     path: str, on_corrupt: str = "raise", storage_options: Mapping[str, str] | None = None
 ) -> IndexedDataset:
-    """The dataset to plan on, kept by the planning process across queries (its opened
+    """The dataset to plan on, kept by the planning process across queries
+    (:data:`arrowidx.facts.OPEN`; its opened
     indexes, footers and deletion vectors are cached per file identity) and refreshed: the
     manifest re-read when its version changed, the files listed and stat-ed again. What is
     kept only saves time: every query refreshes it."""
-    fs, root, _ = resolve(path, None, storage_options)
-    key = (as_store(fs).key, root, on_corrupt)
-    with _PLANNED_LOCK:
-        data = _PLANNED.get(key)
-        if data is None:
-            if len(_PLANNED) >= 16:
-                _PLANNED.clear()
-            data = _PLANNED[key] = IndexedDataset(fs, root, on_corrupt=on_corrupt)
-        else:
-            data.refresh()
-    return data
+    store, root, _ = resolve(path, None, storage_options)
+    key = ("spark planning dataset", store.key, root, on_corrupt)
+    data = facts.OPEN.peek(key)
+    if data is not None:
+        data.refresh()
+        return data
+    return facts.OPEN.get(key, lambda: (IndexedDataset(store, root, on_corrupt=on_corrupt), 4 << 20))
 
 
 class _Reader(DataSourceReader):
@@ -201,32 +228,32 @@ class _Reader(DataSourceReader):
     @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
-            fs, root, _ = resolve(self.path, None, self.storage)
-            data = _dataset_at(fs, root, self.version, self.on_corrupt)
+            store, root, _ = resolve(self.path, None, self.storage)
+            data = dataset_at(store, root, self.version, self.on_corrupt)
             data.restat(list(self.files))
         else:
             data = planning_dataset(self.path, self.on_corrupt, self.storage)
-        _check_columns(self.schema.fieldNames(), data.schema, data.root)  # a user's .schema(...)
+        _check_columns(self.schema.fieldNames(), data.schema, data.root, ".schema(...)")  # a user's .schema(...)
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
         one_pass = True
         if expr is None and where.residual is None and self.files is None:
             # sizes from the file system: files added since the build are not in the manifest
-            files = [(rel, data._info(rel).size) for rel in data.files]
+            files = [(rel, data.lake.info(rel).size) for rel in data.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
             residual = where.residual.columns if where.residual is not None else []
-            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(_expression_fields(expr, data.schema)) + residual))
+            columns = list(dict.fromkeys(self.schema.fieldNames() + sorted(data.lake.columns_of(expr)) + residual))
             if self.files is None:
                 plans = data.plan(expr, statistics=expr)
             else:
                 bound: dict = {}
                 statistics = False if expr is None else expr
                 plans = [data.plan_file(rel, expr, bound, statistics=statistics) for rel in self.files]
-            one_pass = not data._index_pruned(plans)
+            one_pass = not index_pruned(plans)
             files = [
-                (plan.path, column_bytes(data.footer(plan.path), plan.row_groups, columns, compressed=True))
+                (plan.path, column_bytes(data.lake.footer(plan.path), plan.row_groups, columns, compressed=True))
                 for plan in plans
                 if plan.row_groups
             ]
@@ -239,8 +266,8 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        fs, root, _ = resolve(self.path, None, self.storage)
-        data = _dataset_at(fs, root, partition.version, self.on_corrupt)
+        store, root, _ = resolve(self.path, None, self.storage)
+        data = dataset_at(store, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
@@ -255,7 +282,7 @@ class _Reader(DataSourceReader):
             if table is None or table.num_rows == 0:
                 continue
             table = where.apply_table(table, columns)
-            yield from _to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
+            yield from to_spark_arrow(table, target).to_batches(max_chunksize=64 * 1024)
 
 
 class ArrowIdxDataSource(DataSource):
@@ -276,7 +303,9 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def __init__(self, options) -> None:
         super().__init__(options)
-        # called once per DataFrame: when it is loaded (later queries unpickle this instance)
+        # called once per DataFrame: when it is loaded (later queries unpickle this instance),
+        # on the driver: a typo is refused before any job
+        check_source_options(options)
         if not any(options.get(k) for k in ("where", "filter", "files")):
             self._check_path()  # a missing dataset is said first, and alone
             warn_unfiltered(str(options.get("path", "")))
@@ -299,8 +328,8 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def schema(self):
         self._check_path()
-        fs, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
-        data = IndexedDataset(fs, root)
+        store, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        data = IndexedDataset(store, root)
         load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
         return arrow_to_spark_schema(data.schema)
 
@@ -355,11 +384,16 @@ def read(
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
     source's ``storage.<key>`` options (an object-store lake is read by the data source).
     """
+    for key in ("where", "filter"):
+        if key in options:
+            raise OptionError(f"arrowidx.spark.read: give the filter as the third argument, read(spark, path, {options[key]!r}),"
+                              f" not as {key}=")  # fmt: skip
+    check_source_options(options, call="arrowidx.spark.read", accepted=USER_OPTIONS)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
     data = planning_dataset(path, on_corrupt, storage_options)
     schema = data.schema
-    names = list(schema.names) if columns is None else list(columns)
+    names = list(schema.names) if columns is None else user_columns(columns, schema, data.root)
     _check_columns(names, schema, data.root)
     spark_schema = arrow_to_spark_schema(schema)
     out_schema = arrow_to_spark_schema(pa.schema([schema.field(c) for c in names]))
@@ -417,12 +451,12 @@ def _local_frame(spark, data: IndexedDataset, plans, where: Filter, columns: lis
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema, timezone="UTC")
-    read = data._read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
+    read = data.read_plans(plans, where.pushdown, where.read_columns(columns), one_pass=False)
     tables = [where.apply_table(t, columns) for t in read if t is not None and t.num_rows]
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return spark.createDataFrame([], out_schema)  # (a union with an empty local relation costs nothing)
-    table = _to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
+    table = to_spark_arrow(pa.concat_tables(tables).combine_chunks(), target)
     return spark.createDataFrame(table, schema=out_schema)
 
 
@@ -443,14 +477,12 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def _check_columns(columns: list[str], schema: pa.Schema, root: str) -> None:
+def _check_columns(columns: list[str], schema: pa.Schema, root: str, argument: str = "columns=") -> None:
     if not columns:
         raise OptionError("columns must name at least one column (Spark reads no zero-column data source)")
-    missing = [c for c in columns if schema.get_field_index(c) < 0]
-    if missing:
-        raise UnknownColumnError(
-            f"{root}: no column {', '.join(map(repr, missing))} in the dataset (columns: {', '.join(schema.names)})"
-        )
+    for name in columns:
+        if name not in schema.names:
+            raise UnknownColumnError.naming(name, schema.names, root, argument)
 
 
 def local_session(master: str = "local[2]", app_name: str = "arrowidx", **conf: str):

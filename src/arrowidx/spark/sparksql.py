@@ -21,7 +21,7 @@ import math
 
 import pyarrow as pa
 
-from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, bind
+from ..predicate import And, Compare, Const, IsIn, IsNull, Node, Not, Opaque, Or, Visitor, bind
 
 _OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -45,31 +45,56 @@ def to_spark_sql(expr, schema: pa.Schema) -> str | None:
 
 
 def _sql(node: Node, schema: pa.Schema) -> str:
-    if isinstance(node, Const):
+    return _SparkSql(schema).visit(node)
+
+
+class _SparkSql(Visitor[str]):
+    """A node as Spark SQL text of the same three-valued meaning (:class:`_Untranslatable`
+    when some part has no exact spelling)."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+
+    def default(self, node: Node) -> str:
+        raise _Untranslatable(type(node).__name__)
+
+    def constant(self, node: Const) -> str:
         return {True: "TRUE", False: "FALSE", None: "CAST(NULL AS BOOLEAN)"}[node.value]
-    if isinstance(node, Not):
-        return f"(NOT {_sql(node.child, schema)})"
-    if isinstance(node, (And, Or)):
-        word = " AND " if isinstance(node, And) else " OR "
-        parts = [_sql(c, schema) for c in node.children]
+
+    def negation(self, node: Not) -> str:
+        return f"(NOT {self.visit(node.child)})"
+
+    def conjunction(self, node: And) -> str:
+        return self._junction(node, " AND ")
+
+    def disjunction(self, node: Or) -> str:
+        return self._junction(node, " OR ")
+
+    def _junction(self, node: And | Or, word: str) -> str:
+        parts = [self.visit(c) for c in node.children]
         joined = "(" + word.join(parts) + ")"
         if node.kleene:
             return joined
         # pyarrow's plain and/or: NULL as soon as one side is NULL
         nulls = " OR ".join(f"({p}) IS NULL" for p in parts)
         return f"(CASE WHEN {nulls} THEN CAST(NULL AS BOOLEAN) ELSE {joined} END)"
-    if isinstance(node, IsNull):
+
+    def is_null(self, node: IsNull) -> str:
         return f"({quote(node.column)} IS NULL)"
-    if isinstance(node, Compare):
-        return _compare(node, schema.field(node.column).type)
-    if isinstance(node, IsIn):
-        return _is_in(node, schema.field(node.column).type)
-    if isinstance(node, Opaque) and node.call is not None and node.call[0] == "is_nan":
-        column, t = quote(node.call[1]), schema.field(node.call[1]).type
-        if pa.types.is_floating(t.value_type if pa.types.is_dictionary(t) else t):
-            # pyarrow's is_nan is NULL for a NULL row; Spark's isnan(NULL) is FALSE
-            return f"(CASE WHEN {column} IS NULL THEN CAST(NULL AS BOOLEAN) ELSE isnan({column}) END)"
-    raise _Untranslatable(type(node).__name__)
+
+    def compare(self, node: Compare) -> str:
+        return _compare(node, self.schema.field(node.column).type)
+
+    def is_in(self, node: IsIn) -> str:
+        return _is_in(node, self.schema.field(node.column).type)
+
+    def opaque(self, node: Opaque) -> str:
+        if node.call is not None and node.call[0] == "is_nan":
+            column, t = quote(node.call[1]), self.schema.field(node.call[1]).type
+            if pa.types.is_floating(t.value_type if pa.types.is_dictionary(t) else t):
+                # pyarrow's is_nan is NULL for a NULL row; Spark's isnan(NULL) is FALSE
+                return f"(CASE WHEN {column} IS NULL THEN CAST(NULL AS BOOLEAN) ELSE isnan({column}) END)"
+        raise _Untranslatable(type(node).__name__)
 
 
 def _compare(node: Compare, t: pa.DataType) -> str:

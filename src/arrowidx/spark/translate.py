@@ -83,7 +83,7 @@ def arrow_to_spark_schema(schema: pa.Schema):
     return StructType([StructField(f.name, _spark_type(f.type), True) for f in schema])
 
 
-def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
+def to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
     """``table`` in the exact Arrow schema Spark expects from a Python data source."""
     arrays = []
     for f in target:

@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ..._bytes import ByteReader
 from ...types import PaimonType, java_float_order
-from .bitslice import _version_error
+from .bitslice import version_error
 
 VERSION_1 = 1
 _HEADER_LENGTH = 13
@@ -242,7 +242,7 @@ class ChunkedDictionary:
             raise r.fail(f"dictionary header length {header_length}, expected {_HEADER_LENGTH}", at)
         version = r.u8("dictionary version")
         if version != VERSION_1:
-            _version_error(r, version, "range-bitmap dictionary")
+            version_error(r, version, "range-bitmap dictionary")
         self.size = r.i32("dictionary chunk count")
         offsets_length = r.i32("dictionary offsets length")
         chunks_length = r.i32("dictionary chunks length")
@@ -284,7 +284,7 @@ class ChunkedDictionary:
         r = ByteReader(self.data, self.source, start, self.chunks_start + self.bounds[i + 1])
         version = r.u8("chunk version")
         if version != VERSION_1:
-            _version_error(r, version, "range-bitmap dictionary chunk")
+            version_error(r, version, "range-bitmap dictionary chunk")
         head = self.codec.read(r, "chunk key")
         code, offset, size = (
             r.i32("chunk code"),

@@ -1,0 +1,623 @@
+"""The facts of one lake snapshot's files: which data files there are, whether each is still
+the file its manifest entry describes, and what the process knows of it (footer, pyarrow
+fragment, index container, deletion vector, row groups), each kept in :mod:`arrowidx.facts`
+under one identity key.
+
+A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's listing or stat
+finds it (:meth:`LakeFiles.identity`); every fact about the file is kept under it
+(:meth:`LakeFiles.fact_key`), so a file rewritten in place gets another identity and is read
+again. Where the store stamps nothing, the stamp is a token private to this object
+(:func:`arrowidx.facts.identity_token`): its facts are then not shared with other readers.
+
+:class:`LakeFiles` answers what :mod:`.plan` asks of a snapshot; it decides nothing itself.
+Reads that planning needs for many files at once (index windows, footers, deletion vectors)
+are done on the process's I/O pool, or in the calling thread where reads are quick
+(:meth:`LakeFiles.prepare`, :meth:`LakeFiles.prepare_kept`).
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import threading
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .. import facts
+from .._lazy import lazy_module
+from ..deletion import DeletionVector
+from ..errors import ArrowIdxError, CorruptIndexError
+from ..expression import columns_named
+from ..file_index import FileIndex
+from ..index.container import SparseContainer
+from ..storage import ObjectInfo, Store
+from .commit import latest_version, load_manifest_shared
+from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
+from .freshness import (
+    check_stale_option,
+    deletion_record_length,
+    deletion_vector_of,
+    entry_is_fresh,
+    load_index_bytes,
+)
+from .layout import ensure_inside, file_infos, join
+from .manifest import FileEntry, Manifest
+from .partitions import (
+    hive_partitioning,
+    kept_by_partitions,
+    partition_dataset,
+    partition_expressions,
+    with_partition_fields,
+)
+from .read import statistics_groups
+from .tombstones import with_returned_files
+
+ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
+
+# From this many files a query's stats (one per file: is it still the file indexed?) are
+# split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
+PARALLEL_STAT_FILES = 256
+# Planning reads that average under this many bytes are done in the calling thread on a
+# local disk (bench/bench_cold.py: 1,000 index windows of ~8 KB, a first needle in 250
+# against 430 ms on the pool; 20 windows of ~1 MB, 120 against 85 ms: those stay on the pool).
+QUICK_READ_BYTES = 64 << 10
+
+
+def parquet_format() -> ds.ParquetFileFormat:
+    """The format of datasets opened by path: one object in the process, so the fragments
+    made with it are shared too."""
+    return facts.interned(("parquet format",), ds.ParquetFileFormat)
+
+
+def dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.ParquetFileFormat:
+    """``base`` reading ``names`` as dictionaries: one object per (format, names) in the
+    process, so the fragments made with it are shared too."""
+    facts.interned(("format", id(base)), lambda: base)  # (holds the base: its id stays its own)
+
+    def make() -> ds.ParquetFileFormat:
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        return ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
+
+    return facts.interned(("dictionary format", id(base), names), make)
+
+
+def window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
+    """The bytes of ``columns``' index windows in ``entry``'s index file (the whole index
+    when its layout is not recorded; 0 when it is embedded in the manifest)."""
+    index = entry.index
+    if index is None or index.embedded is not None:
+        return 0
+    if not index.layout:
+        return index.size
+    return sum(w[1] for c in columns for w in index.layout.get(c, {}).values())
+
+
+def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
+    return dv, 64 + dv.cardinality // 2
+
+
+class LakeFiles:
+    """A lake's data files at one manifest version, and what the process knows of them.
+
+    ``source``: a ``pyarrow.dataset.FileSystemDataset`` whose files, schema, format and
+    partitioning are used as they are; ``only``: an explicit list of files (relative
+    paths); else every Parquet file under the root, as ``pyarrow.dataset`` finds them.
+    """
+
+    #: Footers are read by pyarrow through the files' fragments (the one footer read a file
+    #: read by pyarrow needs). A reader that reads with another engine (arrowidx.polars) sets
+    #: it False: footers are then read by arrowidx alone, and pyarrow.dataset never loaded.
+    footers_from_fragments = True
+
+    def __init__(self, store: Store, root: str, *, on_stale_deletions: str = "raise", source: Any = None,
+                 partitioning: Any = "hive", only: list[str] | None = None):  # fmt: skip
+        self.on_stale_deletions = check_stale_option(on_stale_deletions)
+        self.store = store
+        self.fs = store.fs  # (pyarrow reads data files through it)
+        self.root = root
+        self.source = source
+        self.only = only
+        self._format = source.format if source is not None else None
+        # facts about data files are shared with every reader of the process when the store
+        # stamps changes; else they stay this object's (see arrowidx.facts)
+        self._token: int | None = None if store.stamps else facts.identity_token()
+        #: each file's partition expression (Hive folders, or the source dataset's)
+        self.partition_expressions: dict[str, pc.Expression] = {}
+        self.partitioning_spec = partitioning  # Hive folders (lake/partitions.py); a source keeps its own
+        self.partitioning: ds.Partitioning | None = None
+        if source is not None:
+            for fragment in source.get_fragments():
+                self.partition_expressions[posixpath.relpath(fragment.path, root)] = fragment.partition_expression
+        self.manifest: Manifest = load_manifest_shared(store, root)
+        self.committed = self.manifest  # the version as committed (manifest: as read, see use_manifest)
+        self._lock = threading.Lock()
+        #: held by an adapter that plans from several threads (one plan of this snapshot at a time)
+        self.planning_lock = threading.Lock()
+        self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
+        self._infos: dict[str, ObjectInfo | None] = {}
+        self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
+        self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
+        self._files = self._discover()
+        self._schema: pa.Schema | None = source.schema if source is not None else None
+        self._offsets: dict[tuple, np.ndarray] = {}
+        self._counts: dict[tuple, list[int]] = {}
+        self._nonempty: dict[tuple, list[int]] = {}
+        self._indexed: tuple[tuple, set[str]] = ((), set())
+        self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
+        self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
+        self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
+        self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
+        self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
+        self._fields: tuple = (None, None, set())  # (expr, schema, fields): columns_of the last expression
+        self._partition_dataset: tuple = (None, None)  # (files, their partition_dataset)
+        self.use_manifest(self.manifest)
+
+    def use_manifest(self, manifest: Manifest) -> None:
+        """Read the committed ``manifest`` (the current version, or one a query is pinned
+        to): with tombstones, a data file it does not list whose content a tombstone holds
+        (moved back, restored) is read with those deletions (:mod:`arrowidx.lake.tombstones`)."""
+        self.committed = manifest
+        if manifest.tombstones:
+            unlisted = {rel: self.info(rel) for rel in self.files if rel not in manifest.files}
+            manifest = with_returned_files(manifest, unlisted, self.content_xxh64)
+        self.manifest = manifest
+
+    @property
+    def format(self) -> ds.ParquetFileFormat:
+        """The Parquet format the files are read with (made on first use: pyarrow.dataset is
+        imported only by a read through pyarrow)."""
+        if self._format is None:
+            self._format = parquet_format()
+        return self._format
+
+    # -- which files ---------------------------------------------------------------------------
+    @property
+    def files(self) -> list[str]:
+        """Data files (relative paths) in read order, as found when opened (or refreshed)."""
+        return self._files
+
+    def _discover(self) -> list[str]:
+        if self.source is not None:
+            return list(self.partition_expressions)
+        if self.only is not None:
+            return self._partitioned(list(self.only))
+        listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
+        prefix = self.root.rstrip("/") + "/"
+        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
+        self._infos = dict(zip(rels, listed))
+        self._keys, self._identities = {}, (None, [])
+        self._listed_now = True
+        return self._partitioned(rels)
+
+    def _partitioned(self, files: list[str]) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
+        partitioning = hive_partitioning(files, self.partitioning_spec)
+        if partitioning is not None or self.partitioning is not None:
+            self.partitioning = partitioning
+            self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
+        return files
+
+    def refresh(self) -> None:
+        """Re-read the committed manifest (when its version changed), the file list and the
+        files' sizes and times."""
+        committed = self.committed
+        if committed.version == 0 or latest_version(self.store, self.root) != committed.version:
+            committed = load_manifest_shared(self.store, self.root)
+        files = self._discover()
+        if self.source is None and files[:1] != self._files[:1]:
+            self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
+        if files != self._files:  # (the same list object otherwise: what is cached per list stays)
+            self._files = files
+        if committed is not self.committed or committed.tombstones:
+            self.use_manifest(committed)
+        if not self._listed_now:
+            self.forget_file_infos()
+
+    def partition_candidates(self, filter) -> list[str]:
+        """The files whose partition may hold a row matching ``filter`` (a ``pc.Expression``
+        naming a partition column), decided from their folder names alone before any of
+        them is opened: :attr:`files` itself (the same list) when the partitions rule none out."""
+        files = self.files
+        if self.partitioning is None or not isinstance(filter, pc.Expression) or not self.partition_expressions:
+            return files
+        if not (self.columns_of(filter) & set(self.partitioning.schema.names)):
+            return files
+        if self._partition_dataset[0] is not files:
+            dataset = partition_dataset(files, self.partition_expressions, self.absolute_paths(), self.schema, self.format, self.fs)
+            self._partition_dataset = (files, dataset)
+        kept = kept_by_partitions(self._partition_dataset[1], filter)
+        if len(kept) == len(files):
+            return files
+        return [rel for rel, path in zip(files, self.absolute_paths()) if path in kept]
+
+    def restricted(self, files: list[str]) -> LakeFiles:
+        """A view of this snapshot with only ``files`` (the ones a partition filter keeps),
+        sharing what is known of them."""
+        view = copy.copy(self)
+        view._files = files
+        view._partition_dataset = (None, None)
+        return view
+
+    def partition_expression(self, rel: str) -> pc.Expression | None:
+        """The file's partition expression (None outside any partition)."""
+        return self.partition_expressions.get(rel)
+
+    # -- identities ----------------------------------------------------------------------------
+    def forget_file_infos(self) -> None:
+        """Stat the files again at their next use: once per query, so a file changed since
+        the last query is seen as changed (its index then no longer applies). The first
+        query after the files were listed uses the listing."""
+        if self._listed_now:
+            self._listed_now = False
+            return
+        self._infos, self._keys, self._identities = {}, {}, (None, [])
+
+    def restat(self, rels: list[str]) -> None:
+        """Stat ``rels`` again now (only those)."""
+        self._infos.update(file_infos(self.store, self.root, rels))
+        self._identities = (None, [])
+        for rel in rels:
+            self._keys.pop(rel, None)
+
+    def info(self, rel: str) -> ObjectInfo | None:
+        """The file as this query's listing or stat found it (None: gone)."""
+        if rel not in self._infos:
+            self.stat_files()
+            if rel not in self._infos:
+                self._infos.update(file_infos(self.store, self.root, [rel]))
+        return self._infos[rel]
+
+    def stat_files(self) -> None:
+        """Stat every file in one call, noting each one's identity (:meth:`identity`)."""
+        files = self.files
+        if not all(rel in self._infos for rel in files):
+            paths = self.absolute_paths()
+            if len(paths) < PARALLEL_STAT_FILES:
+                infos = self.store.stat(paths)
+            else:  # half on the I/O pool: stats release the GIL, so two run at once
+                half = len(paths) // 2
+                other = facts.executor().submit(self.store.stat, paths[half:])
+                infos = self.store.stat(paths[:half]) + other.result()
+            self._infos.update(zip(files, infos))
+        infos = self._infos
+        identities = [self.identity_of(rel, infos[rel]) for rel in files]
+        self._keys.update(zip(files, identities))
+        self._identities = (files, identities)
+
+    def identity_of(self, rel: str, info: ObjectInfo | None) -> tuple:
+        """``(rel, size, mtime, stamp)`` of a file as ``info`` describes it: what the facts
+        of a data file are kept under (with this object's token where the store stamps
+        nothing)."""
+        if info is None:
+            return (rel, None, None, self._token)
+        return (rel, info.size, info.mtime_ns, info.stamp if self._token is None else self._token)
+
+    def identity(self, rel: str) -> tuple:
+        """The data file's identity as this query found it (:meth:`identity_of`): what is
+        cached of a file is cached under it. The first asked stats every file at once."""
+        key = self._keys.get(rel)
+        if key is None:
+            if not self._identities[1] and len(self.files) > 1:
+                self.stat_files()  # every file at once
+                key = self._keys.get(rel)
+            if key is None:
+                key = self._keys[rel] = self.identity_of(rel, self.info(rel))
+        return key
+
+    def known_identities(self) -> dict[str, tuple]:
+        """The identities found so far this query, by path (none asked anew)."""
+        return self._keys
+
+    def fact_key(self, kind: str, rel: str, *more) -> tuple:
+        """The key of a ``kind`` of fact about the data file in :mod:`arrowidx.facts`."""
+        return (kind, self.store.key, join(self.root, rel), *self.identity(rel)[1:], *more)
+
+    def absolute_paths(self) -> list[str]:
+        """The full paths of :attr:`files` (built once per file list)."""
+        files = self.files
+        if self._absolute[0] is not files:
+            self._absolute = (files, [join(self.root, rel) for rel in files])
+        return self._absolute[1]
+
+    def fresh(self, entry: FileEntry | None) -> bool:
+        """Whether the data file is still the one ``entry`` describes (``entry_is_fresh``:
+        by the store's change stamp, else by the content hash), remembered per file
+        identity and manifest entry: a scan asks it of every file."""
+        if entry is None:
+            return False
+        key = self.identity(entry.path)
+        known = self._freshness.get(key)
+        if known is not None and known[0] is entry and known[1] == self.on_stale_deletions:
+            return known[2]
+        fresh = entry_is_fresh(entry, self.info(entry.path), lambda: self.read_footer(entry.path),
+                               content=lambda: self.content_xxh64(entry.path),
+                               on_stale_deletions=self.on_stale_deletions)  # fmt: skip
+        self._freshness[key] = (entry, self.on_stale_deletions, fresh)  # holds the entry: its id stays its own
+        return fresh
+
+    # -- footers and fragments -----------------------------------------------------------------
+    def read_footer(self, rel: str) -> Footer:
+        """The data file's footer and fingerprint (our own read), once per file identity
+        in the process."""
+        info = self.info(rel)
+        path = join(self.root, rel)
+
+        def make():
+            footer = read_footer(self.store, path, info.size if info is not None else None)
+            return footer, footer.metadata.serialized_size
+
+        return facts.FOOTERS.get(self.fact_key("footer", rel), make)
+
+    def content_xxh64(self, rel: str) -> str:
+        """The XXH64 of the data file's whole content (what identifies it when its change
+        stamp is not the one indexed), read once per file identity in the process."""
+        info = self.info(rel)
+        if info is None:
+            raise FileNotFoundError(join(self.root, rel))
+        make = lambda: (content_xxh64(self.store, join(self.root, rel), info.size), 64)  # noqa: E731
+        return facts.DERIVED.get(self.fact_key("content", rel), make)
+
+    def fragment(self, rel: str, *, dictionary: bool = False) -> ds.ParquetFileFragment:
+        """pyarrow's fragment of one data file (its partition expression, footer loaded by
+        pyarrow), made once per file identity in the process. ``dictionary``: one that reads
+        the dataset's dictionary-encoded string columns as dictionaries
+        (:meth:`dictionary_format`)."""
+        fmt = self.dictionary_format()[0] if dictionary else self.format
+        partition = self.partition_expressions.get(rel)
+        key = self.fact_key("fragment", rel, id(fmt), None if partition is None else str(partition))
+        info = self.info(rel)
+
+        def make():
+            fragment = fmt.make_fragment(
+                join(self.root, rel), self.fs, partition_expression=partition if partition is not None else pc.scalar(True),
+                file_size=info.size if info is not None else None,
+            )  # (the size known: no request to ask it)
+            try:
+                fragment.ensure_complete_metadata()
+            except FileNotFoundError:
+                raise
+            except (OSError, pa.ArrowException) as e:
+                raise ArrowIdxError(f"{join(self.root, rel)}: unreadable Parquet file: {e}{stray_file_hint(rel)}") from None
+            return fragment, fragment.metadata.serialized_size + 512
+
+        return facts.FRAGMENTS.get(key, make)
+
+    def footer(self, rel: str) -> pq.FileMetaData:
+        """The data file's parsed footer: ours when it was read for its fingerprint (or
+        when :attr:`footers_from_fragments` is False), else pyarrow's, through the file's
+        fragment."""
+        held = facts.FOOTERS.peek(self.fact_key("footer", rel))
+        if held is not None:
+            return held.metadata
+        return self.fragment(rel).metadata if self.footers_from_fragments else self.read_footer(rel).metadata
+
+    def dictionary_format(self) -> tuple[ds.ParquetFileFormat, set[str]]:
+        """A format reading the string columns the first file stores dictionary-encoded as
+        dictionaries, and those columns. Rows a mask drops are then never decoded to
+        strings: only the kept rows are (a cast after the mask)."""
+        if self._dict_format is None:
+            names: set[str] = set()
+            if self.files:
+                footer = self.footer(self.files[0])
+                arrow = footer.schema.to_arrow_schema()
+                if footer.num_row_groups and footer.num_columns == len(arrow):
+                    group = footer.row_group(0)
+                    names = {
+                        f.name for i, f in enumerate(arrow)
+                        if pa.types.is_string(f.type) and group.column(i).has_dictionary_page
+                        and self.schema.get_field_index(f.name) >= 0 and pa.types.is_string(self.schema.field(f.name).type)
+                    }  # fmt: skip
+            self._dict_format = (dictionary_format(self.format, frozenset(names)) if names else self.format, names)
+        return self._dict_format
+
+    def row_count(self, rel: str) -> int:
+        return self.footer(rel).num_rows
+
+    def row_group_offsets(self, rel: str) -> np.ndarray:
+        """First row of each row group, and the row count at the end (cached per file identity)."""
+        key = self.identity(rel)
+        offsets = self._offsets.get(key)
+        if offsets is None:
+            footer = self.footer(rel)
+            counts = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+            offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            with self._lock:
+                self._counts[key] = counts
+                self._nonempty[key] = [g for g, n in enumerate(counts) if n]
+                self._offsets[key] = offsets
+        return offsets
+
+    def row_groups(self, rel: str) -> tuple[int, list[int]]:
+        """How many row groups the file has, and those holding rows."""
+        self.row_group_offsets(rel)
+        key = self.identity(rel)
+        return len(self._counts[key]), self._nonempty[key]
+
+    def statistics_groups(self, rel: str, expr: pc.Expression, groups: list[int]) -> list[int]:
+        """``groups`` minus those pyarrow's statistics and partition pruning rule out."""
+        return statistics_groups(self.fragment(rel), expr, self.schema, groups)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset schema, as pyarrow.dataset infers it (from the first file, plus the
+        partition fields of a source dataset)."""
+        if self._schema is None:
+            if not self.files:
+                raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
+            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
+        return self._schema
+
+    def columns_of(self, expr) -> set[str]:
+        """The dataset columns ``expr`` reads (every field it names: a superset of what its
+        bound predicate reads; one parse per expression, which a query asks more than once)."""
+        if expr is None:
+            return set()
+        last, last_schema, fields = self._fields
+        schema = self.schema
+        if last is not expr or last_schema is not schema:
+            fields = columns_named(expr, schema)
+            self._fields = (expr, schema, fields)
+        return set(fields)
+
+    # -- indexes and deletion vectors ------------------------------------------------------------
+    def file_index(self, entry: FileEntry) -> FileIndex | None:
+        """The opened container of a fresh file, shared by every reader of the process (it
+        is named by its content). A container whose layout the manifest records fetches
+        only the columns asked about (:class:`~arrowidx.index.container.SparseContainer`)."""
+        ref = entry.index
+        if ref is None:
+            return None
+        if ref.embedded is not None:
+            key = ("index", "embedded", ref.embedded, ref.schema)  # (small: the threshold bounds it)
+            source = f"{join(self.root, entry.path)} (embedded index)"
+        else:
+            source = join(self.root, ref.file)
+            key = ("index", self.store.key, source, ref.size, ref.xxh64, ref.schema)
+
+        def make():
+            if ref.layout is not None and ref.embedded is None:
+                ensure_inside(self.store, self.root, source, "index file")
+                container = SparseContainer(ref.layout, ref.size, lambda ranges: self._index_ranges(source, ranges), source,
+                                            listed=entry.where_listed())  # fmt: skip
+                return FileIndex(container, ref.arrow_schema(), name=source), 1024
+            data = load_index_bytes(self.store, self.root, entry)
+            if not data:
+                return None, 64
+            return FileIndex(data, ref.arrow_schema(), name=source), len(data) + 1024
+
+        return facts.INDEXES.get(key, make)
+
+    def _index_ranges(self, path: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        try:
+            return self.store.get_ranges(path, ranges, "index file")
+        except FileNotFoundError:
+            raise CorruptIndexError("index file is missing (deleted or never written); rebuild with arrowidx build",
+                                    source=path) from None  # fmt: skip
+
+    def indexed_columns(self) -> set[str]:
+        """Every column some file's index covers, in the current manifest."""
+        key = (self.manifest.version, len(self.manifest.files))
+        if self._indexed[0] != key:
+            schemas = {e.index.schema: e.index for e in self.manifest.files.values() if e.index is not None}
+            self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
+        return self._indexed[1]
+
+    def vector_key(self, entry: FileEntry) -> tuple:
+        ref = entry.deletion
+        return ("dv", self.store.key, join(self.root, ref.file), ref.offset, ref.length, ref.xxh64, entry.path)
+
+    def deletion_vector(self, rel: str) -> DeletionVector | None:
+        """The deletion vector of a fresh file (None if it has none or is stale): its range
+        of the deletion file read alone, checked by its checksum, once per process."""
+        entry = self.manifest.files.get(rel)
+        if entry is None or entry.deletion is None or not self.fresh(entry):
+            return None
+        path = join(self.root, entry.deletion.file)
+        return facts.DELETIONS.get(self.vector_key(entry), lambda: _sized_vector(self._read_vector(entry, path)))
+
+    def _read_vector(self, entry: FileEntry, path: str) -> DeletionVector:
+        ensure_inside(self.store, self.root, path, "deletion file")
+        try:
+            record = self.store.get_range(path, entry.deletion.offset, deletion_record_length(entry.deletion), "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        return deletion_vector_of(entry, path, record)
+
+    def read_vectors(self, entries: list[FileEntry]) -> None:
+        """The vectors of ``entries`` (all in one deletion file) read in one call (nearby
+        ranges in one request on object stores) and kept in the process's store."""
+        path = join(self.root, entries[0].deletion.file)
+        ensure_inside(self.store, self.root, path, "deletion file")
+        records = [(e.deletion.offset, deletion_record_length(e.deletion)) for e in entries]
+        try:
+            blobs = self.store.get_ranges(path, records, "deletion-vectors file")
+        except FileNotFoundError:
+            raise CorruptIndexError("deletion-vectors file is missing (deleted or never written)", source=path) from None
+        for entry, blob in zip(entries, blobs):
+            dv = deletion_vector_of(entry, path, blob)
+            facts.DELETIONS.put(self.vector_key(entry), dv, _sized_vector(dv)[1])
+
+    def has_deletions(self) -> bool:
+        """True when the manifest lists deleted rows for some file (asked once per manifest)."""
+        manifest, deletes = self._manifest_deletes
+        if manifest is not self.manifest:
+            manifest = self.manifest
+            deletes = any(e.deletion is not None for e in manifest.files.values())
+            self._manifest_deletes = (manifest, deletes)
+        return deletes
+
+    def may_hold_rows(self) -> bool:
+        """False only when the manifest lists every file, each with no row (an empty lake:
+        pyarrow's filter then runs no kernel, see ``check_expression``)."""
+        files = self.manifest.files
+        return any(rel not in files or files[rel].rows for rel in self.files)
+
+    # -- reading what planning needs, many files at once -------------------------------------------
+    def quick(self, nbytes: int, count: int) -> bool:
+        """Whether ``count`` reads of ``nbytes`` in all are done in this thread: on a store
+        whose reads are quick (a local disk) when they average under :data:`QUICK_READ_BYTES`
+        (a hand-off to the I/O pool costs more than such a read; larger reads, checksums and
+        footers overlap on the pool)."""
+        return self.store.quick_reads and nbytes < count * QUICK_READ_BYTES
+
+    def prepare(self, files: list[str], columns: frozenset[str]) -> None:
+        """Read, on the process's I/O pool (in this thread where reads are quick: a local
+        disk), what planning ``files`` for an expression reading ``columns`` needs that the
+        process does not hold yet: the content hash (or footer) of files whose freshness
+        needs it (their change stamp is not the one indexed), and the bytes of the
+        indexes of ``columns`` (one ranged read per file, when the manifest records where
+        they lie). Nothing else: footers and deletion vectors of the files the indexes keep
+        are read by :meth:`prepare_kept`."""
+        if not files:
+            return
+        self.identity(files[0])  # stats every file at once (stat_files): their identities are then known
+        stamp = None
+        if files is self.files and self._identities[0] is files:
+            stamp = (self.manifest.version, self._identities[1], columns)
+            if stamp == self._prepared:
+                return  # the same files, unchanged, with the same columns, as when last prepared
+        entries = self.manifest.files
+        todo = []
+        for rel in files:
+            entry = entries.get(rel)
+            if entry is None:
+                continue
+            known = self._freshness.get(self.identity(rel))
+            if known is None or known[0] is not entry:
+                todo.append(rel)
+            elif known[2] and entry.index is not None and columns:
+                todo.append(rel)
+
+        def load(rel: str) -> None:
+            entry = entries[rel]
+            if self.fresh(entry) and entry.index is not None and columns:
+                try:
+                    index = self.file_index(entry)
+                    if index is not None:
+                        index.load(columns)
+                except ArrowIdxError:
+                    pass  # planning meets (and reports) it
+
+        facts.parallel(load, todo, inline=self.quick(sum(window_bytes(entries[rel], columns) for rel in todo), len(todo)))
+        if stamp is not None:
+            self._prepared = stamp
+
+    def prepare_kept(self, kept: list[str]) -> None:
+        """Read, on the I/O pool, the footers (pyarrow's fragments) and deletion vectors of
+        the files ``kept`` to be read that the process does not hold yet."""
+        if len(kept) < 2:
+            return
+        by_file: dict[str, list[FileEntry]] = {}  # the vectors to read, per deletion file
+        for rel in kept:
+            entry = self.manifest.files.get(rel)
+            if entry is not None and entry.deletion is not None and self.fresh(entry):
+                key = self.vector_key(entry)
+                if not facts.DELETIONS.holds(key):
+                    by_file.setdefault(join(self.root, entry.deletion.file), []).append(entry)
+        jobs: list = [(self.fragment, rel) for rel in kept] + [(self.read_vectors, group) for group in by_file.values()]
+        sizes = sum(e.size for e in map(self.manifest.files.get, kept) if e is not None)
+        facts.parallel(lambda job: job[0](job[1]), jobs, inline=self.quick(sizes, len(kept)))

@@ -1,0 +1,146 @@
+"""A user's source -> where its data is: ``(filesystem, root, explicit files)``, in one place
+for lakes (:func:`arrowidx.dataset`, build, delete, vacuum, the adapters) and Paimon tables.
+
+A source is a path or URI, a ``.parquet`` file, a list of paths or a
+``pyarrow.dataset.FileSystemDataset``, with an optional ``filesystem`` (pyarrow or fsspec)
+or ``storage_options`` (object-store URIs). Object stores named by URI are opened here and
+nowhere else (:func:`arrowidx.objectstore.open_store`).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import ArrowIdxError, OptionError
+from ..storage import Store, as_store
+from .layout import META_DIR, join
+
+
+def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
+            storage_options: Mapping[str, Any] | None = None) -> tuple[Store, str, list[str] | None]:  # fmt: skip
+    """``(store, root, explicit files or None)`` for a path, a URI, a ``.parquet`` file, a
+    list of paths or a Dataset (``filesystem``: pyarrow or fsspec).
+
+    The one place a store is named: object-store URIs (``s3://bucket/lake``, ``gs://``,
+    ``az://``) open their :class:`~arrowidx.objectstore.ObjectStore` with
+    ``storage_options`` (or the ``AWS_*``/``GOOGLE_*``/``AZURE_*`` environment variables);
+    any other filesystem becomes its :class:`~arrowidx.storage.Store` here
+    (:func:`~arrowidx.storage.as_store`), which the layers below carry (a pyarrow
+    filesystem only where pyarrow scans: ``store.fs``). A URI and ``filesystem=`` together
+    are refused (which one names the store?), as are ``storage_options`` without an
+    object-store URI. For a ``pyarrow.dataset.FileSystemDataset`` the root is the common
+    directory of its files; for a list, the common directory of the paths.
+    """
+    where, root, files = _locate(source, filesystem, storage_options)
+    return (where if isinstance(where, Store) else as_store(where)), root, files
+
+
+def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[str] | None]:
+    """:func:`resolve` with the object store, or the pyarrow filesystem, found."""
+    from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
+    from ..objectstore import is_object_store_uri, open_store
+
+    uris = [source] if isinstance(source, str) else [os.fspath(p) for p in source] if isinstance(source, (list, tuple)) else []
+    remote = [u for u in uris if is_object_store_uri(u)]
+    if remote and filesystem is not None:
+        raise ArrowIdxError(
+            f"{remote[0].split('?', 1)[0]}: give either a URI (with storage_options for its endpoint and"
+            " credentials) or filesystem= with a path in it, not both"
+        )
+    if storage_options is not None and not remote:
+        if not isinstance(storage_options, Mapping):
+            raise OptionError(f"storage_options: expected a dict of option names to values, got {type(storage_options).__name__}")
+        if storage_options:
+            raise OptionError(
+                "storage_options apply to object-store URIs (s3://, gs://, az://); the source"
+                f" {_show_source(source)} is not one (pass filesystem= for other filesystems)"
+            )
+    if remote:
+        if len(remote) != len(uris):
+            raise ArrowIdxError(f"a list mixing object-store URIs and other paths: {remote[0]} and others")
+        store, first = open_store(remote[0], storage_options)
+        paths = [first] + [_same_store(store, u, storage_options) for u in remote[1:]]
+        if isinstance(source, str):
+            if first.endswith(".parquet") and store.stat([first])[0] is not None:
+                return store, posixpath.dirname(first), [first]
+            return store, first.rstrip("/"), None
+        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        return store, root, paths
+    filesystem = as_filesystem(filesystem)
+    files = None
+    if hasattr(source, "files") and hasattr(source, "filesystem"):
+        filesystem = filesystem or source.filesystem
+        files = list(source.files)
+        root = posixpath.commonpath(files) if len(files) > 1 else posixpath.dirname(files[0])
+        return filesystem, root, files
+    if isinstance(source, (list, tuple)):
+        paths = [os.fspath(p) for p in source]
+        if not paths:
+            raise ArrowIdxError("an empty list of files")
+        if filesystem is None:
+            filesystem, first = pafs.FileSystem.from_uri(_as_uri(paths[0]))
+            prefix = paths[0][: len(paths[0]) - len(first)] if paths[0].endswith(first) else ""
+            paths = [p[len(prefix) :] if prefix and p.startswith(prefix) else _local(p) for p in paths]
+        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        return filesystem, root, paths
+    if not isinstance(source, (str, os.PathLike)):
+        from ..arrow_input import UnsupportedInputError
+
+        data = hasattr(source, "__arrow_c_stream__") or type(source).__module__.split(".")[0] in ("pandas", "polars")
+        raise UnsupportedInputError(
+            f"source: expected a dataset: a directory path or URI, a .parquet file, a list of them or a"
+            f" pyarrow dataset; got a {type(source).__name__}"
+            + ("; to index data in memory, use arrowidx.write_file_index(data, options)" if data else "")
+        )
+    path = os.fspath(source)
+    if filesystem is None:
+        filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
+    if path.endswith(".parquet") and as_store(filesystem).stat([path])[0] is not None:
+        return filesystem, posixpath.dirname(path), [path]  # one data file: its folder, that file only
+    return filesystem, path.rstrip("/") or "/", None
+
+
+def _same_store(store, uri: str, storage_options) -> str:
+    from ..objectstore import open_store
+
+    other, path = open_store(uri, storage_options)
+    if other is not store:
+        raise ArrowIdxError(f"{uri}: a list of files in more than one bucket ({store.bucket} and {other.bucket})")
+    return path
+
+
+def _show_source(source: Any) -> str:
+    text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+    return repr(text if len(text) < 200 else text[:200] + "...")
+
+
+def _as_uri(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _local(path: str) -> str:
+    return os.path.abspath(path) if "://" not in path else path
+
+
+def discover(store: Store, root: str) -> list[str]:
+    """Data files under ``root`` as pyarrow.dataset finds them (skipping ``_``/``.`` names,
+    and folders so named: ``_arrowidx/`` is never walked)."""
+    return [info.path for info in store.list(root)]
+
+
+def manifest_root(store: Store, folder: str) -> str:
+    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
+    the root of a Hive layout whose files all sit in one partition folder."""
+    probe = folder
+    while True:
+        if store.list(join(probe, META_DIR), recursive=False, hidden=True, missing_ok=True):
+            return probe
+        parent = posixpath.dirname(probe)
+        if not parent or parent == probe:
+            return folder
+        probe = parent
