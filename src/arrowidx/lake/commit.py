@@ -38,7 +38,7 @@ from .. import facts
 from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError, MissingManifestError
 from ..storage import ObjectInfo, Store, local_path
-from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
+from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, physical, read_bytes, write_atomic
 from .manifest import Manifest
 
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
@@ -241,8 +241,8 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
     only if it is absent.
     """
     meta = join(root, META_DIR)
-    if local_path(store.fs, meta) is not None:
-        os.makedirs(local_path(store.fs, meta), exist_ok=True)
+    if local_path(store.fs, physical(store, meta)) is not None:  # (the index root: layout.index_root_of)
+        os.makedirs(local_path(store.fs, physical(store, meta)), exist_ok=True)
         ensure_inside(store, root, meta, "folder")
     if latest_version(store, root) != base_version:
         raise _conflict(root, base_version)

@@ -46,11 +46,12 @@ from ..statistics import statistics_filter
 from ..storage import Store, as_store
 from .files import LakeFiles
 from .freshness import check_stale_option
+from .layout import lake_store
 from .manifest import FileEntry, Manifest
 from .plan import Planner, Route, index_pruned
 from .plans import Explain, FilePlan
 from .read import FileRead, FileReader, expression_mask
-from .source import manifest_root, resolve
+from .source import index_path, manifest_root, resolve
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -90,7 +91,7 @@ class IndexedDataset:
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
-        self.store = as_store(filesystem)
+        self.store = lake_store(as_store(filesystem), root)
         self.fs = self.store.fs
         self.root = root
         self.threads = threads
@@ -427,7 +428,7 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
-            partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+            partitioning: Any = "hive", index_root: Any = None, writing: bool = False) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -436,11 +437,16 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
 
     ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
     default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
-    their types (:mod:`arrowidx.lake.partitions`)."""
+    their types (:mod:`arrowidx.lake.partitions`).
+
+    ``index_root``: where the indexes are when not in the sidecar folder beside the data
+    folder (``_<folder>.arrowidx/``, found from the path; docs/guide.md, "Layout on disk"):
+    the same ``index_root=`` given to :func:`arrowidx.build`."""
     store, root, explicit = resolve(source, filesystem, storage_options)
+    if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset) and explicit and index_root is None:
+        root = manifest_root(store, root)
+    store = lake_store(store, root, index_path(store, index_root, storage_options), writing=writing)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
-        if explicit:
-            root = manifest_root(store, root)
         return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
     only = sorted(posixpath.relpath(p, root) for p in explicit) if explicit is not None else None  # a .parquet file or a list of files: only those
     return IndexedDataset(store, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,

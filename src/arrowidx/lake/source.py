@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
-from ..storage import Store, as_store
-from .layout import META_DIR, join
+from ..storage import Store, as_store, local_path
+from .layout import LakeStore, lake_store, legacy_root, sidecar_of
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
@@ -133,12 +133,47 @@ def discover(store: Store, root: str) -> list[str]:
     return [info.path for info in store.list(root)]
 
 
+def open_lake(source: Any, filesystem: pafs.FileSystem | None = None, storage_options: Mapping[str, Any] | None = None,
+              index_root: Any = None, *, writing: bool = False) -> tuple[LakeStore, str, list[str] | None]:  # fmt: skip
+    """:func:`resolve` for a lake: its store seen through the lake's index root
+    (:func:`arrowidx.lake.layout.index_root_of`: ``index_root`` when given, a path or URI on
+    the same store; else the old ``<root>/_arrowidx/`` or the sidecar ``_<folder>.arrowidx/``
+    beside the data folder). ``writing``: build, delete and the writers (an old layout is
+    warned about, a folder with no sidecar possible refused)."""
+    store, root, files = resolve(source, filesystem, storage_options)
+    return lake_store(store, root, index_path(store, index_root, storage_options), writing=writing), root, files
+
+
+def index_path(store: Store, index_root: Any, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """``index_root=`` as a path on ``store`` (a URI must name the same bucket)."""
+    if index_root is None:
+        return None
+    if not isinstance(index_root, (str, os.PathLike)):
+        raise OptionError(f"index_root: expected a folder path or URI, got a {type(index_root).__name__}")
+    text = os.fspath(index_root)
+    from ..objectstore import is_object_store_uri, open_store
+
+    if is_object_store_uri(text):
+        other, path = open_store(text, storage_options)
+        if other is not (store.inner if isinstance(store, LakeStore) else store):
+            raise OptionError(f"index_root={text!r}: not on the data's store ({store.describe()}); put the indexes on the same store")
+        return path.rstrip("/")
+    if "://" in text:
+        _, path = pafs.FileSystem.from_uri(text)
+        return path.rstrip("/")
+    if local_path(store.fs, "/") is not None and "://" not in text:
+        return os.path.abspath(text)
+    return text.rstrip("/")
+
+
 def manifest_root(store: Store, folder: str) -> str:
-    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
-    the root of a Hive layout whose files all sit in one partition folder."""
+    """The nearest folder at or above ``folder`` whose indexes exist (sidecar or old
+    ``_arrowidx/``; else ``folder``): the root of a Hive layout whose files all sit in one
+    partition folder."""
     probe = folder
     while True:
-        if store.list(join(probe, META_DIR), recursive=False, hidden=True, missing_ok=True):
+        side = sidecar_of(probe)
+        if any(store.list(p, recursive=False, hidden=True, missing_ok=True) for p in (legacy_root(probe), side) if p):
             return probe
         parent = posixpath.dirname(probe)
         if not parent or parent == probe:
