@@ -29,7 +29,7 @@ from arrowidx.errors import (
 )
 from arrowidx.lake.commit import commit_manifest, load_manifest, read_manifest
 from arrowidx.lake.manifest import Manifest
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 from arrowidx.objectstore import ObjectStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -255,7 +255,7 @@ def test_two_writers_on_one_version_both_land(s3, aws_env, tmp_path):
     assert a.returncode == 0 and out_a.split() == ["3", "1"], err_a  # after a conflict, on top of B's version
     got = arrowidx.dataset(uri).to_table(filter=pc.field("id") < 20)
     _same(got, _expected(table, pc.field("id") < 20, {11, 12}), "both deletes")
-    fs, root, _ = resolve(uri)
+    fs, root, _ = open_lake(uri)
     referenced = {f"lake/{e.deletion.file}" for v in (2, 3) for e in read_manifest(fs, root, v).files.values() if e.deletion}
     assert sorted(_deletion_files(s3, uri)) == sorted(referenced) and len(referenced) == 2  # A's first upload removed
 
@@ -276,7 +276,7 @@ def test_four_processes_delete_at_once_lose_nothing(s3, aws_env):
         deleted |= set(ids)
         got = arrowidx.dataset(uri).to_table(filter=pc.field("id").isin(sorted(deleted)))
         assert got.num_rows == 0, f"round {round_}: {sorted(got['id'].to_pylist())} came back"
-    assert load_manifest(*resolve(uri)[:2]).version == 1 + 8
+    assert load_manifest(*open_lake(uri)[:2]).version == 1 + 8
     _same(arrowidx.dataset(uri).to_table(), _expected(table, None, deleted), "all rows")
 
 

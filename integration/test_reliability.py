@@ -37,7 +37,7 @@ from arrowidx import ArrowIdxError, _faults
 from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
-from tests.conftest import rows_in_memory, tables_equal  # noqa: E402
+from tests.conftest import index_dir, rows_in_memory, tables_equal  # noqa: E402
 from tests.test_lake import OPTIONS, alive, write_lake  # noqa: E402
 
 FIRST = pc.field("status") == "paid"
@@ -305,7 +305,7 @@ def test_corruption_sweep(template, tmp_path):
     deleted = FIRST | SECOND
     truth = {str(e): expected(root, deleted, e) for e in [None, *QUERIES]}
     rng = random.Random(1)
-    meta = os.path.join(root, "_arrowidx")
+    meta = index_dir(root)
     manifest = sorted(glob.glob(os.path.join(meta, "manifest-*.json")))[-1]
     indexes = sorted(glob.glob(os.path.join(meta, "index", "*.index")))
     dvs = sorted(glob.glob(os.path.join(meta, "deletion", "*.dv")))
@@ -418,7 +418,7 @@ def test_copies_keep_deletions_and_rewrites_are_caught(template, tmp_path):
 def test_embedded_base64_garbage_in_a_manifest(template, tmp_path):
     root = fresh_copy(template, tmp_path)
     arrowidx.build(root, {**OPTIONS, "file-index.in-manifest-threshold": "1000000"}, progress=False)
-    path = sorted(glob.glob(os.path.join(root, "_arrowidx", "manifest-*.json")))[-1]
+    path = sorted(glob.glob(index_dir(root, "manifest-*.json")))[-1]
     d = json.load(open(path))
     ref = d["files"][0]["index"]
     ref["embedded"] = "!" * len(ref["embedded"])

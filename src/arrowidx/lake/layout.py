@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ArrowIdxError, CorruptIndexError, OptionError
+from ..errors import INDEX_ROOTS, ArrowIdxError, CorruptIndexError, OptionError
 from ..storage import ObjectInfo, Store, local_path
 
 META_DIR = "_arrowidx"
@@ -175,6 +175,10 @@ class LakeStore(Store):
         self.key = f"{inner.key}|index={index_root}"
         self.fs = inner.fs
         self.can_create, self.stamps, self.quick_reads = inner.can_create, inner.stamps, inner.quick_reads
+        if index_root is not None and index_root != self.logical:
+            if len(INDEX_ROOTS) > 4096:
+                INDEX_ROOTS.clear()
+            INDEX_ROOTS[self.logical] = index_root
 
     def __getattr__(self, name: str) -> Any:  # the store's own attributes (bucket, os_path...)
         if name == "inner":
