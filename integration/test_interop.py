@@ -115,6 +115,8 @@ def _polars(read: str, hive: bool) -> Callable:
         import polars as pl
 
         options = {"storage_options": where.polars_options()} if where.name == "s3" else {}
+        if where.name == "s3":
+            uri = uri + "/"  # (Polars takes an object-store path without a trailing / for one file)
         if read == "scan":
             frame = pl.scan_parquet(uri, hive_partitioning=hive, **options).collect()
         else:

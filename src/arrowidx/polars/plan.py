@@ -30,18 +30,20 @@ OPEN_WEIGHT = 4 << 20  # what one open dataset counts against the budget (at mos
 
 
 def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
-                 storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+                 storage_options: dict[str, Any] | None = None, partitioning: Any = "hive",
+                 index_root: Any = None) -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
         data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
-                             partitioning=partitioning)  # fmt: skip
+                             partitioning=partitioning, index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
-    key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
+    key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning),
+           None if index_root is None else os.fspath(index_root))  # fmt: skip
     held = facts.OPEN.peek(key)
     if held is not None:
         with held.lake.planning_lock:
@@ -49,7 +51,8 @@ def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: st
         return held
 
     def make() -> tuple[IndexedDataset, int]:
-        data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
+        data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning,
+                             index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
         return data, OPEN_WEIGHT
 

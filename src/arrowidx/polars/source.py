@@ -63,6 +63,7 @@ def scan(
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
     partitioning: Any = _UNSET,
+    index_root: Any = None,
     **private: Any,
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
@@ -79,7 +80,8 @@ def scan(
     (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
     (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
     None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
-    :func:`arrowidx.dataset`); by default, as ``hive_partitioning`` says.
+    :func:`arrowidx.dataset`); by default, as ``hive_partitioning`` says. ``index_root``:
+    where the indexes are when not beside the data folder (as given to :func:`arrowidx.build`).
     """
     arguments = ScanArguments.of({
         "n_rows": n_rows, "row_index_name": row_index_name, "row_index_offset": row_index_offset,
@@ -97,7 +99,7 @@ def scan(
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning)
+        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root)
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
