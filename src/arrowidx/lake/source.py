@@ -179,3 +179,10 @@ def manifest_root(store: Store, folder: str) -> str:
         if not parent or parent == probe:
             return folder
         probe = parent
+
+
+def index_locations(folder: str) -> list[str]:
+    """Where the indexes of the local data folder ``folder`` may be, without ``index_root=``:
+    its sidecar and the old ``<folder>/_arrowidx`` (for tools that clean up after a build)."""
+    folder = os.path.abspath(folder)
+    return [p for p in (sidecar_of(folder), legacy_root(folder)) if p]
