@@ -37,6 +37,7 @@ from .layout import DELETION_DIR, file_infos, join, write_atomic
 from .manifest import DeletionRef, FileEntry, checksum
 from .read import expression_mask
 from .scan import dataset as open_dataset
+from .source import open_lake
 from .tombstones import bury
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
@@ -124,8 +125,9 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
+    open_lake(source, filesystem, storage_options, index_root, writing=True)  # an old layout: warned; no index root: refused
     data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options,
-                        index_root=index_root, writing=True)
+                        index_root=index_root)
     store, root = data.store, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version

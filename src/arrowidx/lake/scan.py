@@ -428,7 +428,7 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
-            partitioning: Any = "hive", index_root: Any = None, writing: bool = False) -> IndexedDataset:  # fmt: skip
+            partitioning: Any = "hive", index_root: Any = None) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -445,7 +445,7 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     store, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset) and explicit and index_root is None:
         root = manifest_root(store, root)
-    store = lake_store(store, root, index_path(store, index_root, storage_options), writing=writing)
+    store = lake_store(store, root, index_path(store, index_root, storage_options))
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
     only = sorted(posixpath.relpath(p, root) for p in explicit) if explicit is not None else None  # a .parquet file or a list of files: only those

@@ -99,10 +99,30 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
         )
     path = os.fspath(source)
     if filesystem is None:
+        matches = _glob(path)
+        if matches is not None:  # a glob pattern (Polars' sources): the files it matches
+            return _locate(matches, None, None)
         filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
-    if path.endswith(".parquet") and as_store(filesystem).stat([path])[0] is not None:
-        return filesystem, posixpath.dirname(path), [path]  # one data file: its folder, that file only
+    local = local_path(filesystem, path)
+    if (os.path.isfile(local) if local is not None else path.endswith(".parquet")) and as_store(filesystem).stat([path])[0] is not None:
+        return filesystem, posixpath.dirname(path), [path]  # one data file (whatever its name): its folder, that file only
     return filesystem, path.rstrip("/") or "/", None
+
+
+def _glob(path: str) -> list[str] | None:
+    """The files a local glob pattern (``*``, ``?``, ``[...]``, ``**``) matches, sorted (None:
+    not a pattern, or a path that exists as written). No match: FileNotFoundError."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    path = path[len("file://") :] if path.startswith("file://") else path
+    if not any(c in path for c in "*?[") or os.path.exists(path):
+        return None
+    import glob
+
+    found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+    if not found:
+        raise FileNotFoundError(f"{path}: no file matches this pattern")
+    return [os.path.abspath(p) for p in found]
 
 
 def _same_store(store, uri: str, storage_options) -> str:

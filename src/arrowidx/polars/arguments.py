@@ -49,6 +49,12 @@ POLARS_DEFAULTS: dict[str, Any] = {
     "decryption": None,
 }
 
+#: Polars' private arguments (``pl.read_parquet`` passes ``_expand_paths``) and their defaults
+PRIVATE_DEFAULTS: dict[str, Any] = {
+    "_expand_paths": True, "_column_mapping": None, "_default_values": None, "_deletion_files": None,
+    "_table_statistics": None, "_row_count": None,
+}  # fmt: skip
+
 #: arguments that only tune Polars' reader: accepted, never change an answer
 READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"})
 #: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`)
@@ -68,7 +74,7 @@ class ScanArguments:
     @classmethod
     def of(cls, arguments: dict[str, Any]) -> ScanArguments:
         given = {k: v for k, v in arguments.items() if not k.startswith("_") and not _is_default(k, v)}
-        private = {k: v for k, v in arguments.items() if k.startswith("_")}
+        private = {k: v for k, v in arguments.items() if k.startswith("_") and not (k in PRIVATE_DEFAULTS and _same(v, PRIVATE_DEFAULTS[k]))}
         unknown = sorted(k for k in given if k not in POLARS_DEFAULTS)
         if unknown:
             raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
@@ -115,10 +121,36 @@ _UNSET: Any = object()  # ``partitioning`` not given (scan's default)
 
 
 def _is_default(name: str, value: Any) -> bool:
-    if name not in POLARS_DEFAULTS:
-        return False
-    default = POLARS_DEFAULTS[name]
+    return name in POLARS_DEFAULTS and _same(value, POLARS_DEFAULTS[name])
+
+
+def _same(value: Any, default: Any) -> bool:
     return value is default or (type(value) is type(default) and value == default)
+
+
+def polars_decides(source: Any) -> bool:
+    """Whether ``source`` names nothing arrowidx could plan (a local path that does not exist,
+    a glob matching no file, a folder without files): ``pl.scan_parquet`` then gets it
+    unchanged, and raises its own error where it raises it (at ``collect()``)."""
+    sources = list(source) if isinstance(source, (list, tuple)) else [source]
+    for item in sources:
+        if not isinstance(item, (str, os.PathLike)):
+            return False
+        path = os.fspath(item)
+        if not isinstance(path, str) or ("://" in path and not path.startswith("file://")):
+            return False
+        path = path[len("file://") :] if path.startswith("file://") else path
+        if os.path.isdir(path):
+            if not any(files for _, _, files in os.walk(path)):
+                return True
+        elif not os.path.exists(path):
+            if not any(c in path for c in "*?["):
+                return True
+            import glob as globbing
+
+            if not any(os.path.isfile(p) for p in globbing.iglob(path, recursive=True)):
+                return True
+    return False
 
 
 def engine_source(source: Any) -> bool:

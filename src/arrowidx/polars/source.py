@@ -27,7 +27,7 @@ from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
 from ..lake.scan import IndexedDataset
 from ..statistics import opaque_polars, polars_parts
-from .arguments import _UNSET, ScanArguments, engine_source
+from .arguments import _UNSET, ScanArguments, engine_source, polars_decides
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -92,7 +92,7 @@ def scan(
         "include_file_paths": include_file_paths, "missing_columns": missing_columns,
         "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
     })  # fmt: skip
-    if engine_source(source):  # data, not a name: nothing of arrowidx applies
+    if engine_source(source) or polars_decides(source):  # data, or nothing to plan: Polars' own answer or error
         return pl.scan_parquet(source, **arguments.polars_kwargs())
     arguments.check_supported()
     partitioning = arguments.partitioning(source, partitioning)
