@@ -74,3 +74,20 @@ def test_arguments_not_supported_are_refused_by_name(lake):
         apl.scan(root, include_file_paths="path")
     with pytest.raises(TypeError, match="no_such_argument"):
         apl.scan(root, no_such_argument=1)
+
+
+@pytest.mark.parametrize("parse_dates", [True, False])
+def test_hive_columns_have_polars_types(tmp_path, parse_dates):
+    """Hive values typed as Polars types them (Int64, Float64, Date, Datetime, String), not
+    as pyarrow or Spark do; the reference is pl.scan_parquet of the same folder."""
+    root = tmp_path / "t"
+    folders = ["i=1/f=1.5/d=2024-01-02/t=2024-01-02 10%3A00%3A00/s=x", "i=22/f=2/d=2024-02-03/t=2024-02-03 11%3A30%3A00/s=7y"]
+    for n, folder in enumerate(folders):
+        (root / folder).mkdir(parents=True)
+        pq.write_table(pa.table({"v": [n, n + 10]}), root / folder / "0.parquet")
+    arrowidx.build(root, {"file-index.bitmap.columns": "v"}, progress=False)
+    want = pl.scan_parquet(root, try_parse_hive_dates=parse_dates)
+    got = apl.scan(root, try_parse_hive_dates=parse_dates)
+    assert got.collect_schema() == want.collect_schema()
+    assert_frame_equal(got.collect(), want.collect(), check_row_order=False)
+    assert_frame_equal(got.filter(pl.col("i") == 22).collect(), want.filter(pl.col("i") == 22).collect())

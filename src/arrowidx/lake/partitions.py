@@ -58,6 +58,34 @@ def _infer(values: list[str]) -> pa.DataType:
     return pa.string()
 
 
+# Polars' inference of Hive values (pl.scan_parquet(hive_partitioning=True)): Int64, Float64,
+# then with try_parse_hive_dates a Date or a Datetime("us"), else String.
+_PL_INT = re.compile(r"-?\d+")
+_PL_FLOAT = re.compile(r"[-+]?((\d*\.\d+)([eE][-+]?\d+)?|inf|NaN|(\d+)[eE][-+]?\d+|\d+\.)")
+_PL_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?")
+#: ``partitioning=`` values asking for Polars' inference (arrowidx.polars.scan passes them)
+POLARS_HIVE = ("polars", "polars-no-dates")
+
+
+def _infer_polars(values: list[str], dates: bool) -> pa.DataType:
+    present = [v for v in values if v != NULL_PARTITION]
+    if not present:
+        return pa.string()
+    if all(_PL_INT.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in present):
+        return pa.int64()
+    if all(_PL_INT.fullmatch(v) or _PL_FLOAT.fullmatch(v) for v in present):
+        return pa.float64()
+    if dates:
+        for pattern, kind in ((_DATE, pa.date32()), (_PL_DATETIME, pa.timestamp("us"))):
+            if all(pattern.fullmatch(v) for v in present):
+                try:
+                    pa.array([v.replace("T", " ") for v in present]).cast(kind)
+                    return kind
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    pass
+    return pa.string()
+
+
 def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Schema | None = None) -> ds.Partitioning | None:
     """The partitioning of the data files ``files`` (paths relative to the root) per
     ``spec`` (see the module docstring); None when there are no partition folders."""
@@ -68,7 +96,7 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
     if not isinstance(spec, str) and isinstance(spec, ds.Partitioning):
         return spec
-    if spec != "hive":
+    if spec != "hive" and spec not in POLARS_HIVE:
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
     # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
@@ -78,7 +106,8 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     if not keys:
         return None
     taken = set(file_schema.names) if file_schema is not None else set()
-    fields = [pa.field(k, _infer(v)) for k, v in keys.items() if k not in taken]
+    infer = _infer if spec == "hive" else lambda v: _infer_polars(v, spec == "polars")
+    fields = [pa.field(k, infer(v)) for k, v in keys.items() if k not in taken]
     if not fields:
         return None
     return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION)

@@ -9,7 +9,9 @@ with its default. This module is the one place that says what each one does here
 * Polars' reader settings that never change an answer (``parallel``, ``use_statistics``,
   ``low_memory``, ``cache``) are accepted (arrowidx reads with Polars' defaults);
 * ``hive_partitioning`` is the ``partitioning`` arrowidx discovers (None: Polars' rule,
-  Hive folders for a single folder given as the source, none otherwise);
+  Hive folders for a single folder given as the source, none otherwise), the values typed
+  as Polars types them (Int64, Float64, then Date or Datetime unless
+  ``try_parse_hive_dates=False``, else String);
 * ``n_rows``, ``row_index_name`` and ``row_index_offset`` shape the frame the scan returns
   (the first ``n_rows`` rows, numbered from ``row_index_offset``: what Polars does with them);
 * any other argument given with another value than Polars' default is refused with an
@@ -60,7 +62,7 @@ READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"
 #: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`)
 SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset"})
 #: arguments arrowidx maps to its own
-MAPPED = frozenset({"hive_partitioning", "storage_options"})
+MAPPED = frozenset({"hive_partitioning", "storage_options", "try_parse_hive_dates"})
 
 
 @dataclass
@@ -103,8 +105,10 @@ class ScanArguments:
             return partitioning
         hive = self.given.get("hive_partitioning")
         if hive is None:
-            return "hive" if _single_folder(source) else None
-        return "hive" if hive else None
+            hive = _single_folder(source)
+        if not hive:
+            return None
+        return "polars" if self.given.get("try_parse_hive_dates", True) else "polars-no-dates"  # Polars' types
 
     def shape(self, lf):
         """The frame Polars returns for these arguments, from the rows arrowidx read."""
