@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -67,6 +68,15 @@ _PL_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)
 POLARS_HIVE = ("polars", "polars-no-dates")
 
 
+@dataclass(frozen=True)
+class PolarsHive:
+    """Hive folders read as ``pl.scan_parquet`` reads them: ``types`` for the columns its
+    ``hive_schema`` names, Polars' inference for the others (``dates``: try_parse_hive_dates)."""
+
+    dates: bool = True
+    types: tuple[tuple[str, pa.DataType], ...] = ()
+
+
 def _infer_polars(values: list[str], dates: bool) -> pa.DataType:
     present = [v for v in values if v != NULL_PARTITION]
     if not present:
@@ -96,7 +106,9 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
     if not isinstance(spec, str) and isinstance(spec, ds.Partitioning):
         return spec
-    if spec != "hive" and spec not in POLARS_HIVE:
+    if isinstance(spec, str) and spec in POLARS_HIVE:
+        spec = PolarsHive(dates=spec == "polars")
+    if spec != "hive" and not isinstance(spec, PolarsHive):
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
     # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
@@ -106,8 +118,12 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     if not keys:
         return None
     taken = set(file_schema.names) if file_schema is not None else set()
-    infer = _infer if spec == "hive" else lambda v: _infer_polars(v, spec == "polars")
-    fields = [pa.field(k, infer(v)) for k, v in keys.items() if k not in taken]
+    if isinstance(spec, PolarsHive):  # Polars: hive_schema's types, the rest inferred as Polars does
+        given = dict(spec.types)
+        fields = [pa.field(k, given[k] if k in given else _infer_polars(v, spec.dates)) for k, v in keys.items()
+                  if k not in taken or k in given]  # fmt: skip
+    else:
+        fields = [pa.field(k, _infer(v)) for k, v in keys.items() if k not in taken]
     if not fields:
         return None
     return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION)

@@ -119,10 +119,15 @@ def _glob(path: str) -> list[str] | None:
         return None
     import glob
 
-    found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+    found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p) and not _in_index_folder(p))
     if not found:
         raise FileNotFoundError(f"{path}: no file matches this pattern")
     return [os.path.abspath(p) for p in found]
+
+
+def _in_index_folder(path: str) -> bool:
+    """Whether ``path`` is one of arrowidx's own files (in a sidecar or an old ``_arrowidx/``)."""
+    return any(part == "_arrowidx" or (part.startswith("_") and part.endswith(".arrowidx")) for part in path.split(os.sep))
 
 
 def _same_store(store, uri: str, storage_options) -> str:

@@ -62,7 +62,7 @@ READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"
 #: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`)
 SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset"})
 #: arguments arrowidx maps to its own
-MAPPED = frozenset({"hive_partitioning", "storage_options", "try_parse_hive_dates"})
+MAPPED = frozenset({"hive_partitioning", "hive_schema", "storage_options", "try_parse_hive_dates", "glob"})
 
 
 @dataclass
@@ -104,11 +104,15 @@ class ScanArguments:
         if partitioning is not _UNSET:
             return partitioning
         hive = self.given.get("hive_partitioning")
+        schema = self.given.get("hive_schema")
         if hive is None:
-            hive = _single_folder(source)
+            hive = schema is not None or _single_folder(source)  # (a hive_schema turns Hive discovery on, as in Polars)
         if not hive:
             return None
-        return "polars" if self.given.get("try_parse_hive_dates", True) else "polars-no-dates"  # Polars' types
+        from ..lake.partitions import PolarsHive
+
+        types = () if schema is None else tuple((str(k), _arrow_type(k, v)) for k, v in dict(schema).items())
+        return PolarsHive(dates=self.given.get("try_parse_hive_dates", True), types=types)  # Polars' types
 
     def shape(self, lf):
         """The frame Polars returns for these arguments, from the rows arrowidx read."""
@@ -124,6 +128,16 @@ class ScanArguments:
 _UNSET: Any = object()  # ``partitioning`` not given (scan's default)
 
 
+def _arrow_type(name: Any, dtype: Any) -> Any:
+    """The Arrow type of a Polars data type of ``hive_schema``."""
+    import polars as pl
+
+    try:
+        return pl.Series("x", [], dtype=dtype).to_arrow().type
+    except Exception as e:  # noqa: BLE001 - not a Polars data type
+        raise OptionError(f"hive_schema: {name!r}: {dtype!r} is not a Polars data type ({e})") from None
+
+
 def _is_default(name: str, value: Any) -> bool:
     return name in POLARS_DEFAULTS and _same(value, POLARS_DEFAULTS[name])
 
@@ -132,7 +146,7 @@ def _same(value: Any, default: Any) -> bool:
     return value is default or (type(value) is type(default) and value == default)
 
 
-def polars_decides(source: Any) -> bool:
+def polars_decides(source: Any, glob: bool = True) -> bool:
     """Whether ``source`` names nothing arrowidx could plan (a local path that does not exist,
     a glob matching no file, a folder without files): ``pl.scan_parquet`` then gets it
     unchanged, and raises its own error where it raises it (at ``collect()``)."""
@@ -145,10 +159,10 @@ def polars_decides(source: Any) -> bool:
             return False
         path = path[len("file://") :] if path.startswith("file://") else path
         if os.path.isdir(path):
-            if not any(files for _, _, files in os.walk(path)):
-                return True
+            if not any(files for _, _, files in os.walk(path)) or len(_extensions(path)) > 1:
+                return True  # nothing to read, or files of several kinds (Polars refuses the folder)
         elif not os.path.exists(path):
-            if not any(c in path for c in "*?["):
+            if not glob or not any(c in path for c in "*?["):
                 return True
             import glob as globbing
 
@@ -174,3 +188,15 @@ def _single_folder(source: Any) -> bool:
     if "://" in path:
         return not path.rstrip("/").endswith(".parquet")
     return os.path.isdir(path)
+
+
+def _extensions(folder: str) -> set[str]:
+    """The extensions of the data files below ``folder`` (names starting with ``_`` or ``.``
+    left out, as arrowidx's discovery leaves them out)."""
+    found: set[str] = set()
+    for _, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        found.update(os.path.splitext(f)[1] for f in files if not f.startswith(("_", ".")))
+        if len(found) > 1:
+            break
+    return found
