@@ -448,6 +448,6 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     store = lake_store(store, root, index_path(store, index_root, storage_options))
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
-    only = sorted(posixpath.relpath(p, root) for p in explicit) if explicit is not None else None  # a .parquet file or a list of files: only those
+    only = [posixpath.relpath(p, root) for p in explicit] if explicit is not None else None  # a file or a list of files: only those, in the order given (as pyarrow and Polars read them)
     return IndexedDataset(store, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,
                           only=only)  # fmt: skip

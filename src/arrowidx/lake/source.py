@@ -82,6 +82,8 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
         paths = [os.fspath(p) for p in source]
         if not paths:
             raise ArrowIdxError("an empty list of files")
+        if filesystem is None and any(_glob(p) is not None or os.path.isdir(p) for p in paths if "://" not in p):
+            paths = [f for p in paths for f in (_glob(p) or _files_in(p) if "://" not in p else [p])]  # folders and globs: their files
         if filesystem is None:
             filesystem, first = pafs.FileSystem.from_uri(_as_uri(paths[0]))
             prefix = paths[0][: len(paths[0]) - len(first)] if paths[0].endswith(first) else ""
@@ -123,6 +125,14 @@ def _glob(path: str) -> list[str] | None:
     if not found:
         raise FileNotFoundError(f"{path}: no file matches this pattern")
     return [os.path.abspath(p) for p in found]
+
+
+def _files_in(path: str) -> list[str]:
+    """A local folder's data files (as :func:`discover` finds them), or ``[path]`` itself."""
+    if not os.path.isdir(path):
+        return [path]
+    store = as_store(None)
+    return [info.path for info in store.list(os.path.abspath(path))]
 
 
 def _in_index_folder(path: str) -> bool:
