@@ -13,4 +13,26 @@ VERBOSE_LOG = "verbose log"
 REASONS = (PLAN_TEXT, VERBOSE_LOG)
 
 #: node id (as in the suite) -> (reason, what the test reads)
-EXPECTED: dict[str, tuple[str, str]] = {}
+EXPECTED: dict[str, tuple[str, str]] = {
+    **{
+        f"tests/unit/io/test_parquet.py::test_multi_file_resolve_metadata_level[{p}]": (
+            PLAN_TEXT, "asserts 'ESTIMATED ROWS: n' in explain(): Polars' Parquet scan node estimates rows from footers")
+        for p in ("full-8", "none-6", "row_counts-8")
+    },
+    "tests/unit/io/test_parquet.py::test_resolve_metadata_sampled_byte_weighted": (
+        PLAN_TEXT, "reads the row estimate of Polars' Parquet scan node in explain()"),
+    **{
+        f"tests/unit/io/test_scan.py::test_hive_pruning_str_contains_21706[{p}]": (
+            VERBOSE_LOG, "asserts 'allows skipping 2 / 3' files, a line of Polars' own Parquet reader (POLARS_VERBOSE)")
+        for p in ("False", "True")
+    },
+    **{
+        f"tests/unit/io/test_scan.py::test_scan_metrics[{p}-parquet]": (
+            VERBOSE_LOG, "reads the 'multi-scan' line of POLARS_LOG_METRICS, which only Polars' own scan prints")
+        for p in ("False", "True")
+    },
+    "tests/unit/io/test_hive.py::test_hive_predicate_dates_14712": (
+        VERBOSE_LOG, "asserts 'allows skipping 1 / 1' files, a line of Polars' own Parquet reader (POLARS_VERBOSE)"),
+    "tests/unit/io/test_hive.py::test_hive_filter_in_ir": (
+        VERBOSE_LOG, "counts 'Predicate pushdown allows skipping 1 / 2 files' lines of Polars' own reader (POLARS_VERBOSE)"),
+}

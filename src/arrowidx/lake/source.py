@@ -121,7 +121,7 @@ def _glob(path: str) -> list[str] | None:
         return None
     import glob
 
-    found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p) and not _in_index_folder(p))
+    found = sorted({p for p in glob.glob(path, recursive=True) if os.path.isfile(p) and not _in_index_folder(p)})  # (a/**/**/x: once)
     if not found:
         raise FileNotFoundError(f"{path}: no file matches this pattern")
     return [os.path.abspath(p) for p in found]
