@@ -82,6 +82,8 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
         paths = [os.fspath(p) for p in source]
         if not paths:
             raise ArrowIdxError("an empty list of files")
+        if filesystem is None:
+            paths = [_strip_file_uri(p) for p in paths]
         if filesystem is None and any(_glob(p) is not None or os.path.isdir(p) for p in paths if "://" not in p):
             paths = [f for p in paths for f in (_glob(p) or _files_in(p) if "://" not in p else [p])]  # folders and globs: their files
         if filesystem is None:
@@ -101,14 +103,27 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
         )
     path = os.fspath(source)
     if filesystem is None:
+        path = _strip_file_uri(path)
         matches = _glob(path)
         if matches is not None:  # a glob pattern (Polars' sources): the files it matches
             return _locate(matches, None, None)
-        filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
+        if "://" in path:
+            filesystem, path = pafs.FileSystem.from_uri(path)
+        else:  # a local path, taken as written (%, ? and [ are characters of its name)
+            filesystem, path = pafs.LocalFileSystem(), os.path.abspath(path)
     local = local_path(filesystem, path)
     if (os.path.isfile(local) if local is not None else path.endswith(".parquet")) and as_store(filesystem).stat([path])[0] is not None:
         return filesystem, posixpath.dirname(path), [path]  # one data file (whatever its name): its folder, that file only
     return filesystem, path.rstrip("/") or "/", None
+
+
+def _strip_file_uri(path: str) -> str:
+    """A ``file://`` URI as the local path it names (``file:///x`` and ``file:/x``)."""
+    if path.startswith("file://"):
+        return os.path.abspath(path[len("file://") :] or "/")
+    if path.startswith("file:/"):
+        return os.path.abspath(path[len("file:") :])
+    return path
 
 
 def _glob(path: str) -> list[str] | None:
