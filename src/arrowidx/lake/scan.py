@@ -44,6 +44,7 @@ from ..file_index import FileIndex
 from ..filters import user_columns, user_filter
 from ..statistics import statistics_filter
 from ..storage import Store, as_store
+from .dataset_arguments import check_format, check_scan_settings, filesystem_of, partitioning_of
 from .files import LakeFiles
 from .freshness import check_stale_option
 from .layout import lake_store
@@ -270,7 +271,7 @@ class IndexedDataset:
             if p.row_groups:
                 yield next(tables)
 
-    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def to_batches(self, filter=None, columns: list[str] | None = None, **settings: Any) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (minus deleted rows), in file order.
 
         When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
@@ -278,8 +279,10 @@ class IndexedDataset:
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         ``columns``: names (one ``str`` is one column); an unknown one raises
-        :class:`~arrowidx.expression.UnknownColumnError` here, as pyarrow raises.
+        :class:`~arrowidx.expression.UnknownColumnError` here, as pyarrow raises. pyarrow's
+        scan settings that never change the rows (``use_threads``, ``batch_size``...) are accepted.
         """
+        check_scan_settings(settings, "to_batches")
         return self._batches(filter, self._user_columns(columns))
 
     def _user_columns(self, columns) -> list[str] | None:
@@ -346,9 +349,10 @@ class IndexedDataset:
     def _output_schema(self, columns: list[str] | None) -> pa.Schema:
         return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
 
-    def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+    def scanner(self, filter=None, columns: list[str] | None = None, **settings: Any) -> pa.RecordBatchReader:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        check_scan_settings(settings, "scanner")
         columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         filter = user_filter(filter, lambda: self.schema)
@@ -377,9 +381,11 @@ class IndexedDataset:
             )
         return [self.lake.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
-    def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
+    def to_table(self, filter=None, columns: list[str] | None = None, **settings: Any) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
-        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column)."""
+        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column;
+        pyarrow's scan settings that never change the rows accepted: ``use_threads``...)."""
+        check_scan_settings(settings, "to_table")
         columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         where = user_filter(filter, lambda: self.schema)
@@ -401,8 +407,9 @@ class IndexedDataset:
             return pa.Table.from_batches(batches, schema)
         return pa.Table.from_batches([pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches], schema)
 
-    def count_rows(self, filter=None) -> int:
+    def count_rows(self, filter=None, **settings: Any) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        check_scan_settings(settings, "count_rows")
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
             return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
@@ -428,7 +435,7 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
-            partitioning: Any = "hive", index_root: Any = None) -> IndexedDataset:  # fmt: skip
+            partitioning: Any = "hive", index_root: Any = None, format: Any = None) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -441,7 +448,13 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
 
     ``index_root``: where the indexes are when not in the sidecar folder beside the data
     folder (``_<folder>.arrowidx/``, found from the path; docs/guide.md, "Layout on disk"):
-    the same ``index_root=`` given to :func:`arrowidx.build`."""
+    the same ``index_root=`` given to :func:`arrowidx.build`. ``format``: ``"parquet"`` (or a
+    ``ParquetFileFormat``), as pyarrow takes it; ``filesystem`` may be a URI string and
+    ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
+    (:mod:`arrowidx.lake.dataset_arguments`)."""
+    check_format(format)
+    filesystem = filesystem_of(filesystem)
+    partitioning = partitioning_of(partitioning, source, filesystem)
     store, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset) and explicit and index_root is None:
         root = manifest_root(store, root)
