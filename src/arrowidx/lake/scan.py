@@ -381,6 +381,18 @@ class IndexedDataset:
             )
         return [self.lake.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
+    def get_fragments(self, filter=None) -> Iterator[ds.ParquetFileFragment]:
+        """pyarrow's ``Dataset.get_fragments``: the whole files' fragments whose partition may
+        match ``filter`` (pyarrow's own answer on the same files). A fragment cannot carry a
+        deletion vector: files with deleted rows raise ``ArrowIdxError`` naming them (read
+        them through :meth:`to_table` or :meth:`scanner`)."""
+        found = list(self._pyarrow_dataset(list(self.lake.files)).get_fragments(filter=filter))
+        deleted = [f.path for f in found if self.lake.deletion_vector(posixpath.relpath(f.path, self.root)) is not None]
+        if deleted:
+            raise ArrowIdxError(f"{self.root}: {len(deleted)} file(s) have deleted rows, which pyarrow fragments cannot"
+                                f" carry: {', '.join(deleted[:5])}; use scanner() or to_table()")  # fmt: skip
+        return iter(found)  # (an iterator, as pyarrow's)
+
     def to_table(self, filter=None, columns: list[str] | None = None, **settings: Any) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
         (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column;
