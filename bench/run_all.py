@@ -12,11 +12,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["bench_core.py", "bench_range_bitmap.py", "bench_deletion.py", "bench_dataset.py", "bench_scan.py", "bench_rule.py", "bench_polars.py", "bench_spark.py", "bench_s3.py", "bench_sql.py",
-           "bench_paimon_rewrite.py"]
+           "bench_paimon_rewrite.py", "bench_build_memory.py"]
 QUICK = {"bench_deletion.py": ["--quick"], "bench_core.py": ["--rows", "1000000"], "bench_range_bitmap.py": ["--rows", "1000000"],
          "bench_dataset.py": ["--rows", "1000000"], "bench_polars.py": ["--rows", "1000000"], "bench_spark.py": ["--rows", "1000000"], "bench_scan.py": ["--scale", "0.1"], "bench_rule.py": ["--scale", "0.1", "--rounds", "5"],
          "bench_s3.py": ["--rows", "400000", "--small-files", "100", "--repeats", "1"], "bench_sql.py": ["--rows", "400000"],
-         "bench_paimon_rewrite.py": ["--rows", "1000000", "--files", "10", "--runs", "1", "--no-spark"]}  # fmt: skip
+         "bench_paimon_rewrite.py": ["--rows", "1000000", "--files", "10", "--runs", "1", "--no-spark"],
+         "bench_build_memory.py": ["--rows", "1000000", "--scale", "10", "--rounds", "1"]}  # fmt: skip
 
 
 def main() -> int:

@@ -212,9 +212,13 @@ def _small_portables(
     return out, sizes
 
 
-def to_portable(bitmap: BitMap) -> bytes:
-    """Portable serialisation after run optimisation, byte-identical to Java's."""
-    bitmap = BitMap(bitmap)  # never mutate the caller's bitmap
+def to_portable(bitmap: BitMap, *, copy: bool = True) -> bytes:
+    """Portable serialisation after run optimisation, byte-identical to Java's.
+
+    ``copy=False``: run-optimise the caller's bitmap itself (a writer's, about to be dropped)
+    instead of a copy of it."""
+    if copy:
+        bitmap = BitMap(bitmap)  # never mutate the caller's bitmap
     bitmap.run_optimize()
     return bitmap.serialize()
 

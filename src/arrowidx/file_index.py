@@ -1,8 +1,8 @@
 """The public face of one data file's index: build it (:func:`write_file_index`) and query
 it (:class:`FileIndex`).
 
-``write_file_index`` streams Arrow batches through one writer per (column, index type) and
-packs the results into a container; ``FileIndex`` opens a container lazily (header first,
+``write_file_index`` streams Arrow data through one writer per (column, index type), column
+by column (:mod:`arrowidx.passes`), and packs the results into a container; ``FileIndex`` opens a container lazily (header first,
 one reader per column when a predicate needs it) and answers Expressions with an
 :class:`~arrowidx.result.IndexResult`.
 """
@@ -15,15 +15,16 @@ from typing import Any
 import pyarrow as pa
 
 from ._bytes import as_buffer
-from .arrow_input import arrow_schema, record_batches
+from .arrow_input import arrow_schema, record_batches, without_views
 from .errors import ArrowIdxError, OptionError, UnsupportedTypeError
 from .expression import UnknownColumnError, check_fields  # noqa: F401 (UnknownColumnError: importable here too)
 from .index import INDEX_TYPES, EmptyIndexReader, IndexReader
 from .index.container import Container, java_hashmap_order, write_container
 from .options import ColumnIndexSpec, parse_index_options, require_mapping
+from .passes import ColumnSource, TableColumns, index_columns, index_stream
 from .predicate import bind, evaluate, is_exact
 from .result import REMAIN, SKIP, IndexResult
-from .types import column_keys, index_schema, paimon_type
+from .types import index_schema, paimon_type
 
 Data = pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
 
@@ -58,26 +59,34 @@ def write_file_index(data: Data, options: Mapping[str, object]) -> bytes:
     ``data`` is a ``pa.Table``, a ``pa.RecordBatch``, a ``pa.RecordBatchReader``, an iterable
     of batches, or any object with ``__arrow_c_stream__``/``__arrow_c_array__`` (Polars,
     pandas, DuckDB, ...; see :mod:`arrowidx.arrow_input`), streamed: row numbers continue
-    across batches. ``options`` uses Paimon's keys, e.g.
+    across batches, and a stream is read once, in memory bounded by its batches and the
+    indexes (a range bitmap's second pass reads its column back from a temporary file when
+    the column is large; see :mod:`arrowidx.passes`). ``options`` uses Paimon's keys, e.g.
     ``{"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id",
     "file-index.bloom-filter.id.fpp": "0.01"}``.
     """
     require_mapping(options, "write_file_index")
     specs = parse_index_options(options)
+    if isinstance(data, (pa.Table, pa.RecordBatch)):  # in memory: read column by column
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        plain = without_views(table.schema)
+        return index_container(TableColumns(table if plain is table.schema else table.cast(plain)), specs)
     schema, batches = _batches(data)
-    writers = None
-    if schema is not None:
-        writers = index_writers(schema, specs)
-    for batch in batches:
-        if writers is None:
-            writers = index_writers(batch.schema, specs)
-        for (column, _), (ptype, writer) in writers.items():
-            writer.add(column_keys(batch.column(column), ptype))
-    if writers is None:  # an empty iterable: no schema to check against
+    result = index_stream(schema, batches, lambda s: index_writers(s, specs))
+    if result is None:  # an empty iterable: no schema to check against
         if specs:
             raise OptionError("write_file_index got no batches; pass a pa.Table (possibly empty) instead")
         return write_container({})
-    return write_container(_java_layout({key: w.finish() for key, (_, w) in writers.items()}))
+    return write_container(_java_layout(result[0]))
+
+
+def index_container(source: ColumnSource, specs: list[ColumnIndexSpec] | Mapping[str, object]) -> bytes:
+    """:func:`write_file_index` over columns that can be read again (a Parquet file,
+    :class:`arrowidx.passes.ParquetColumns`): one column at a time, a pass per read."""
+    if not isinstance(specs, list):
+        specs = parse_index_options(specs)
+    built, _ = index_columns(source, index_writers(source.schema, specs))
+    return write_container(_java_layout(built))
 
 
 def _java_layout(built: dict[tuple[str, str], bytes | None]) -> dict[str, dict[str, bytes | None]]:

@@ -10,7 +10,7 @@ can never cause a wrong skip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -24,14 +24,101 @@ from ..types import Keys, PaimonType
 
 
 class IndexWriter:
-    """Collects the keys of one column, batch after batch, and serialises the index."""
+    """Collects the keys of one column, batch after batch, and serialises the index.
+
+    A writer keeps what its index needs, not the keys: memory is bounded by a block of rows
+    and the index itself. ``passes`` is how many times it reads the column: a writer that
+    needs the whole column before it can place a row (range-bitmap: its distinct values
+    first, then each row's code) reads it twice; :meth:`next_pass` starts the next reading,
+    whose :meth:`add` calls give the column again from its first row.
+    """
+
+    passes: ClassVar[int] = 1
 
     def add(self, keys: Keys) -> None:
         raise NotImplementedError
 
-    def finish(self) -> bytes | None:
+    def next_pass(self) -> None:
+        """The column is read again from its first row (writers with ``passes > 1``)."""
+        raise NotImplementedError
+
+    def finish(self) -> bytes | bytearray | None:
         """The index bytes (None writes Paimon's empty-index flag in the container)."""
         raise NotImplementedError
+
+
+#: Rows a writer works on at once: 16 Roaring containers of 65,536 rows, whose vectorised
+#: work is cheap per row and whose temporaries stay a few MB (bench/bench_build_memory.py).
+BLOCK_ROWS = 1 << 20
+
+
+def slice_keys(keys: Keys, start: int, stop: int) -> Keys:
+    """Rows ``[start, stop)`` of ``keys`` (views, no copy)."""
+    nulls = keys.nulls[start:stop] if keys.nulls is not None else None
+    return Keys(keys.values[start:stop], nulls)
+
+
+def concat_keys(parts: list[Keys]) -> Keys:
+    """``parts`` one after the other (one copy)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].values
+    values = pa.concat_arrays([p.values for p in parts]) if isinstance(first, pa.Array) else np.concatenate([p.values for p in parts])
+    if all(p.nulls is None for p in parts):
+        return Keys(values, None)
+    return Keys(values, np.concatenate([p.nulls if p.nulls is not None else np.zeros(len(p), bool) for p in parts]))
+
+
+def join_parts(parts: list, out: bytearray | None = None, at: int = 0) -> bytearray:
+    """``b"".join(parts)`` (or the parts copied into ``out`` from byte ``at``), emptying
+    ``parts`` as it goes: each part is dropped once copied, so an index made of many parts
+    is never held twice over."""
+    if out is None:
+        out = bytearray(sum(len(p) for p in parts))
+    parts.reverse()
+    while parts:  # per part
+        part = parts.pop()
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
+
+
+class Blocks:
+    """Keys as they come, given back in blocks of ``rows`` rows (a multiple of 65,536; the
+    last block shorter), each with its first row, a multiple of ``rows``.
+
+    A writer then works on a bounded, vectorised amount at a time whatever the batches are
+    (Spark hands 10,000 rows, a table one chunk of millions), and the Roaring containers it
+    builds for a block never straddle two blocks::
+
+        for block, first_row in self.blocks.add(keys):  # and .flush() after the last keys
+            ...
+    """
+
+    def __init__(self, rows: int | None = None):
+        self.rows = rows or BLOCK_ROWS
+        self.pending: list[Keys] = []
+        self.pending_rows = 0
+        self.start = 0  # row number of the first pending row
+
+    def add(self, keys: Keys) -> Iterator[tuple[Keys, int]]:
+        at, n = 0, len(keys)
+        while at < n:  # per block
+            take = min(n - at, self.rows - self.pending_rows)
+            self.pending.append(slice_keys(keys, at, at + take) if (at, take) != (0, n) else keys)
+            self.pending_rows += take
+            at += take
+            if self.pending_rows == self.rows:
+                yield self._take()
+
+    def flush(self) -> Iterator[tuple[Keys, int]]:
+        if self.pending_rows:
+            yield self._take()
+
+    def _take(self) -> tuple[Keys, int]:
+        block, start = concat_keys(self.pending), self.start
+        self.pending, self.start, self.pending_rows = [], start + self.pending_rows, 0
+        return block, start
 
 
 class IndexReader:

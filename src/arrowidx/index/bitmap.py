@@ -7,16 +7,20 @@ block's first key, so a point lookup reads the header and one block only. An off
 ``< 0`` means the value occurs once, in row ``-1 - offset``. Keys are written as Java's
 ``DataOutput`` writes them (strings as int32 length + UTF-8).
 
-Build: the column is dictionary-encoded with ``pyarrow.compute`` (integers spanning at
-most 2**24 values skip the hash: value - minimum is the code), rows are grouped by value
-with Arrow's counting sort (one pass, or two over 12-bit digits), and every value's bitmap
-is written at once (:func:`arrowidx._roaring.portables_of_groups`: the containers of all
-values laid out by numpy, only values of over 4096 rows one by one through CRoaring), in
-Java's ``HashMap`` order; the entries and index blocks are numpy records too.
+Build, a block of rows at a time: the block is dictionary-encoded with ``pyarrow.compute``
+(integers spanning at most 2**24 values skip the hash: value - minimum is the code), its rows
+grouped by value with Arrow's counting sort (one pass, or two over 12-bit digits) and added
+to each value's Roaring bitmap (CRoaring's bulk add), so memory is the index and a block.
+A column of more than :data:`STREAMED_VALUES` distinct values keeps its keys instead and
+groups all rows at the end, every value's bitmap written at once
+(:func:`arrowidx._roaring.portables_of_groups`: the containers of all values laid out by
+numpy, only values of over 4096 rows one by one through CRoaring). Bitmaps go out in Java's
+``HashMap`` order; the entries and index blocks are numpy records too.
 """
 
 from __future__ import annotations
 
+import array
 import bisect
 import struct
 from collections.abc import Mapping
@@ -30,6 +34,7 @@ from .._bytes import ByteReader
 from .._roaring import (
     bitmap_of,
     portables_of_groups,
+    positions_of,
     put_at,
     read_portable,
     read_portable_unsized,
@@ -38,7 +43,7 @@ from .._roaring import (
 from ..errors import OptionError, UnsupportedTypeError
 from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType, java_float_order
-from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
+from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter, concat_keys
 
 VERSION_1, VERSION_2 = 1, 2
 _INT = struct.Struct(">i")
@@ -231,94 +236,222 @@ def _entries(keys: np.ndarray | pa.Array, fmt: str | None, ints: list[np.ndarray
 # ---------------------------------------------------------------------------------------
 
 
+def _groups(present: np.ndarray | pa.Array, ptype: PaimonType):
+    """``(keys, counts, grouping, starts)`` of non-null keys: the distinct keys in Java's
+    order, how many rows hold each, the positions in ``present`` grouped by key (ascending
+    within a key) and where each key's positions start in ``grouping``."""
+    small = _integer_groups(present, ptype)
+    if small is not None:
+        keys, counts, grouping = small  # already ascending, Java's order
+        return keys, counts, grouping, np.cumsum(counts) - counts
+    if ptype.is_string:
+        encoded = pc.dictionary_encode(present)
+        dictionary = encoded.dictionary
+        order_of_dict = pc.sort_indices(dictionary).to_numpy()
+        keys = dictionary.take(pa.array(order_of_dict))
+    else:
+        encoded = pc.dictionary_encode(pa.array(_identity(present, ptype)))
+        dictionary = _from_identity(encoded.dictionary.to_numpy(zero_copy_only=False), ptype)
+        order_of_dict = np.argsort(_sort_keys(dictionary, ptype), kind="stable")
+        keys = dictionary[order_of_dict]
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    grouping = group_rows(indices, len(dictionary))  # a stable sort of the dictionary codes
+    counts = np.bincount(indices, minlength=len(dictionary))
+    starts = np.cumsum(counts) - counts
+    return keys, counts[order_of_dict], grouping, starts[order_of_dict]
+
+
+def _identity(values: np.ndarray, ptype: PaimonType) -> np.ndarray:
+    """Integers equal exactly when keys are the same key (floats by their bits: -0.0 and 0.0
+    are two keys, as in Java's ``HashMap``)."""
+    if ptype.is_float:
+        return values.view(np.int32 if values.dtype == np.float32 else np.int64)
+    return values.astype(np.uint8) if values.dtype == np.bool_ else values
+
+
+def _from_identity(ids: np.ndarray, ptype: PaimonType) -> np.ndarray:
+    if ptype.is_float:
+        return ids.view(ptype.key_dtype)
+    return ids.astype(bool) if ptype.root == "BOOLEAN" else ids
+
+
+#: Distinct values up to which the bitmap writer keeps one Roaring bitmap per value, adding
+#: each block's rows to it (memory: the index); beyond, it keeps the keys and groups them at
+#: the end, as many rows as distinct values asking for memory in proportion anyway.
+STREAMED_VALUES = 4096
+
+
 class BitmapWriter(IndexWriter):
+    """One pass, block by block: a column of few distinct values keeps one bitmap of rows
+    per value (and the NULL rows), grown as blocks come; one of many distinct values (over
+    :data:`STREAMED_VALUES`) keeps its keys and groups all rows at the end."""
+
     def __init__(self, ptype: PaimonType, version: int, block_size: int):
         self.ptype = ptype
         self.version = version
         self.block_size = block_size
+        self.rows = 0
+        self.nulls = BitMap()
+        self.values: list = []  # distinct keys, by code (a value's code: when it was first met)
+        self.ids = np.zeros(0, np.int64)  # numeric: their identities, sorted, with their codes
+        self.id_codes = np.zeros(0, np.int64)
+        self.known = pa.array([], pa.large_binary())  # strings: the distinct keys, by code
+        self.bitmaps: list[BitMap] | None = []  # rows of each code; None: keys kept instead
         self.chunks: list[Keys] = []
+        self.blocks = Blocks()
 
     def add(self, keys: Keys) -> None:
-        self.chunks.append(keys)
+        for block, first_row in self.blocks.add(keys):
+            self._block(block, first_row)
 
-    def _concat(self) -> tuple[np.ndarray | pa.Array, np.ndarray | None]:
-        """All keys added so far, and the NULL mask (None when no row is NULL)."""
-        chunks = self.chunks
+    def _block(self, keys: Keys, offset: int) -> None:
+        self.rows = offset + len(keys)
+        if self.bitmaps is None:
+            self.chunks.append(keys)
+            return
+        nulls = keys.nulls
+        present = keys.values if nulls is None else (keys.values.filter(pa.array(~nulls)) if self.ptype.is_string else keys.values[~nulls])
+        block_keys, counts, grouping, starts = _groups(present, self.ptype)
+        codes = self._codes(block_keys)
+        if codes is None:  # too many distinct values to keep a bitmap each
+            self._keep_keys(offset)
+            self.chunks.append(keys)
+            return
+        if nulls is not None:
+            self.nulls |= bitmap_of(np.flatnonzero(nulls).astype(np.uint32) + np.uint32(offset))
+        grouped = (grouping if nulls is None else np.flatnonzero(~nulls)[grouping]).astype(np.uint32)
+        grouped += np.uint32(offset)
+        rows = array.array("I")  # (slices of an array.array go to CRoaring's bulk add as they are)
+        rows.frombytes(memoryview(grouped).cast("B"))
+        bitmaps = self.bitmaps
+        for code, start, count in zip(codes.tolist(), starts.tolist(), counts.tolist()):  # per value of the block
+            if code == len(bitmaps):
+                bitmaps.append(BitMap(rows[start : start + count]))  # (CRoaring's bulk add)
+            else:
+                bitmaps[code].update(rows[start : start + count])
+
+    def _codes(self, block_keys) -> np.ndarray | None:
+        """The codes of a block's distinct keys (new keys get new codes, in ``block_keys``'
+        order); None when that would make more than :data:`STREAMED_VALUES` codes."""
         if self.ptype.is_string:
-            values = pa.concat_arrays([c.values for c in chunks]) if chunks else pa.array([], pa.large_binary())
-        elif len(chunks) == 1:
-            values = chunks[0].values
+            found = pc.index_in(block_keys, value_set=self.known)
+            new = found.is_null().to_numpy(zero_copy_only=False)
+            codes = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         else:
-            values = np.concatenate([c.values for c in chunks]) if chunks else np.zeros(0, self.ptype.key_dtype)
-        if all(c.nulls is None for c in chunks):
-            return values, None
-        nulls = np.concatenate([c.nulls if c.nulls is not None else np.zeros(len(c), dtype=bool) for c in chunks])
-        return values, nulls
+            ids = _identity(block_keys, self.ptype).astype(np.int64)
+            at = np.searchsorted(self.ids, ids)
+            hit = at < len(self.ids)
+            hit[hit] = self.ids[at[hit]] == ids[hit]
+            new = ~hit
+            codes = np.full(len(ids), -1, dtype=np.int64)
+            codes[hit] = self.id_codes[at[hit]]
+        fresh = int(new.sum())
+        card = len(self.bitmaps)
+        if card + fresh > STREAMED_VALUES:
+            return None
+        if fresh:
+            codes[new] = np.arange(card, card + fresh)
+            if self.ptype.is_string:
+                self.known = pa.concat_arrays([self.known, block_keys.filter(pa.array(new))])
+            else:
+                self.values.append(block_keys[new])
+                ids = np.concatenate([self.ids, ids[new]])
+                by_id = np.argsort(ids, kind="stable")
+                self.ids, self.id_codes = ids[by_id], np.concatenate([self.id_codes, codes[new]])[by_id]
+        return codes
+
+    def _distinct(self) -> np.ndarray | pa.Array:
+        """The distinct keys met so far, by code."""
+        if self.ptype.is_string:
+            return self.known
+        return np.concatenate(self.values) if self.values else np.zeros(0, self.ptype.key_dtype)
+
+    def _keep_keys(self, row_count: int) -> None:
+        """Leave bitmaps for keys: the ``row_count`` rows so far as one chunk of keys, rebuilt
+        from the bitmaps (NULL rows get the first key, masked as NULL)."""
+        self.chunks = []
+        if row_count:
+            codes = np.zeros(row_count, dtype=np.int64)
+            for code, rows in enumerate(self.bitmaps):  # per distinct value (at most STREAMED_VALUES)
+                codes[positions_of(rows)] = code
+            distinct = self._distinct()
+            if not len(distinct):  # every row so far NULL
+                values = pa.nulls(row_count, pa.large_binary()) if self.ptype.is_string else np.zeros(row_count, self.ptype.key_dtype)
+            else:
+                values = distinct.take(pa.array(codes)) if self.ptype.is_string else distinct[codes]
+            nulls = None
+            if self.nulls:
+                nulls = np.zeros(row_count, dtype=bool)
+                nulls[positions_of(self.nulls)] = True
+            self.chunks.append(Keys(values, nulls))
+        self.bitmaps, self.values, self.known, self.nulls = None, [], None, BitMap()
 
     def finish(self) -> bytes:
-        values, nulls = self._concat()
-        row_count = len(values)
-        if nulls is None:
-            null_rows = np.zeros(0, dtype=np.uint32)
-            present = values
-        else:
-            null_rows = np.flatnonzero(nulls).astype(np.uint32)
-            present = values.filter(pa.array(~nulls)) if self.ptype.is_string else values[~nulls]
-        # Group the rows by value; the values in Java's sort order.
-        small = _integer_groups(present, self.ptype)
-        if small is not None:
-            keys, counts, grouping = small  # already ascending, Java's order
-            rows_by_value = grouping if nulls is None else np.flatnonzero(~nulls)[grouping]
-            return self._serialize(row_count, null_rows, keys, rows_by_value, counts, np.cumsum(counts) - counts)
+        for block, first_row in self.blocks.flush():
+            self._block(block, first_row)
+        if self.bitmaps is None:
+            return self._finish_keys()
+        distinct = self._distinct()
+        counts = np.array([len(b) for b in self.bitmaps], dtype=np.int64)  # per distinct value
+        first_rows = np.array([b.min() for b in self.bitmaps], dtype=np.int64)
         if self.ptype.is_string:
-            encoded = pc.dictionary_encode(present)
-            dictionary = encoded.dictionary
-            order_of_dict = pc.sort_indices(dictionary).to_numpy()
-            keys = dictionary.take(pa.array(order_of_dict))
+            order = pc.sort_indices(distinct).to_numpy()
+            keys = distinct.take(pa.array(order))
         else:
-            as_int = present.view(np.int32 if present.dtype == np.float32 else np.int64) if self.ptype.is_float else present
-            encoded = pc.dictionary_encode(pa.array(as_int.astype(np.uint8) if as_int.dtype == np.bool_ else as_int))
-            dictionary = encoded.dictionary.to_numpy(zero_copy_only=False)
-            if self.ptype.is_float:
-                dictionary = dictionary.view(self.ptype.key_dtype)
-            elif self.ptype.root == "BOOLEAN":
-                dictionary = dictionary.astype(bool)
-            order_of_dict = np.argsort(_sort_keys(dictionary, self.ptype), kind="stable")
-            keys = dictionary[order_of_dict]
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        # Group rows by value: a stable sort of the dictionary codes.
-        grouping = group_rows(indices, len(dictionary))
-        if nulls is None:
-            rows_by_value = grouping  # row number == position among the non-null rows
-        else:
-            rows_by_value = np.flatnonzero(~nulls)[grouping]
-        counts = np.bincount(indices, minlength=len(dictionary))
-        starts = np.cumsum(counts) - counts
-        return self._serialize(row_count, null_rows, keys, rows_by_value, counts[order_of_dict], starts[order_of_dict])
+            order = np.argsort(_sort_keys(distinct, self.ptype), kind="stable")
+            keys = distinct[order]
+        bitmaps = self.bitmaps
 
-    def _serialize(self, row_count, null_rows, keys, rows_by_value, counts, starts) -> bytes:
-        """The index; ``keys`` in Java's sort order, ``counts`` and ``starts`` (into
-        ``rows_by_value``, each value's rows sorted) per key. All values' bitmaps and
-        entries are built together with numpy (:func:`portables_of_groups`)."""
+        def portables(stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            parts = [to_portable(bitmaps[order[i]], copy=False) for i in stored.tolist()]  # per value of 2+ rows
+            sizes = np.array([len(p) for p in parts], dtype=np.int64)
+            return np.frombuffer(b"".join(parts), dtype=np.uint8), sizes
+
+        return self._serialize(self.rows, self.nulls, keys, counts[order], first_rows[order], portables)
+
+    def _finish_keys(self) -> bytes:
+        """The index of a column with many distinct values: every row grouped at once."""
+        chunks = self.chunks
+        if not chunks:
+            values = pa.array([], pa.large_binary()) if self.ptype.is_string else np.zeros(0, self.ptype.key_dtype)
+            nulls = None
+        else:
+            keys = concat_keys(chunks)
+            values, nulls = keys.values, keys.nulls
+        self.chunks = []
+        null_rows = BitMap() if nulls is None else bitmap_of(np.flatnonzero(nulls).astype(np.uint32))
+        present = values if nulls is None else (values.filter(pa.array(~nulls)) if self.ptype.is_string else values[~nulls])
+        keys, counts, grouping, starts = _groups(present, self.ptype)
+        rows_by_value = (grouping if nulls is None else np.flatnonzero(~nulls)[grouping]).astype(np.uint32)
+        first_rows = rows_by_value[starts] if len(starts) else np.zeros(0, np.uint32)
+
+        def portables(stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return portables_of_groups(rows_by_value, starts[stored], counts[stored])
+
+        return self._serialize(len(values), null_rows, keys, counts, first_rows, portables)
+
+    def _serialize(self, row_count: int, null_rows: BitMap, keys, counts, first_rows, portables) -> bytes:
+        """The index; ``keys`` in Java's sort order with each one's row count and first row;
+        ``portables(i)``: the portable bitmaps of the keys at positions ``i`` of ``keys``, back
+        to back, and each one's size."""
         fmt = _KEY_FORMATS[self.ptype.root]
-        rows_by_value = rows_by_value.astype(np.uint32, copy=False)
         counts = np.asarray(counts, dtype=np.int64)
-        starts = np.asarray(starts, dtype=np.int64)
+        first_rows = np.asarray(first_rows, dtype=np.int64)
         n = len(counts)
-        null_bytes = to_portable(bitmap_of(null_rows)) if len(null_rows) else b""
-        head = len(null_bytes) if len(null_rows) > 1 else 0  # the NULL bitmap opens the body
+        nulls = len(null_rows)
+        null_bytes = to_portable(null_rows) if nulls else b""
+        head = len(null_bytes) if nulls > 1 else 0  # the NULL bitmap opens the body
         # Java's writer keeps value -> rows in a HashMap: the bitmaps (and V1's entries) come in
         # its iteration order; V2's entries are sorted by key. A value in one row has no bitmap.
-        first_rows = rows_by_value[starts] if n else np.zeros(0, np.uint32)
         java = java_hashmap_positions(java_hash_codes(keys, self.ptype), first_rows) if n else np.zeros(0, np.int64)
         stored = java[counts[java] > 1]
-        body, sizes = portables_of_groups(rows_by_value, starts[stored], counts[stored])
-        offsets = -1 - first_rows.astype(np.int64)
+        body, sizes = portables(stored) if len(stored) else (np.zeros(0, np.uint8), np.zeros(0, np.int64))
+        offsets = -1 - first_rows
         lengths = np.full(n, -1, dtype=np.int64)
         offsets[stored] = head + np.cumsum(sizes) - sizes
         lengths[stored] = sizes
-        has_null = len(null_rows) > 0
-        null_offset = -1 - int(null_rows[0]) if len(null_rows) == 1 else 0
+        has_null = nulls > 0
+        null_offset = -1 - int(null_rows.min()) if nulls == 1 else 0
         out = bytearray([self.version])
         out += row_count.to_bytes(4, "big") + n.to_bytes(4, "big", signed=True)
         out.append(1 if has_null else 0)
@@ -331,7 +464,7 @@ class BitmapWriter(IndexWriter):
             if has_null:
                 out += null_offset.to_bytes(4, "big", signed=True) + len(null_bytes).to_bytes(4, "big")
             out += self._v2_blocks(*_entries(keys, fmt, [offsets, lengths]))
-        return b"".join([out, null_bytes if head else b"", body.tobytes()])
+        return b"".join([out, null_bytes if head else b"", body])
 
     def _v2_blocks(self, entries: np.ndarray, sizes: np.ndarray) -> bytes:
         """Index blocks as Java packs them: greedily, each at most ``block_size`` bytes

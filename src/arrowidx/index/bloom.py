@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import struct
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -87,8 +85,8 @@ def _bit_positions(hashes: np.ndarray, num_bits: int, k: int) -> list[np.ndarray
     return [p.copy() for p in scratch.positions(hashes.astype(np.int64), num_bits, k)]
 
 
+_ONE = np.uint8(1)
 _CHUNK = 1 << 15  # keys per step: the step's scratch arrays stay in the CPU cache
-_THREADS = min(2, os.cpu_count() or 1)
 
 
 class _Scratch:
@@ -109,6 +107,8 @@ class _Scratch:
         self.flip = np.empty(n, np.int32)
         self.wide = np.empty(n, np.uint64)
         self.quot = np.empty(n, np.uint64)
+        self.mask = np.empty(n, np.uint8)
+        self.byte = np.empty(n, np.int64)
 
     def positions(self, hashes: np.ndarray, num_bits: int, k: int):
         """Yield, for i = 1..k, the bit position of each of ``hashes`` (int64, as an int64 view)."""
@@ -130,6 +130,28 @@ class _Scratch:
                 quot *= d
                 np.subtract(wide, quot, out=wide)  # flip % num_bits
                 yield wide.view(np.int64)
+
+    def set_bits(self, bits: np.ndarray, positions: np.ndarray) -> None:
+        """Set bit ``p`` of the packed bytes ``bits`` (LSB first) for each of ``positions``.
+
+        ``bits[byte] |= mask`` with a byte repeated keeps only one of its masks, so the masks
+        a byte lost are set again until none is missing (a chunk's positions rarely share a
+        byte: the loop ends after a round or two).
+        """
+        n = len(positions)
+        byte = self.byte[:n]
+        np.right_shift(positions, 3, out=byte)
+        mask = self.mask[:n]
+        np.copyto(mask, positions, casting="unsafe")  # the low 8 bits
+        np.bitwise_and(mask, 7, out=mask)
+        np.left_shift(_ONE, mask, out=mask)
+        bits[byte] |= mask
+        while True:
+            missing = np.flatnonzero((bits[byte] & mask) == 0)
+            if not len(missing):
+                return
+            byte, mask = byte[missing], mask[missing]
+            bits[byte] |= mask
 
     def hash_chunk(self, words: np.ndarray) -> np.ndarray:
         """Thomas Wang's hash of int64 ``words`` (a chunk of at most the scratch size)."""
@@ -202,39 +224,28 @@ def _thomas_wang(key: int) -> int:
 
 
 class BloomFilterWriter(IndexWriter):
+    """The bit set, packed (``numBits / 8`` bytes, as stored): one pass, batch by batch."""
+
     def __init__(self, ptype: PaimonType, items: int, fpp: float):
         self.ptype = ptype
         self.num_bits, self.k = bloom_parameters(items, fpp)
-        self.bits = np.zeros(self.num_bits, dtype=np.bool_)
+        self.bits = np.zeros(self.num_bits // 8, dtype=np.uint8)
 
     def add(self, keys: Keys) -> None:
-        """Set the k bits of every non-null key, a cache-sized chunk of keys at a time.
-
-        Setting bits is random access into the bit array, bound by memory latency: with more
-        than a few chunks two threads share the work (numpy releases the GIL; both only ever
-        write True, so their order does not matter).
-        """
+        """Set the k bits of every non-null key, a cache-sized chunk of keys at a time, in
+        the calling thread: the packed bit set (an eighth of a byte per bit) keeps its random
+        writes in the CPU cache longer than a byte per bit did on two threads, and a build
+        already runs a file per core (bench/bench_build_memory.py)."""
         words, hashed = _hash_input(keys, self.ptype)
-        starts = range(0, len(words), _CHUNK)
-        workers = min(_THREADS, len(starts) // 4)
-        if workers <= 1:
-            self._set(words, hashed, starts)
-            return
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda part: self._set(words, hashed, starts[part::workers]), range(workers)))
-
-    def _set(self, words: np.ndarray, hashed: bool, starts: range) -> None:
         scratch = _Scratch(min(_CHUNK, len(words)))
-        bits = self.bits
-        for start in starts:  # per 32,768 keys, never per key
+        for start in range(0, len(words), _CHUNK):  # per 32,768 keys, never per key
             chunk = words[start : start + _CHUNK]
             hashes = chunk if hashed else scratch.hash_chunk(chunk)
             for positions in scratch.positions(hashes, self.num_bits, self.k):
-                bits[positions] = True
+                scratch.set_bits(self.bits, positions)
 
     def finish(self) -> bytes:
-        packed = np.packbits(self.bits, bitorder="little")
-        return b"".join([self.k.to_bytes(4, "big", signed=True), packed])  # one copy
+        return b"".join([self.k.to_bytes(4, "big", signed=True), self.bits])  # one copy
 
 
 class BloomFilterReader(IndexReader):

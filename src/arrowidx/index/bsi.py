@@ -30,9 +30,9 @@ from .._bytes import ByteReader
 from .._roaring import portable_size, to_portable
 from ..errors import CorruptIndexError, UnsupportedTypeError, UnsupportedValueError
 from ..types import Keys, PaimonType
-from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
+from .base import Blocks, ExactIndexReader, IndexReader, IndexType, IndexWriter, join_parts
 from .rangebitmap.bitslice import SliceSet, load_bitmap, version_error
-from .rangebitmap.bitwords import bit_masks, bitmap_from_mask
+from .rangebitmap.writing import BitSlices
 
 VERSION_1 = 1
 SUPPORTED = frozenset(
@@ -56,56 +56,63 @@ _LONG_MIN = -(1 << 63)
 # ---------------------------------------------------------------------------------------
 
 
-def _serialize_half(present: np.ndarray, magnitude: np.ndarray) -> bytes:
-    """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices."""
-    top = int(magnitude.max()) if len(magnitude) else 0
-    count = top.bit_length()
-    parts = [
-        struct.pack(">Bqq", VERSION_1, 0, top),
-        to_portable(bitmap_from_mask(present)),
-        struct.pack(">i", count),
-    ]
-    parts += [
-        to_portable(bitmap_from_mask(mask)) for mask in bit_masks(magnitude, count)
-    ]  # per slice
-    return b"".join(parts)
+def _serialize_half(half: BitSlices) -> list[bytes]:
+    """One signed half: min 0 (as Java), max, existence bitmap, ``bit_length(max)`` slices
+    (each bitmap dropped once serialised, so the index is not held twice)."""
+    count = len(half.slices)  # the bit length of the largest magnitude
+    parts = [struct.pack(">Bqq", VERSION_1, 0, half.top), to_portable(half.ebm, copy=False), struct.pack(">i", count)]
+    half.ebm = None
+    for i in range(count):  # per slice
+        parts.append(to_portable(half.slices[i], copy=False))
+        half.slices[i] = None
+    return parts
 
 
 class BsiWriter(IndexWriter):
+    """One pass, block by block: each half's existence bitmap and slices grow as rows come
+    (a slice appears with the first magnitude that has its bit)."""
+
     def __init__(self, ptype: PaimonType):
         self.ptype = ptype
-        self.chunks: list[Keys] = []
+        self.rows = 0
+        self.halves = (BitSlices(), BitSlices())  # positive, negative
+        self.blocks = Blocks()
 
     def add(self, keys: Keys) -> None:
-        self.chunks.append(keys)
+        for block, first_row in self.blocks.add(keys):
+            self._block(block, first_row)
 
-    def finish(self) -> bytes:
-        if self.chunks:
-            values = np.concatenate([c.values.astype(np.int64, copy=False) for c in self.chunks])
-            nulls = np.concatenate(
-                [c.nulls if c.nulls is not None else np.zeros(len(c), bool) for c in self.chunks]
-            )
-        else:
-            values, nulls = np.zeros(0, np.int64), np.zeros(0, bool)
-        valid = ~nulls
-        if (valid & (values == _LONG_MIN)).any():
-            row = int(np.flatnonzero(valid & (values == _LONG_MIN))[0])
+    def _block(self, keys: Keys, offset: int) -> None:
+        values = keys.values.astype(np.int64, copy=False)
+        valid = ~keys.nulls if keys.nulls is not None else np.ones(len(values), bool)
+        bad = valid & (values == _LONG_MIN)
+        if bad.any():
+            row = offset + int(np.flatnonzero(bad)[0])
             raise UnsupportedValueError(
                 f"bsi cannot store the key -2**63 (row {row}): Java Paimon's writer fails on it too;"
                 " use range-bitmap for this column"
             )
-        out = [struct.pack(">Bi", VERSION_1, len(values))]
+        self.rows = offset + len(values)
         positive = valid & (values >= 0)
         negative = valid & (values < 0)
-        for present, magnitude in (
-            (positive, np.where(positive, values, 0)),
-            (negative, np.where(negative, -values, 0)),
+        for half, present, magnitude in (
+            (self.halves[0], positive, np.where(positive, values, 0)),
+            (self.halves[1], negative, np.where(negative, -values, 0)),
         ):
             if present.any():
-                out += [b"\x01", _serialize_half(present, magnitude)]
+                half.add(magnitude, present, offset)
+
+    def finish(self) -> bytearray:
+        for block, first_row in self.blocks.flush():
+            self._block(block, first_row)
+        out = [struct.pack(">Bi", VERSION_1, self.rows)]
+        for half in self.halves:
+            if half.ebm:
+                out += [b"\x01", *_serialize_half(half)]
             else:
                 out.append(b"\x00")
-        return b"".join(out)
+        self.halves = ()
+        return join_parts(out)
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,9 +14,11 @@ Layout (Java ``RangeBitmap`` V1), big-endian::
     dictionary (see :mod:`.rangebitmap.dictionary`)
     bit-slice index (see :mod:`.rangebitmap.bitslice`)
 
-Build: the column is dictionary-encoded once (a counting pass for integers with a small
-span, ``pyarrow.compute.dictionary_encode`` otherwise), the distinct keys sorted, and each
-slice built from one vectorised bit test over all rows' codes.
+Build, in two passes over the column, a block of rows at a time: first its distinct keys
+(each block's sorted with one SIMD sort, or a counting pass for integers of a small span,
+merged as they grow); then each row's code (a table lookup for a small span, else a search
+of the sorted keys) and one vectorised bit test per slice, OR-ed into the slices. Memory: the
+dictionary, the slices and a block; the index is written once, straight into its buffer.
 """
 
 from __future__ import annotations
@@ -34,16 +36,29 @@ from ..errors import OptionError, UnsupportedTypeError
 from ..result import REMAIN, IndexResult
 from ..sizes import parse_memory_size
 from ..types import Keys, PaimonType
-from .base import ExactIndexReader, IndexReader, IndexType, IndexWriter
-from .rangebitmap.bitslice import BitSliceIndexBitmap, highest, lowest, version_error
-from .rangebitmap.bitwords import serialize_bit_slices
+from .base import (
+    BLOCK_ROWS,
+    Blocks,
+    ExactIndexReader,
+    IndexReader,
+    IndexType,
+    IndexWriter,
+    join_parts,
+)
+from .rangebitmap.bitslice import (
+    BitSliceIndexBitmap,
+    highest,
+    lowest,
+    version_error,
+)
 from .rangebitmap.dictionary import (
     ChunkedDictionary,
+    FixedDictionary,
     KeyCodec,
     codec_for,
-    serialize_fixed,
     serialize_variable,
 )
+from .rangebitmap.writing import BitSlices, serialize_bit_slices
 
 VERSION_1 = 1
 SUPPORTED = frozenset(
@@ -62,109 +77,191 @@ def default_chunk_size(ptype: PaimonType) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _concat(chunks: list[Keys], ptype: PaimonType) -> tuple[np.ndarray | pa.Array, np.ndarray]:
-    if ptype.is_string:
-        values = (
-            pa.concat_arrays([c.values for c in chunks])
-            if chunks
-            else pa.array([], pa.large_binary())
-        )
-    else:
-        values = (
-            np.concatenate([c.values for c in chunks]) if chunks else np.zeros(0, ptype.key_dtype)
-        )
-    nulls = (
-        np.concatenate(
-            [c.nulls if c.nulls is not None else np.zeros(len(c), dtype=bool) for c in chunks]
-        )
-        if chunks
-        else np.zeros(0, dtype=bool)
-    )
-    return values, nulls
-
-
-def encode_integers(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sorted distinct values, code of each value)`` for int64 order values.
-
-    Values spanning little more than their number: one counting pass, no sort. Otherwise one
-    (SIMD) sort finds the distinct values; with many repeats a hash dictionary-encode then
-    maps rows to them, with mostly distinct values an argsort does.
+def sorted_distinct(values: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """The distinct int64 ``values``, ascending: one sort (SIMD; of ``values`` themselves
+    when ``in_place``) and a neighbour compare. Values spanning little more than their
+    number: one counting pass, no sort.
     """
-    n = len(order)
+    n = len(values)
     if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-    lo, hi = int(order.min()), int(order.max())
+        return np.zeros(0, np.int64)
+    lo, hi = int(values.min()), int(values.max())
     if hi - lo <= 2 * n + (1 << 16):
-        offsets = (order - lo).astype(np.intp)
         present = np.zeros(hi - lo + 1, dtype=bool)
-        present[offsets] = True
-        code_of = np.cumsum(present, dtype=np.uint32) - np.uint32(1)
-        return np.flatnonzero(present).astype(np.int64) + lo, code_of[offsets]
-    ordered = np.sort(order)
+        present[values - lo] = True
+        return np.flatnonzero(present).astype(np.int64) + lo
+    if in_place:
+        values.sort()
+        ordered = values
+    else:
+        ordered = np.sort(values)
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    distinct = ordered[first]
-    if 4 * len(distinct) <= n:
-        encoded = pc.dictionary_encode(pa.array(order, pa.int64()))
-        rank = np.searchsorted(distinct, encoded.dictionary.to_numpy()).astype(np.uint32)
-        return distinct, rank[encoded.indices.to_numpy()]
-    codes = np.empty(n, dtype=np.uint32)
-    codes[np.argsort(order)] = np.cumsum(first, dtype=np.uint32) - np.uint32(1)
-    return distinct, codes
+    return ordered if first.all() else ordered[first]
 
 
-def encode_strings(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """``(sorted distinct keys, code of each row)`` for a binary array (nulls get code 0)."""
-    encoded = pc.dictionary_encode(values)
-    distinct = encoded.dictionary
-    by_value = pc.sort_indices(distinct).to_numpy()  # unsigned bytewise, like BinaryString
-    rank = np.empty(len(distinct), dtype=np.uint32)
-    rank[by_value] = np.arange(len(distinct), dtype=np.uint32)
-    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-    codes = rank[indices] if len(distinct) else np.zeros(len(values), np.uint32)
-    return distinct.take(pa.array(by_value)), codes
+class DistinctKeys:
+    """The distinct keys of a column, gathered block by block (sorted per block, merged when
+    the blocks' lists outgrow what was merged): int64 order values, or binary keys."""
+
+    def __init__(self, codec: KeyCodec):
+        self.codec = codec
+        self.parts: list = []
+        self.held = 0  # keys in ``parts``
+        self.merged = 0  # keys after the last merge
+
+    def add(self, keys: Keys) -> None:
+        values = keys.values
+        if keys.nulls is not None:
+            values = values.filter(pa.array(~keys.nulls)) if isinstance(values, pa.Array) else values[~keys.nulls]
+        if not len(values):
+            return
+        part = pc.unique(values) if isinstance(values, pa.Array) else sorted_distinct(self.codec.order(values))
+        self.parts.append(part)
+        self.held += len(part)
+        if len(self.parts) > 1 and self.held > 2 * self.merged + BLOCK_ROWS:
+            self._merge()
+
+    def _merge(self) -> None:
+        if self.codec.fixed:
+            if len(self.parts) == 1:
+                merged = self.parts[0]
+            else:  # the parts copied one by one into one array (each freed once copied)
+                merged = np.empty(self.held, dtype=np.int64)
+                at = 0
+                while self.parts:
+                    part = self.parts.pop(0)
+                    merged[at : at + len(part)] = part
+                    at += len(part)
+                    del part
+                merged = sorted_distinct(merged, in_place=True)
+        else:
+            merged = pc.unique(pa.concat_arrays(self.parts)) if len(self.parts) > 1 else self.parts[0]
+        self.parts, self.held = [merged], len(merged)
+        self.merged = len(merged)
+
+    def result(self) -> np.ndarray | pa.Array:
+        """Every distinct key, ascending (Java's order; strings as unsigned bytes)."""
+        if not self.parts:
+            return np.zeros(0, np.int64) if self.codec.fixed else pa.array([], pa.large_binary())
+        self._merge()
+        keys = self.parts[0]
+        self.parts = []
+        if not self.codec.fixed:
+            keys = keys.take(pc.sort_indices(keys))  # unsigned bytewise, like BinaryString
+        return keys
+
+
+def _encoder(codec: KeyCodec, distinct: np.ndarray | pa.Array):
+    """``codes(keys) -> uint32`` codes (ranks in ``distinct``) of every row; 0 for NULL rows."""
+    if not codec.fixed:
+
+        def codes(keys: Keys) -> np.ndarray:
+            found = pc.index_in(keys.values, value_set=distinct)
+            return found.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint32)
+
+        return codes
+    card = len(distinct)
+    if not card:  # no value at all
+        return lambda keys: np.zeros(len(keys), dtype=np.uint32)
+    lo = int(distinct[0])
+    span = int(distinct[-1]) - lo + 1
+    if span <= 8 * card + (1 << 16):  # a table of every value's code: one gather
+        code_of = np.zeros(span, dtype=np.uint32)
+        code_of[distinct - lo] = np.arange(card, dtype=np.uint32)
+
+        def codes(keys: Keys) -> np.ndarray:
+            order = codec.order(keys.values)
+            if keys.nulls is not None:
+                order[keys.nulls] = lo
+            order -= lo
+            return code_of[order]
+
+        return codes
+
+    def codes(keys: Keys) -> np.ndarray:
+        order = codec.order(keys.values)
+        if keys.nulls is not None:
+            order[keys.nulls] = distinct[0]
+        if card <= 1 << 16:  # the keys stay in the CPU cache: a search per row
+            return np.searchsorted(distinct, order).astype(np.uint32)
+        by_value = np.argsort(order)  # searched in order, each search starts where the last ended
+        out = np.empty(len(order), dtype=np.uint32)
+        out[by_value] = np.searchsorted(distinct, order[by_value])
+        return out
+
+    return codes
 
 
 class RangeBitmapWriter(IndexWriter):
+    """Two passes over the column: its distinct keys (the sorted dictionary), then each
+    row's code (its key's rank) into the bit slices, block by block."""
+
+    passes = 2
+
     def __init__(self, ptype: PaimonType, chunk_size: int):
         self.ptype = ptype
         self.codec = codec_for(ptype)
         self.chunk_size = chunk_size
-        self.chunks: list[Keys] = []
+        self.rows = 0
+        self.distinct = DistinctKeys(self.codec)
+        self.blocks = Blocks()
+        self.keys = None  # the dictionary, from pass 2 on
+        self.slices = BitSlices()
 
     def add(self, keys: Keys) -> None:
-        self.chunks.append(keys)
+        if self.keys is None:  # pass 1: the distinct keys
+            self.rows += len(keys)
+            for block, _ in self.blocks.add(keys):
+                self.distinct.add(block)
+            return
+        for block, first_row in self.blocks.add(keys):  # pass 2: each row's code
+            self._codes(block, first_row)
 
-    def finish(self) -> bytes:
-        values, nulls = _concat(self.chunks, self.ptype)
-        rows = len(nulls)
-        present = ~nulls
+    def next_pass(self) -> None:
+        for block, _ in self.blocks.flush():
+            self.distinct.add(block)
+        self.keys = self.distinct.result()
+        self.distinct = None
+        self.codes = _encoder(self.codec, self.keys)
+        self.blocks = Blocks()
+
+    def _codes(self, keys: Keys, first_row: int) -> None:
+        present = ~keys.nulls if keys.nulls is not None else np.ones(len(keys), dtype=bool)
+        self.slices.add(self.codes(keys), present, first_row)
+
+    def finish(self) -> bytearray:
+        """The index, written once into one buffer (the keys encoded straight into it)."""
+        if self.keys is None:
+            if self.rows:
+                raise RuntimeError("range-bitmap writer: finish() before its second pass (next_pass())")
+            self.next_pass()
+        for block, first_row in self.blocks.flush():
+            self._codes(block, first_row)
+        cardinality = len(self.keys)
+        slices = serialize_bit_slices(self.slices, cardinality)
+        self.slices = None
         if self.ptype.is_string:
-            distinct, codes = encode_strings(values)
-            codes[nulls] = 0
-            dictionary, lo, hi = serialize_variable(distinct, self.chunk_size)
-            cardinality = len(distinct)
+            head, lo, hi = serialize_variable(self.keys, self.chunk_size)
+            dictionary = None
+            dictionary_length = len(head)
         else:
-            order = self.codec.order(values)
-            distinct, present_codes = encode_integers(order[present] if nulls.any() else order)
-            if nulls.any():
-                codes = np.zeros(rows, dtype=np.uint32)
-                codes[present] = present_codes
-            else:
-                codes = present_codes
-            dictionary, lo, hi = serialize_fixed(self.codec, distinct, self.chunk_size)
-            cardinality = len(distinct)
-        slices = serialize_bit_slices(codes, present, cardinality)
-        header = b"".join(
-            [
-                struct.pack(">Bii", VERSION_1, rows, cardinality),
-                lo,
-                hi,
-                struct.pack(">i", len(dictionary)),
-            ]
-        )
-        return b"".join([struct.pack(">i", len(header)), header, dictionary, slices])
+            dictionary = FixedDictionary(self.codec, self.keys, self.chunk_size)
+            head, lo, hi, dictionary_length = dictionary.head, dictionary.lo, dictionary.hi, dictionary.size
+        header = struct.pack(">Bii", VERSION_1, self.rows, cardinality) + lo + hi + struct.pack(">i", dictionary_length)
+        out = bytearray(4 + len(header) + dictionary_length + sum(len(p) for p in slices))
+        view = np.frombuffer(out, dtype=np.uint8)
+        at = 0
+        for part in (struct.pack(">i", len(header)), header, head):
+            out[at : at + len(part)] = part
+            at += len(part)
+        if dictionary is not None:
+            dictionary.write_keys(view[at : at + dictionary.keys_length])
+            at += dictionary.keys_length
+        self.keys = self.codes = dictionary = None
+        del view
+        return join_parts(slices, out, at)  # (each slice dropped once copied)
 
 
 # ---------------------------------------------------------------------------------------

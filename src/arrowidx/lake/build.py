@@ -1,7 +1,8 @@
 """``arrowidx.build``: index every data file of a Parquet dataset, incrementally.
 
-Each file is read batch by batch, only its indexed columns, and streamed through
-:func:`arrowidx.write_file_index`. Containers up to ``file-index.in-manifest-threshold``
+Each file is read one indexed column at a time, row group by row group (a range bitmap's
+column twice), and its indexes built in memory bounded by a batch and the indexes
+(:mod:`arrowidx.passes`). Containers up to ``file-index.in-manifest-threshold``
 bytes (default 500) are embedded in the manifest, larger ones go to
 ``_arrowidx/index/<data file>.<xxh64>-<writer>.index`` (named by content and by the build call
 that wrote it, so a committed index file is never overwritten and a build that fails for good
@@ -50,10 +51,11 @@ from ..errors import (
     StaleDeletionError,
     UnsupportedTypeError,
 )
-from ..file_index import write_file_index
+from ..file_index import index_container
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
+from ..passes import ParquetColumns
 from ..progress import progress_bar
 from ..storage import ObjectInfo, Store, storage_error
 from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
@@ -63,8 +65,6 @@ from .layout import INDEX_DIR, file_infos, join, write_atomic
 from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
 from .source import open_lake
 from .tombstones import bury, drop, reapply
-
-BATCH_ROWS = 256 * 1024
 
 
 @dataclass
@@ -180,20 +180,10 @@ def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str
         for spec in specs:  # size bloom filters for this file unless the user chose `items`
             if spec.index_type == "bloom-filter" and "items" not in spec.options and spec.column in present:
                 file_options[f"file-index.bloom-filter.{spec.column}.items"] = str(max(parquet.metadata.num_rows, 1))
-        batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=present, use_threads=False)
         indexed_schema = pa.schema([schema.field(c) for c in present])
-        container = write_file_index(_with_schema(batches, indexed_schema), file_options)
+        # column by column, each read row group by row group (again for a range bitmap's 2nd pass)
+        container = index_container(ParquetColumns(parquet), file_options)
         return container, file_options, indexed_schema, parquet.metadata.num_rows
-
-
-def _with_schema(batches, schema: pa.Schema):
-    """Batches, or one empty batch when the file has no rows (so types are still checked)."""
-    empty = True
-    for batch in batches:
-        empty = False
-        yield batch
-    if empty:
-        yield pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, str]:

@@ -14,6 +14,7 @@ those deletions and deletes from the file as it is now).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -163,14 +164,18 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         tick()
         if plan.skipped:
             return rel, None
-        read = data.read_rows(plan, read_columns or None, apply_deletions=False, row_numbers=True)
-        if read is None:
-            return rel, np.zeros(0, dtype=np.uint64)
-        table, row_numbers = read
-        selected = expression_mask(table, pushdown)
-        if match.residual is not None:
-            selected &= np.asarray(match.residual.mask(table).to_numpy(zero_copy_only=False), dtype=bool)
-        return rel, row_numbers[selected]
+        found = [np.zeros(0, dtype=np.uint64)]
+        for group in plan.row_groups:  # one row group at a time: memory bounded by a row group
+            read = data.read_rows(dataclasses.replace(plan, row_groups=[group]), read_columns or None,
+                                  apply_deletions=False, row_numbers=True)  # fmt: skip
+            if read is None:
+                continue
+            table, row_numbers = read
+            selected = expression_mask(table, pushdown)
+            if match.residual is not None:
+                selected &= np.asarray(match.residual.mask(table).to_numpy(zero_copy_only=False), dtype=bool)
+            found.append(row_numbers[selected])
+        return rel, np.concatenate(found)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(positions, rels))

@@ -37,7 +37,7 @@ import difflib
 import io
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,22 +204,32 @@ class MatchResult:
     keys: pa.Table | None = None
 
 
-def read_columns(fs: pafs.FileSystem, task: MatchTask, wanted: list[str], schema: pa.Schema) -> pa.Table:
+def read_columns(fs: pafs.FileSystem, task: MatchTask, wanted: list[str], schema: pa.Schema) -> Iterator[pa.Table]:
     """The data file's rows with the ``wanted`` latest columns, under their latest names and
-    types: renamed columns by field id, partition columns as constants, columns the file
-    lacks as NULL."""
+    types (renamed columns by field id, partition columns as constants, columns the file lacks
+    as NULL), one row group at a time: memory bounded by a row group, not the file."""
     mapping = dict(task.columns)
     constants = dict(task.constants)
     source = list(dict.fromkeys(mapping[c] for c in wanted if mapping.get(c) is not None and c not in constants))
+    out_schema = pa.schema([schema.field(c) for c in wanted])
+    rows = 0
     try:
         with fs.open_input_file(task.path) as f:
-            data = pq.ParquetFile(f).read(columns=source, use_threads=True)
+            parquet = pq.ParquetFile(f)
+            groups = range(parquet.num_row_groups)
+            for group in groups:  # per row group
+                data = parquet.read_row_group(group, columns=source, use_threads=True)
+                rows += data.num_rows
+                yield _latest(data, wanted, mapping, constants, schema, out_schema)
     except FileNotFoundError:
         raise PaimonTableError(f"{task.path}: data file not found") from None
     except (OSError, pa.ArrowException) as e:
         raise PaimonTableError(f"{task.path}: unreadable Parquet file: {e}") from None
-    if data.num_rows != task.rows:
-        raise PaimonTableError(f"{task.path}: data file holds {data.num_rows} rows, its manifest entry says {task.rows}")
+    if rows != task.rows:
+        raise PaimonTableError(f"{task.path}: data file holds {rows} rows, its manifest entry says {task.rows}")
+
+
+def _latest(data: pa.Table, wanted: list[str], mapping: dict, constants: dict, schema: pa.Schema, out_schema: pa.Schema) -> pa.Table:
     arrays = []
     for c in wanted:
         target = schema.field(c).type
@@ -231,17 +241,23 @@ def read_columns(fs: pafs.FileSystem, task: MatchTask, wanted: list[str], schema
             arrays.append(col if col.type == target else col.cast(target))
         else:
             arrays.append(pa.nulls(data.num_rows, target))
-    return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in wanted]))
+    return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
 def match_file(fs: pafs.FileSystem, task: MatchTask, matcher: Matcher) -> MatchResult:
-    """The rows of ``task``'s data file where the filter is TRUE."""
+    """The rows of ``task``'s data file where the filter is TRUE (read a row group at a time)."""
     wanted = list(matcher.schema.names) if matcher.columns is None else list(matcher.columns)
     wanted = list(dict.fromkeys([*wanted, *task.keys])) or matcher.schema.names[:1]  # (a constant: the row count)
-    table = read_columns(fs, task, wanted, matcher.schema)
-    found = matcher.positions(table)
-    keys = table.select(list(task.keys)).take(pa.array(found)) if task.keys else None
-    return MatchResult(task.name, found, keys)
+    found, keys, offset = [np.zeros(0, dtype=np.uint64)], [], 0
+    for table in read_columns(fs, task, wanted, matcher.schema):  # per row group
+        at = matcher.positions(table)
+        found.append(at + np.uint64(offset))
+        if task.keys:
+            keys.append(table.select(list(task.keys)).take(pa.array(at)))
+        offset += table.num_rows
+    if task.keys and not keys:
+        keys.append(pa.schema([matcher.schema.field(k) for k in task.keys]).empty_table())
+    return MatchResult(task.name, np.concatenate(found), pa.concat_tables(keys) if task.keys else None)
 
 
 Runner = Callable[[pafs.FileSystem, list[MatchTask], Where, pa.Schema], list[MatchResult]]
@@ -456,9 +472,12 @@ def _superseded(fs: pafs.FileSystem, plan: _Plan, bucket_files: list[DataFile], 
         old = read_schema(fs, plan.table.path, f.schema_id)
         mapping = tuple((k, getattr(old.field_by_id(plan.table.table_schema.field(k).id), "name", None)) for k in keys)
         task = MatchTask(f.name, plan.table.file_path(f), f.rows, mapping)
-        data = read_columns(fs, task, keys, plan.table.schema)
-        data = data.append_column("__arrowidx_pos", pa.array(np.arange(data.num_rows, dtype=np.uint64)))
-        hits = data.join(deleted, keys=keys, join_type="inner").column("__arrowidx_pos").to_numpy()
+        found, offset = [], 0
+        for data in read_columns(fs, task, keys, plan.table.schema):  # per row group
+            rows = pa.array(np.arange(offset, offset + data.num_rows, dtype=np.uint64))
+            found.append(data.append_column("__arrowidx_pos", rows).join(deleted, keys=keys, join_type="inner").column("__arrowidx_pos").to_numpy())
+            offset += data.num_rows
+        hits = np.concatenate(found) if found else np.zeros(0, np.uint64)
         if len(hits):
             out[f.name] = np.sort(hits)
     return out

@@ -60,7 +60,8 @@ from ..options import (
     in_manifest_threshold,
     parse_index_options,
 )
-from ..types import column_keys, paimon_type
+from ..passes import ParquetColumns, index_columns
+from ..types import paimon_type
 from .commit import (
     ADD,
     DELETE,
@@ -86,7 +87,6 @@ from .metadata import (
     read_snapshot,
 )
 
-BATCH_ROWS = 256 * 1024
 POSTPONE_BUCKET = -2
 
 
@@ -144,25 +144,18 @@ def build_container(fs: pafs.FileSystem, task: FileTask) -> bytes:
         writers[(spec.column, spec.index_type)] = (ptype, INDEX_TYPES[spec.index_type].writer(ptype, spec.options))
     names = list(dict.fromkeys(spec.column for spec in specs))
     targets = {c: arrow_type(types[c]) for c in names}
-    rows = 0
     with fs.open_input_file(task.data_path) as source:
         parquet = pq.ParquetFile(source)
         missing = [c for c in names if parquet.schema_arrow.get_field_index(c) < 0]
         if missing:
             raise PaimonTableError(f"{task.data_path}: data file has no column {missing[0]!r} (its schema names it)")
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False):
-            rows += batch.num_rows
-            arrays = {}
-            for c in names:
-                arr = batch.column(c)
-                arrays[c] = arr if arr.type == targets[c] else arr.cast(targets[c])
-            for (column, _), (ptype, writer) in writers.items():
-                writer.add(column_keys(arrays[column], ptype))
+        # column by column, row group by row group (a range bitmap's column twice): bounded memory
+        built, rows = index_columns(ParquetColumns(parquet, cast=targets), writers)
     if rows != task.rows:
         raise PaimonTableError(f"{task.data_path}: data file holds {rows} rows, its manifest entry says {task.rows}")
     old_files = [e for e in task.old_extra if e.endswith(INDEX_SUFFIX)]
     old = old_header(fs, _beside(task.data_path, old_files[0])) if old_files else None
-    return write_container(java_layout({key: w.finish() for key, (_, w) in writers.items()}, old))
+    return write_container(java_layout(built, old))
 
 
 def _beside(data_path: str, name: str) -> str:

@@ -1,7 +1,8 @@
 """Building blocks of the ``range-bitmap`` index (and of the deprecated ``bsi``).
 
-* :mod:`.bitslice`: bitmaps from boolean masks, bit-sliced index bitmaps (writing them, and
-  answering ``<``, ``=`` and top-k over them, one Roaring operation per slice);
+* :mod:`.bitslice`: bitmaps from boolean masks, bit-sliced index bitmaps (answering ``<``,
+  ``=`` and top-k over them, one Roaring operation per slice);
+* :mod:`.writing`: bit-sliced bitmaps built block by block, and their bytes;
 * :mod:`.dictionary`: the chunked, sorted dictionary of keys (fixed- and variable-length
   chunks) and the key encodings Java uses.
 

@@ -25,8 +25,9 @@ _ONE = np.uint64(1)
 EMPTY_PORTABLE = to_portable(BitMap())
 
 
-def bitmap_from_mask(mask: np.ndarray) -> BitMap:
-    """The rows where ``mask`` (a numpy bool array) is True, as a ``BitMap``."""
+def bitmap_from_mask(mask: np.ndarray, offset: int = 0) -> BitMap:
+    """The rows where ``mask`` (a numpy bool array) is True, as a ``BitMap``; row ``i`` of the
+    mask is ``offset + i`` (``offset`` a multiple of 65,536)."""
     n = len(mask)
     if n == 0:
         return BitMap()
@@ -35,11 +36,12 @@ def bitmap_from_mask(mask: np.ndarray) -> BitMap:
     pad = blocks * _BYTES_PER_CONTAINER - len(packed)
     if pad:
         packed = np.concatenate((packed, np.zeros(pad, dtype=np.uint8)))
-    return bitmap_from_packed(packed, mask)
+    return bitmap_from_packed(packed, mask, offset)
 
 
-def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> BitMap:
-    """The set bits of ``packed`` (uint8, LSB first, whole 65,536-row blocks), as a ``BitMap``.
+def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None, offset: int = 0) -> BitMap:
+    """The set bits of ``packed`` (uint8, LSB first, whole 65,536-row blocks), as a ``BitMap``
+    (bit ``i`` is row ``offset + i``, ``offset`` a multiple of 65,536).
 
     Dense blocks go to CRoaring as 8 KiB bitsets straight from the bytes; sparse blocks as
     their positions (found in ``mask``, the same bits unpacked, when the caller has it). The
@@ -50,8 +52,12 @@ def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> Bi
     total = int(cards.sum())
     if total * 32 < packed.size * 8:  # mostly sparse: positions are cheaper than bitsets
         if mask is None:
-            return bitmap_of_sorted(positions_of_words(packed.reshape(-1).view(np.uint64)))
-        return bitmap_of(np.flatnonzero(mask))
+            rows = positions_of_words(packed.reshape(-1).view(np.uint64))
+        else:
+            rows = np.flatnonzero(mask).astype(np.uint32)
+        if offset:
+            rows += np.uint32(offset)
+        return bitmap_of_sorted(rows) if mask is None else bitmap_of(rows)
     keys = np.flatnonzero(cards)
     parts: list[bytes] = []
     for key in keys.tolist():  # per 65,536-row block
@@ -67,7 +73,7 @@ def bitmap_from_packed(packed: np.ndarray, mask: np.ndarray | None = None) -> Bi
             parts.append(np.flatnonzero(bits).astype("<u2").tobytes())
     m = len(keys)
     header = np.empty((m, 2), dtype="<u2")
-    header[:, 0] = keys
+    header[:, 0] = keys + (offset >> 16)
     header[:, 1] = cards[keys] - 1
     sizes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=m)
     offsets = 8 + 8 * m + np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -139,23 +145,3 @@ def bit_masks(values: np.ndarray, count: int):
             yield None
             continue
         yield (unsigned & unsigned.dtype.type(1 << i)) != 0
-
-
-def serialize_bit_slices(codes: np.ndarray, present: np.ndarray, cardinality: int) -> bytes:
-    """Java's ``BitSliceIndexBitmap`` bytes for per-row ``codes`` (uint32, 0 where absent).
-
-    The slice count is the bit length of the largest code (at least 1); Java sizes it from
-    ``cardinality - 1``, which makes an index without any value carry 64 empty slices.
-    """
-    count = max(int(cardinality - 1).bit_length(), 1) if cardinality > 0 else 64
-    ebm = to_portable(bitmap_from_mask(present))
-    slices = [
-        EMPTY_PORTABLE if mask is None or cardinality <= 1 else to_portable(bitmap_from_mask(mask))
-        for mask in bit_masks(codes, count)
-    ]
-    index = np.empty((count, 2), dtype=">i4")
-    lengths = np.array([len(s) for s in slices], dtype=np.int64)
-    index[:, 0] = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    index[:, 1] = lengths
-    header = struct.pack(">BbII", VERSION_1, count, len(ebm), 8 * count) + index.tobytes()
-    return b"".join([struct.pack(">i", len(header)), header, ebm, *slices])

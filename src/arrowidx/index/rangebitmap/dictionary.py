@@ -115,36 +115,56 @@ def codec_for(ptype: PaimonType) -> KeyCodec:
 # ---------------------------------------------------------------------------------------
 
 
-def serialize_fixed(codec: KeyCodec, order: np.ndarray, limit: int) -> tuple[bytes, bytes, bytes]:
-    """``(dictionary, min key, max key)`` bytes for sorted distinct order values."""
-    card = len(order)
-    if card == 0:
-        return _dictionary(0, b"", b"", b""), b"", b""
-    w = codec.width
-    encoded = codec.encode(order)
-    per_chunk = min(1 + limit // w, card)
-    heads = np.arange(0, card, per_chunk, dtype=np.int64)
-    sizes = np.minimum(per_chunk, card - heads) - 1
-    key_lengths = sizes * w
-    header = np.zeros(
-        len(heads),
-        dtype=[("v", "u1"), ("key", f"V{w}"), ("code", ">i4"), ("offset", ">i4"),
-               ("size", ">i4"), ("keys", ">i4"), ("width", ">i4")],
-    )  # fmt: skip
-    header["v"] = VERSION_1
-    header["key"] = np.ascontiguousarray(encoded[heads]).view(f"V{w}").ravel()
-    header["code"] = heads
-    header["offset"] = np.concatenate(([0], np.cumsum(key_lengths)[:-1]))
-    header["size"] = sizes
-    header["keys"] = key_lengths
-    header["width"] = w
-    rest = np.ones(card, dtype=bool)
-    rest[heads] = False
-    offsets = (np.arange(len(heads), dtype=np.int64) * header.dtype.itemsize).astype(">i4")
-    dictionary = _dictionary(
-        len(heads), offsets.tobytes(), header.tobytes(), encoded[rest].tobytes()
-    )
-    return dictionary, encoded[0].tobytes(), encoded[-1].tobytes()
+class FixedDictionary:
+    """The dictionary of sorted distinct fixed-width keys (int64 ``order`` values), laid out:
+    ``head`` (the dictionary header, chunk offsets and chunk headers, a few bytes per chunk)
+    then ``keys_length`` bytes of keys that :meth:`write_keys` encodes straight into the
+    caller's buffer, a block of keys at a time (no copy of all the keys as bytes)."""
+
+    def __init__(self, codec: KeyCodec, order: np.ndarray, limit: int):
+        self.codec, self.order = codec, order
+        card = len(order)
+        if card == 0:
+            self.head, self.keys_length, self.lo, self.hi = _dictionary(0, b"", b"", b""), 0, b"", b""
+            return
+        w = codec.width
+        self.per_chunk = per_chunk = min(1 + limit // w, card)
+        heads = np.arange(0, card, per_chunk, dtype=np.int64)
+        sizes = np.minimum(per_chunk, card - heads) - 1
+        key_lengths = sizes * w
+        header = np.zeros(
+            len(heads),
+            dtype=[("v", "u1"), ("key", f"V{w}"), ("code", ">i4"), ("offset", ">i4"),
+                   ("size", ">i4"), ("keys", ">i4"), ("width", ">i4")],
+        )  # fmt: skip
+        header["v"] = VERSION_1
+        header["key"] = np.ascontiguousarray(codec.encode(order[heads])).view(f"V{w}").ravel()
+        header["code"] = heads
+        header["offset"] = np.concatenate(([0], np.cumsum(key_lengths)[:-1]))
+        header["size"] = sizes
+        header["keys"] = key_lengths
+        header["width"] = w
+        offsets = (np.arange(len(heads), dtype=np.int64) * header.dtype.itemsize).astype(">i4")
+        self.keys_length = (card - len(heads)) * w
+        self.head = _dictionary(len(heads), offsets.tobytes(), header.tobytes(), b"")
+        self.lo, self.hi = codec.encode(order[:1]).tobytes(), codec.encode(order[-1:]).tobytes()
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + self.keys_length
+
+    def write_keys(self, out: np.ndarray) -> None:
+        """Encode every key but each chunk's first into ``out`` (uint8, ``keys_length``)."""
+        card, w = len(self.order), self.codec.width
+        if not self.keys_length:
+            return
+        step = self.per_chunk * max(1, (1 << 18) // self.per_chunk)  # whole chunks per step
+        for start in range(0, card, step):  # per block of keys
+            part = self.order[start : start + step]
+            rest = np.arange(start, start + len(part)) % self.per_chunk != 0
+            at = (start - start // self.per_chunk) * w  # keys written before this step
+            encoded = self.codec.encode(part[rest])
+            out[at : at + encoded.size] = encoded.reshape(-1)
 
 
 def serialize_variable(keys: pa.Array, limit: int) -> tuple[bytes, bytes, bytes]:
