@@ -96,6 +96,14 @@ def _infer_polars(values: list[str], dates: bool) -> pa.DataType:
     return pa.string()
 
 
+def hive_base(folder: str) -> str:
+    """The folder above the ``key=value`` folders ``folder`` ends with (Polars reads the
+    Hive values of a file's own folders: ``t/a=1/b=2/data.bin`` has ``a`` and ``b``)."""
+    while "=" in posixpath.basename(folder) and posixpath.dirname(folder) not in ("", folder):
+        folder = posixpath.dirname(folder)
+    return folder
+
+
 def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Schema | None = None) -> ds.Partitioning | None:
     """The partitioning of the data files ``files`` (paths relative to the root) per
     ``spec`` (see the module docstring); None when there are no partition folders."""

@@ -49,6 +49,7 @@ from .files import LakeFiles
 from .freshness import check_stale_option
 from .layout import lake_store
 from .manifest import FileEntry, Manifest
+from .partitions import PolarsHive, hive_base
 from .plan import Planner, Route, index_pruned
 from .plans import Explain, FilePlan
 from .read import FileRead, FileReader, expression_mask
@@ -470,6 +471,8 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     store, root, explicit = resolve(source, filesystem, storage_options)
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset) and explicit and index_root is None:
         root = manifest_root(store, root)
+    elif explicit and isinstance(partitioning, PolarsHive):  # Polars reads the key=value folders above a file too
+        root = hive_base(root)
     store = lake_store(store, root, index_path(store, index_root, storage_options))
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
