@@ -174,6 +174,10 @@ class LakeFiles:
             self._format = parquet_format()
         return self._format
 
+    #: 0-byte files under the root are not data files (``arrowidx.polars.scan``: Polars skips
+    #: them); pyarrow.dataset's rule, kept by :func:`arrowidx.dataset`, reads them and fails
+    skip_empty = False
+
     # -- which files ---------------------------------------------------------------------------
     @property
     def files(self) -> list[str]:
@@ -186,6 +190,8 @@ class LakeFiles:
         if self.only is not None:
             return self._partitioned(list(self.only))
         listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
+        if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
+            listed = [i for i in listed if i.size > 0]
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))
