@@ -91,3 +91,24 @@ def test_hive_columns_have_polars_types(tmp_path, parse_dates):
     assert got.collect_schema() == want.collect_schema()
     assert_frame_equal(got.collect(), want.collect(), check_row_order=False)
     assert_frame_equal(got.filter(pl.col("i") == 22).collect(), want.filter(pl.col("i") == 22).collect())
+
+
+def test_discovery_follows_polars(tmp_path):
+    """Polars' own rules for what a source names (the reference: pl.scan_parquet of the same
+    source): a folder's 0-byte files are skipped, a folder inside a list is its files, a
+    path listed twice is read twice, a glob is its files, a non-Parquet file or a folder of
+    several kinds fails with Polars' error class at collect()."""
+    root = tmp_path / "d"
+    (root / "sub").mkdir(parents=True)
+    pl.DataFrame({"x": [1, 2]}).write_parquet(root / "a.parquet")
+    pl.DataFrame({"x": [3]}).write_parquet(root / "sub" / "b.parquet")
+    (root / "empty.parquet").write_bytes(b"")
+    for source in (root, [root, root / "a.parquet"], [root / "a.parquet"] * 2, str(root / "**" / "*.parquet")):
+        assert_frame_equal(apl.scan(source).collect(), pl.scan_parquet(source).collect(), check_row_order=False)
+    pl.DataFrame({"x": [4]}).write_ipc(root / "c.ipc")
+    for source in (root, str(root / "*")):
+        with pytest.raises(Exception) as polars_error:
+            pl.scan_parquet(source).collect()
+        lazy = apl.scan(source)  # no error yet: Polars raises at collect()
+        with pytest.raises(type(polars_error.value)):
+            lazy.collect()

@@ -71,6 +71,10 @@ class CorruptIndexError(ArrowIdxError):
         super().__init__(f"{where}: {message}")
 
 
+class NotParquetError(CorruptIndexError):
+    """A data file that is not a Parquet file (too short, no ``PAR1`` magic): ``source`` names it."""
+
+
 class CorruptManifestError(CorruptIndexError):
     """A manifest (or ``LATEST``) that does not validate: ``source`` names the manifest file
     and ``field`` the offending field (``files[3].deletion.offset``)."""

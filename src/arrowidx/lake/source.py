@@ -69,14 +69,14 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
             if first.endswith(".parquet") and store.stat([first])[0] is not None:
                 return store, posixpath.dirname(first), [first]
             return store, first.rstrip("/"), None
-        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        root = posixpath.commonpath(paths) if len(set(paths)) > 1 else posixpath.dirname(paths[0])
         return store, root, paths
     filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
         filesystem = filesystem or source.filesystem
         files = list(source.files)
-        root = posixpath.commonpath(files) if len(files) > 1 else posixpath.dirname(files[0])
+        root = posixpath.commonpath(files) if len(set(files)) > 1 else posixpath.dirname(files[0])
         return filesystem, root, files
     if isinstance(source, (list, tuple)):
         paths = [os.fspath(p) for p in source]
@@ -90,7 +90,7 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
             filesystem, first = pafs.FileSystem.from_uri(_as_uri(paths[0]))
             prefix = paths[0][: len(paths[0]) - len(first)] if paths[0].endswith(first) else ""
             paths = [p[len(prefix) :] if prefix and p.startswith(prefix) else _local(p) for p in paths]
-        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        root = posixpath.commonpath(paths) if len(set(paths)) > 1 else posixpath.dirname(paths[0])
         return filesystem, root, paths
     if not isinstance(source, (str, os.PathLike)):
         from ..arrow_input import UnsupportedInputError
@@ -127,8 +127,9 @@ def _strip_file_uri(path: str) -> str:
 
 
 def _glob(path: str) -> list[str] | None:
-    """The files a local glob pattern (``*``, ``?``, ``[...]``, ``**``) matches, sorted (None:
-    not a pattern, or a path that exists as written). No match: FileNotFoundError."""
+    """The files a local glob pattern (``*``, ``?``, ``[...]``, ``**``) matches, sorted, 0-byte
+    files left out, as Polars expands them (None: not a pattern, or a path that exists as
+    written). No match: FileNotFoundError."""
     if "://" in path and not path.startswith("file://"):
         return None
     path = path[len("file://") :] if path.startswith("file://") else path
@@ -136,18 +137,20 @@ def _glob(path: str) -> list[str] | None:
         return None
     import glob
 
-    found = sorted({p for p in glob.glob(path, recursive=True) if os.path.isfile(p) and not _in_index_folder(p)})  # (a/**/**/x: once)
+    found = sorted({p for p in glob.glob(path, recursive=True)  # (a/**/**/x: once; 0-byte files skipped, as Polars does)
+                    if os.path.isfile(p) and os.path.getsize(p) > 0 and not _in_index_folder(p)})  # fmt: skip
     if not found:
         raise FileNotFoundError(f"{path}: no file matches this pattern")
     return [os.path.abspath(p) for p in found]
 
 
 def _files_in(path: str) -> list[str]:
-    """A local folder's data files (as :func:`discover` finds them), or ``[path]`` itself."""
+    """A local folder's data files (as :func:`discover` finds them, 0-byte files left out as
+    Polars leaves them out of a list), or ``[path]`` itself."""
     if not os.path.isdir(path):
         return [path]
     store = as_store(None)
-    return [info.path for info in store.list(os.path.abspath(path))]
+    return [info.path for info in store.list(os.path.abspath(path)) if info.size > 0]  # (Polars skips 0-byte files)
 
 
 def _in_index_folder(path: str) -> bool:

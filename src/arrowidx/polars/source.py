@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from .. import facts
 from .._roaring import bitmap_of, positions_of
+from ..errors import NotParquetError
 from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.plan import index_pruned
@@ -108,7 +109,12 @@ def scan(
         raise ValueError(
             "reader='polars' reads local files only; use reader='pyarrow' for other filesystems"
         )
-    src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+    try:
+        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+    except NotParquetError:
+        if isinstance(source, IndexedDataset):
+            raise
+        return pl.scan_parquet(source, **arguments.polars_kwargs())  # its schema is not Parquet: Polars' own error, at collect()
     kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
     params = _io_source_parameters()
     if "is_pure" in params:  # one read per query plan; repeated scans may share it
@@ -148,6 +154,21 @@ _FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group
 _NARROW_SHARE = 4  # whole files are narrowed (_Source._narrow) when they hold at most 1/4 of the lake's rows
 
 
+class PolarsNotParquetError(NotParquetError, pl.exceptions.ComputeError):
+    """A data file that is not Parquet, in a Polars scan: arrowidx's error naming the file,
+    and Polars' own class for it (``pl.scan_parquet`` raises ``ComputeError``)."""
+
+
+def _polars_errors(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """``frames``, a data file that is not Parquet raised as Polars raises it too."""
+    try:
+        yield from frames
+    except PolarsNotParquetError:
+        raise
+    except NotParquetError as e:
+        raise PolarsNotParquetError(e.detail, source=e.source) from None
+
+
 class _Source:
     """The IO source Polars calls: ``(with_columns, predicate, n_rows, batch_size)``."""
 
@@ -161,7 +182,7 @@ class _Source:
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        return self._run(with_columns, predicate, n_rows, batch_size)
+        return _polars_errors(self._run(with_columns, predicate, n_rows, batch_size))
 
     # -- planning --------------------------------------------------------------------------------
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
