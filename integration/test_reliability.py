@@ -83,8 +83,11 @@ def template(tmp_path_factory):
 
 
 def fresh_copy(template, tmp_path, name="lake"):
+    """A copy of the lake ``template`` with its indexes (both folders, as docs/guide.md says)."""
     root = str(tmp_path / name)
     shutil.copytree(template, root)
+    if os.path.isdir(index_dir(template)):
+        shutil.copytree(index_dir(template), index_dir(root))
     return root
 
 
@@ -392,6 +395,7 @@ def test_copies_keep_deletions_and_rewrites_are_caught(template, tmp_path):
     time.sleep(0.01)
     copy = str(tmp_path / "copy")
     shutil.copytree(root, copy, copy_function=shutil.copy)  # cp -r: new mtimes
+    shutil.copytree(index_dir(root), index_dir(copy), copy_function=shutil.copy)  # and its indexes beside it
     assert_reads(copy, deleted)
     plan = arrowidx.dataset(copy).explain(QUERIES[0])
     assert not [p for p in plan.files if p.status == "stale"]
