@@ -50,3 +50,15 @@ def test_get_fragments_is_pyarrows(hive):
     want = sorted(f.path for f in ds.dataset(hive, partitioning="hive").get_fragments(filter=where))
     got = sorted(f.path for f in arrowidx.dataset(hive).get_fragments(filter=where))
     assert got == want and len(got) == 1
+
+
+def test_pickled_and_rooted_filesystem_uri_as_pyarrow(hive, tmp_path):
+    import pickle
+
+    data = arrowidx.dataset(hive, partitioning=None)
+    again = pickle.loads(pickle.dumps(data))
+    assert again.to_table().sort_by("id").equals(data.to_table().sort_by("id")) and again.filesystem is not None
+    pq.write_table(pa.table({"v": [1, 2, 3]}), tmp_path / "one.parquet")
+    uri = (tmp_path).as_uri()
+    want = ds.dataset("one.parquet", filesystem=uri).to_table()
+    assert arrowidx.dataset("one.parquet", filesystem=uri).to_table().equals(want)

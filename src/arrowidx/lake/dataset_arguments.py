@@ -32,10 +32,11 @@ def check_format(fmt: Any) -> None:
 
 def filesystem_of(filesystem: Any) -> Any:
     """``filesystem`` as pyarrow takes it: a URI string names the filesystem."""
-    if isinstance(filesystem, str):
+    if isinstance(filesystem, str):  # (pyarrow: the URI's filesystem, rooted at its path)
         import pyarrow.fs as pafs
 
-        return pafs.FileSystem.from_uri(filesystem)[0]
+        fs, prefix = pafs.FileSystem.from_uri(filesystem)
+        return pafs.SubTreeFileSystem(prefix, fs) if prefix.strip("/") else fs
     return filesystem
 
 

@@ -138,6 +138,19 @@ class IndexedDataset:
         return self.lake.source
 
     @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The pyarrow filesystem of the data files (pyarrow's ``Dataset.filesystem``)."""
+        return self.fs
+
+    def __reduce__(self):
+        # pickled as what opens it again (the manifest and files as they are where it is unpickled)
+        lake = self.lake
+        return (_reopen, (self.store, self.root, {
+            "on_corrupt": self.on_corrupt, "threads": self.threads, "source": lake.source,
+            "on_stale_deletions": lake.on_stale_deletions, "partitioning": lake.partitioning_spec, "only": lake.only,
+        }))  # fmt: skip
+
+    @property
     def on_corrupt(self) -> str:
         return self.planner.on_corrupt
 
@@ -444,6 +457,10 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
     for table in tables:
         if table is not None and table.num_rows:
             yield from table.to_batches()
+
+
+def _reopen(store: Store, root: str, options: dict[str, Any]) -> IndexedDataset:
+    return IndexedDataset(store, root, **options)
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
