@@ -70,8 +70,8 @@ def test_reader_settings_are_accepted(lake):
 
 def test_arguments_not_supported_are_refused_by_name(lake):
     root, _ = lake
-    with pytest.raises(OptionError, match="include_file_paths"):
-        apl.scan(root, include_file_paths="path")
+    with pytest.raises(OptionError, match="extra_columns"):
+        apl.scan(root, extra_columns="ignore")
     with pytest.raises(TypeError, match="no_such_argument"):
         apl.scan(root, no_such_argument=1)
 
@@ -112,3 +112,15 @@ def test_discovery_follows_polars(tmp_path):
         lazy = apl.scan(source)  # no error yet: Polars raises at collect()
         with pytest.raises(type(polars_error.value)):
             lazy.collect()
+
+
+def test_include_file_paths_as_polars(lake):
+    """Each row's file path, as pl.scan_parquet gives it, with the row index, a row limit
+    and a filter the indexes prune with."""
+    root, _ = lake
+    for kwargs in ({"include_file_paths": "path"}, {"include_file_paths": "path", "row_index_name": "i", "n_rows": 450}):
+        want = pl.scan_parquet(root, **kwargs)
+        got = apl.scan(root, **kwargs)
+        assert got.collect_schema() == want.collect_schema()
+        assert_frame_equal(got.collect(), want.collect())
+        assert_frame_equal(got.filter(pl.col("k") == 3).collect(), want.filter(pl.col("k") == 3).collect())

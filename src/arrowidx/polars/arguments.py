@@ -14,6 +14,7 @@ with its default. This module is the one place that says what each one does here
   ``try_parse_hive_dates=False``, else String);
 * ``n_rows``, ``row_index_name`` and ``row_index_offset`` shape the frame the scan returns
   (the first ``n_rows`` rows, numbered from ``row_index_offset``: what Polars does with them);
+  ``include_file_paths`` adds each row's file path (the files scanned one by one);
 * any other argument given with another value than Polars' default is refused with an
   :class:`~arrowidx.errors.OptionError` naming it, never ignored.
 """
@@ -59,8 +60,9 @@ PRIVATE_DEFAULTS: dict[str, Any] = {
 
 #: arguments that only tune Polars' reader: accepted, never change an answer
 READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"})
-#: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`)
-SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset"})
+#: arguments the frame arrowidx returns applies (:meth:`ScanArguments.shape`; ``include_file_paths``:
+#: one scan per file, each with its path)
+SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset", "include_file_paths"})
 #: arguments arrowidx maps to its own
 MAPPED = frozenset({"hive_partitioning", "hive_schema", "storage_options", "try_parse_hive_dates", "glob"})
 
@@ -81,6 +83,11 @@ class ScanArguments:
         if unknown:
             raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
         return cls(given, private)
+
+    @property
+    def file_paths(self) -> str | None:
+        """``include_file_paths``: the name of the column of each row's file path (None: none)."""
+        return self.given.get("include_file_paths")
 
     def polars_kwargs(self) -> dict[str, Any]:
         """Every argument, for ``pl.scan_parquet`` itself."""

@@ -104,6 +104,8 @@ def scan(
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
+    if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
+        return arguments.shape(_with_file_paths(data, arguments.file_paths, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
     if reader == "polars" and not local:
         raise ValueError(
@@ -123,6 +125,21 @@ def scan(
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
     return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
+
+
+def _with_file_paths(data: IndexedDataset, name: str, **options: Any) -> pl.LazyFrame:
+    """The lake's rows with a column ``name`` holding each row's file path (Polars'
+    ``include_file_paths``): the files scanned one by one (each planned with the indexes)
+    and concatenated in the lake's order."""
+    lake = data.lake
+    parts = []
+    for rel in data.files:
+        one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
+                             partitioning=lake.partitioning, only=[rel])  # fmt: skip
+        parts.append(scan(one, **options).with_columns(pl.lit(join(data.root, rel), pl.String).alias(name)))
+    if not parts:
+        return pl.LazyFrame(schema={**polars_schema(data, False), name: pl.String})
+    return pl.concat(parts, how="vertical_relaxed")
 
 
 @functools.cache
