@@ -105,7 +105,7 @@ def scan(
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
     if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
-        return arguments.shape(_with_file_paths(data, arguments.file_paths, reader=reader, on_scan=on_scan))
+        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
     if reader == "polars" and not local:
         raise ValueError(
@@ -127,16 +127,31 @@ def scan(
     return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
 
 
-def _with_file_paths(data: IndexedDataset, name: str, **options: Any) -> pl.LazyFrame:
+def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: Any) -> pl.LazyFrame:
     """The lake's rows with a column ``name`` holding each row's file path (Polars'
-    ``include_file_paths``): the files scanned one by one (each planned with the indexes)
-    and concatenated in the lake's order."""
+    ``include_file_paths``: a file named in ``source`` as it was spelt there, a file found
+    in a folder or by a glob by its full path): the files scanned one by one (each planned
+    with the indexes) and concatenated in the lake's order."""
+    if name in data.schema.names:
+        raise pl.exceptions.DuplicateError(f'column name for file paths "{name}" conflicts with column name from file')
+    items = source if isinstance(source, (list, tuple)) else [source]
+    spelt = {}
+    for item in items:
+        if isinstance(item, (str, os.PathLike)) and isinstance(os.fspath(item), str):
+            text = os.fspath(item)
+            local = text[len("file://") :] if text.startswith("file://") else text
+            spelt.setdefault(os.path.abspath(local) if "://" not in local else local, text)
+    uris = any(text.startswith("file://") for text in spelt.values())
+    if uris:
+        spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
     lake = data.lake
     parts = []
     for rel in data.files:
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
                              partitioning=lake.partitioning, only=[rel])  # fmt: skip
-        parts.append(scan(one, **options).with_columns(pl.lit(join(data.root, rel), pl.String).alias(name)))
+        path = join(data.root, rel)
+        shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
+        parts.append(scan(one, **options).with_columns(pl.lit(shown, pl.String).alias(name)))
     if not parts:
         return pl.LazyFrame(schema={**polars_schema(data, False), name: pl.String})
     return pl.concat(parts, how="vertical_relaxed")
