@@ -100,8 +100,11 @@ def test_discovery_follows_polars(tmp_path):
     several kinds fails with Polars' error class at collect()."""
     root = tmp_path / "d"
     (root / "sub").mkdir(parents=True)
+    (root / ".hidden").mkdir()
     pl.DataFrame({"x": [1, 2]}).write_parquet(root / "a.parquet")
     pl.DataFrame({"x": [3]}).write_parquet(root / "sub" / "b.parquet")
+    pl.DataFrame({"x": [5]}).write_parquet(root / "_c.parquet")  # names starting with _ or . are read by Polars
+    pl.DataFrame({"x": [6]}).write_parquet(root / ".hidden" / "d.parquet")
     (root / "empty.parquet").write_bytes(b"")
     for source in (root, [root, root / "a.parquet"], [root / "a.parquet"] * 2, str(root / "**" / "*.parquet")):
         assert_frame_equal(apl.scan(source).collect(), pl.scan_parquet(source).collect(), check_row_order=False)

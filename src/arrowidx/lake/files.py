@@ -44,7 +44,7 @@ from .freshness import (
     entry_is_fresh,
     load_index_bytes,
 )
-from .layout import ensure_inside, file_infos, join
+from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, Manifest
 from .partitions import (
     hive_partitioning,
@@ -177,6 +177,9 @@ class LakeFiles:
     #: 0-byte files under the root are not data files (``arrowidx.polars.scan``: Polars skips
     #: them); pyarrow.dataset's rule, kept by :func:`arrowidx.dataset`, reads them and fails
     skip_empty = False
+    #: names starting with ``_`` or ``.`` are data files too (``arrowidx.polars.scan``: Polars
+    #: reads them), except an old lake's ``_arrowidx/``; pyarrow.dataset's rule skips them
+    hidden_files = False
 
     # -- which files ---------------------------------------------------------------------------
     @property
@@ -189,9 +192,11 @@ class LakeFiles:
             return list(self.partition_expressions)
         if self.only is not None:
             return self._partitioned(list(self.only))
-        listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
+        listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
             listed = [i for i in listed if i.size > 0]
+        if self.hidden_files:  # (Polars' rule: names starting with _ or . are data files too; arrowidx's own are not)
+            listed = [i for i in listed if not is_index_path(posixpath.relpath(i.path, self.root))]
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))

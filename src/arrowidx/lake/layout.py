@@ -254,3 +254,9 @@ def lake_store(store: Store, root: str, index_root: str | None = None, *, writin
 def physical(store: Store, path: str) -> str:
     """Where ``path`` is on the store underneath (for pyarrow filesystem calls)."""
     return store.physical(path) if isinstance(store, LakeStore) else path
+
+
+def is_index_path(rel: str) -> bool:
+    """Whether the relative path ``rel`` lies in arrowidx's own folders (an old ``_arrowidx/``
+    or a sidecar ``_<name>.arrowidx/`` of a folder below)."""
+    return any(part == META_DIR or (part.startswith("_") and part.endswith(SIDECAR_SUFFIX)) for part in rel.split("/")[:-1])

@@ -5,7 +5,6 @@ the translation of the Polars predicate and its plan by the one planner
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,9 +27,6 @@ from .translate import translate
 #: Datasets opened by path are kept (:data:`arrowidx.facts.OPEN`) and shared between scans
 #: of the same path, so that their files' identities and key directories stay known.
 OPEN_WEIGHT = 4 << 20  # what one open dataset counts against the budget (at most 16 kept)
-
-
-_NONEMPTY = SimpleNamespace(size=1)  # (a file gone since it was listed: not an empty one)
 
 
 def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
@@ -58,8 +54,9 @@ def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: st
         data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning,
                              index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-        if data.lake.only is None and data.lake.source is None and any((data.lake.info(rel) or _NONEMPTY).size == 0 for rel in data.files):
-            data.lake.skip_empty = True  # Polars skips a folder's 0-byte files
+        if data.lake.only is None and data.lake.source is None:  # a folder read as Polars reads one
+            data.lake.skip_empty = True  # its 0-byte files skipped
+            data.lake.hidden_files = True  # its _ and . names read
             data.refresh()
         return data, OPEN_WEIGHT
 
