@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
 from ..storage import Store, as_store, local_path
-from .layout import LakeStore, lake_store, legacy_root, sidecar_of
+from .layout import LakeStore, is_index_path, lake_store, legacy_root, sidecar_of
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
@@ -137,7 +137,7 @@ def _glob(path: str) -> list[str] | None:
         return None
     import glob
 
-    found = sorted({p for p in glob.glob(path, recursive=True)  # (a/**/**/x: once; 0-byte files skipped, as Polars does)
+    found = sorted({p for p in glob.glob(path, recursive=True, include_hidden=True)  # (a/**/**/x: once; 0-byte files skipped, as Polars does)
                     if os.path.isfile(p) and os.path.getsize(p) > 0 and not _in_index_folder(p)})  # fmt: skip
     if not found:
         raise FileNotFoundError(f"{path}: no file matches this pattern")
@@ -150,7 +150,9 @@ def _files_in(path: str) -> list[str]:
     if not os.path.isdir(path):
         return [path]
     store = as_store(None)
-    return [info.path for info in store.list(os.path.abspath(path)) if info.size > 0]  # (Polars skips 0-byte files)
+    root = os.path.abspath(path)
+    return [info.path for info in store.list(root, hidden=True)  # (Polars reads _ and . names, skips 0-byte files)
+            if info.size > 0 and not is_index_path(posixpath.relpath(info.path, root))]  # fmt: skip
 
 
 def _in_index_folder(path: str) -> bool:
