@@ -108,6 +108,9 @@ def test_discovery_follows_polars(tmp_path):
     (root / "empty.parquet").write_bytes(b"")
     for source in (root, [root, root / "a.parquet"], [root / "a.parquet"] * 2, str(root / "**" / "*.parquet")):
         assert_frame_equal(apl.scan(source).collect(), pl.scan_parquet(source).collect(), check_row_order=False)
+        for prefixes in (".", ["_", "."]):  # file names starting with these skipped
+            want = pl.scan_parquet(source, hidden_file_prefix=prefixes).collect()
+            assert_frame_equal(apl.scan(source, hidden_file_prefix=prefixes).collect(), want, check_row_order=False)
     pl.DataFrame({"x": [4]}).write_ipc(root / "c.ipc")
     for source in (root, str(root / "*")):
         with pytest.raises(Exception) as polars_error:

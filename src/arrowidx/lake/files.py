@@ -180,6 +180,11 @@ class LakeFiles:
     #: names starting with ``_`` or ``.`` are data files too (``arrowidx.polars.scan``: Polars
     #: reads them), except an old lake's ``_arrowidx/``; pyarrow.dataset's rule skips them
     hidden_files = False
+    #: file names starting with one of these are not data files (Polars' ``hidden_file_prefix``)
+    hidden_prefixes: tuple[str, ...] = ()
+
+    def _prefixed(self, path: str) -> bool:
+        return bool(self.hidden_prefixes) and posixpath.basename(path).startswith(self.hidden_prefixes)
 
     # -- which files ---------------------------------------------------------------------------
     @property
@@ -191,12 +196,14 @@ class LakeFiles:
         if self.source is not None:
             return list(self.partition_expressions)
         if self.only is not None:
-            return self._partitioned(list(self.only))
+            return self._partitioned([r for r in self.only if not self._prefixed(r)])
         listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
             listed = [i for i in listed if i.size > 0]
         if self.hidden_files:  # (Polars' rule: names starting with _ or . are data files too; arrowidx's own are not)
             listed = [i for i in listed if not is_index_path(posixpath.relpath(i.path, self.root))]
+        if self.hidden_prefixes:
+            listed = [i for i in listed if not self._prefixed(i.path)]
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))

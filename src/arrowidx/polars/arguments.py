@@ -64,7 +64,8 @@ READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"
 #: one scan per file, each with its path)
 SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset", "include_file_paths"})
 #: arguments arrowidx maps to its own
-MAPPED = frozenset({"hive_partitioning", "hive_schema", "storage_options", "try_parse_hive_dates", "glob"})
+MAPPED = frozenset({"hive_partitioning", "hive_schema", "storage_options", "try_parse_hive_dates", "glob",
+                    "hidden_file_prefix"})  # fmt: skip
 
 
 @dataclass
@@ -88,6 +89,17 @@ class ScanArguments:
     def file_paths(self) -> str | None:
         """``include_file_paths``: the name of the column of each row's file path (None: none)."""
         return self.given.get("include_file_paths")
+
+    @property
+    def hidden_prefixes(self) -> tuple[str, ...]:
+        """``hidden_file_prefix`` as a tuple: file names starting with one are skipped."""
+        given = self.given.get("hidden_file_prefix")
+        if given is None:
+            return ()
+        prefixes = (given,) if isinstance(given, str) else tuple(given)
+        if not all(isinstance(p, str) and p for p in prefixes):
+            raise OptionError(f"hidden_file_prefix: expected a prefix or a list of prefixes, got {given!r}")
+        return prefixes
 
     def polars_kwargs(self) -> dict[str, Any]:
         """Every argument, for ``pl.scan_parquet`` itself."""

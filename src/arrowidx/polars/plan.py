@@ -29,9 +29,22 @@ from .translate import translate
 OPEN_WEIGHT = 4 << 20  # what one open dataset counts against the budget (at most 16 kept)
 
 
+def _read_as_polars(data: IndexedDataset, hidden_prefixes: tuple[str, ...]) -> IndexedDataset:
+    """``data``'s files as Polars finds them: in a folder, 0-byte files skipped and names
+    starting with ``_`` or ``.`` read; files named with a ``hidden_file_prefix`` skipped."""
+    lake = data.lake
+    if lake.source is not None or (lake.only is not None and not hidden_prefixes):
+        return data
+    if lake.only is None:
+        lake.skip_empty, lake.hidden_files = True, True
+    lake.hidden_prefixes = hidden_prefixes
+    data.refresh()  # (listed again, with Polars' rules)
+    return data
+
+
 def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
                  storage_options: dict[str, Any] | None = None, partitioning: Any = "hive",
-                 index_root: Any = None) -> IndexedDataset:  # fmt: skip
+                 index_root: Any = None, hidden_prefixes: tuple[str, ...] = ()) -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
@@ -39,11 +52,11 @@ def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: st
         data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
                              partitioning=partitioning, index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-        return data
+        return _read_as_polars(data, hidden_prefixes)
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
     key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning),
-           None if index_root is None else os.fspath(index_root))  # fmt: skip
+           None if index_root is None else os.fspath(index_root), hidden_prefixes)  # fmt: skip
     held = facts.OPEN.peek(key)
     if held is not None:
         with held.lake.planning_lock:
@@ -54,11 +67,7 @@ def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: st
         data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning,
                              index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-        if data.lake.only is None and data.lake.source is None:  # a folder read as Polars reads one
-            data.lake.skip_empty = True  # its 0-byte files skipped
-            data.lake.hidden_files = True  # its _ and . names read
-            data.refresh()
-        return data, OPEN_WEIGHT
+        return _read_as_polars(data, hidden_prefixes), OPEN_WEIGHT
 
     return facts.OPEN.get(key, make)
 
