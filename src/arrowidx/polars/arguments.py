@@ -165,11 +165,14 @@ def _same(value: Any, default: Any) -> bool:
     return value is default or (type(value) is type(default) and value == default)
 
 
-def polars_decides(source: Any, glob: bool = True) -> bool:
+def polars_decides(source: Any, glob: bool = True, hidden: tuple[str, ...] = ()) -> bool:
     """Whether ``source`` names nothing arrowidx could plan (a local path that does not exist,
     a glob matching no file, a folder without files): ``pl.scan_parquet`` then gets it
     unchanged, and raises its own error where it raises it (at ``collect()``)."""
     sources = list(source) if isinstance(source, (list, tuple)) else [source]
+    named = [os.fspath(i) for i in sources if isinstance(i, (str, os.PathLike)) and isinstance(os.fspath(i), str)]
+    if hidden and named and all(os.path.isfile(p) and os.path.basename(p).startswith(hidden) for p in named):
+        return True  # every file named is hidden by hidden_file_prefix: Polars finds no file
     for item in sources:
         if not isinstance(item, (str, os.PathLike)):
             return False

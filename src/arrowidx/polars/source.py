@@ -93,7 +93,7 @@ def scan(
         "include_file_paths": include_file_paths, "missing_columns": missing_columns,
         "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
     })  # fmt: skip
-    if engine_source(source) or polars_decides(source, glob):  # data, or nothing to plan: Polars' own answer or error
+    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes):  # data, or nothing to plan: Polars' own answer or error
         return pl.scan_parquet(source, **arguments.polars_kwargs())
     arguments.check_supported()
     partitioning = arguments.partitioning(source, partitioning)
