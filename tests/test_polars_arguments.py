@@ -130,3 +130,20 @@ def test_include_file_paths_as_polars(lake):
         assert got.collect_schema() == want.collect_schema()
         assert_frame_equal(got.collect(), want.collect())
         assert_frame_equal(got.filter(pl.col("k") == 3).collect(), want.filter(pl.col("k") == 3).collect())
+
+
+def test_missing_columns_as_polars(tmp_path):
+    """A column missing from a later file: Polars' error by default, NULLs with
+    missing_columns='insert' (the reference: pl.scan_parquet of the same folder)."""
+    root = tmp_path / "m"
+    root.mkdir()
+    pl.DataFrame({"a": [1, 2], "b": [5, 6]}).write_parquet(root / "1.parquet")
+    pl.DataFrame({"a": [3]}).write_parquet(root / "2.parquet")
+    arrowidx.build(root, {"file-index.bitmap.columns": "a,b"}, progress=False)
+    for where in (pl.lit(True), pl.col("b").is_null(), pl.col("b") == 5, pl.col("a") == 3):
+        want = pl.scan_parquet(root, missing_columns="insert").filter(where).collect()
+        assert_frame_equal(apl.scan(root, missing_columns="insert").filter(where).collect(), want)
+    with pytest.raises(Exception) as polars_error:
+        pl.scan_parquet(root).collect()
+    with pytest.raises(type(polars_error.value)):
+        apl.scan(root).collect()

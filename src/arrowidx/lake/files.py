@@ -182,6 +182,9 @@ class LakeFiles:
     hidden_files = False
     #: file names starting with one of these are not data files (Polars' ``hidden_file_prefix``)
     hidden_prefixes: tuple[str, ...] = ()
+    #: a column missing from a later file: "raise" or "insert" (NULLs), for Polars' reader
+    #: (``missing_columns``); pyarrow's reads fill NULLs, as pyarrow.dataset does
+    missing_columns = "raise"
 
     def _prefixed(self, path: str) -> bool:
         return bool(self.hidden_prefixes) and posixpath.basename(path).startswith(self.hidden_prefixes)

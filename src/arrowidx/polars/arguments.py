@@ -65,7 +65,7 @@ READER_SETTINGS = frozenset({"parallel", "use_statistics", "low_memory", "cache"
 SHAPING = frozenset({"n_rows", "row_index_name", "row_index_offset", "include_file_paths"})
 #: arguments arrowidx maps to its own
 MAPPED = frozenset({"hive_partitioning", "hive_schema", "storage_options", "try_parse_hive_dates", "glob",
-                    "hidden_file_prefix"})  # fmt: skip
+                    "hidden_file_prefix", "missing_columns"})  # fmt: skip
 
 
 @dataclass
@@ -89,6 +89,14 @@ class ScanArguments:
     def file_paths(self) -> str | None:
         """``include_file_paths``: the name of the column of each row's file path (None: none)."""
         return self.given.get("include_file_paths")
+
+    @property
+    def missing_columns(self) -> str:
+        """``missing_columns``: ``"raise"`` (Polars' default) or ``"insert"`` (NULLs)."""
+        value = self.given.get("missing_columns", "raise")
+        if value not in ("raise", "insert"):
+            raise OptionError(f"missing_columns: expected 'raise' or 'insert', got {value!r}")
+        return value
 
     @property
     def hidden_prefixes(self) -> tuple[str, ...]:

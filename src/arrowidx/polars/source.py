@@ -100,7 +100,8 @@ def scan(
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes)
+        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
+                          arguments.missing_columns)  # fmt: skip
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
@@ -546,7 +547,8 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
     read again are not resolved again (~0.1-0.4 ms a file)."""
     lake = data.lake
     partitions = None if data.partitioning is None else str(data.partitioning.schema)
-    key = ("polars scan", data.store.key, data.root, tuple(lake.identity(rel) for rel in rels), row_index, partitions)
+    missing = lake.missing_columns  # Polars' missing_columns: "raise" (its default) or "insert"
+    key = ("polars scan", data.store.key, data.root, tuple(lake.identity(rel) for rel in rels), row_index, partitions, missing)
 
     def make() -> tuple[pl.LazyFrame, int]:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
@@ -554,7 +556,10 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
         if data.partitioning is not None:  # Hive partition columns: each file's values as literals
             scan = _partitioned_scan(data, rels, paths, row_index)
         else:
-            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
+            if missing == "insert":  # every file read against the lake's columns, the missing ones NULL
+                extra["schema"] = polars_schema(data, True)
+            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False,
+                                   missing_columns=missing, **extra)  # fmt: skip
         return scan, 4096 * len(rels)
 
     return facts.POLARS_SCANS.get(key, make)
