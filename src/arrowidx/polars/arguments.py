@@ -81,7 +81,16 @@ class ScanArguments:
         given = {k: v for k, v in arguments.items() if not k.startswith("_") and not _is_default(k, v)}
         private = {k: v for k, v in arguments.items() if k.startswith("_") and not (k in PRIVATE_DEFAULTS and _same(v, PRIVATE_DEFAULTS[k]))}
         unknown = sorted(k for k in given if k not in POLARS_DEFAULTS)
-        if unknown:
+        if unknown:  # Polars' own error for it first (an argument it removed: its ArgumentRemovedError)
+            import polars as pl
+
+            try:
+                pl.scan_parquet(b"", **{unknown[0]: given[unknown[0]]})
+            except TypeError as e:
+                if type(e) is not TypeError:  # (ArgumentRemovedError: Polars says what replaced it)
+                    raise
+            except Exception:  # noqa: BLE001 - Polars took the argument: arrowidx does not know it
+                pass
             raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
         return cls(given, private)
 
