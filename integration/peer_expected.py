@@ -17,22 +17,6 @@ REASONS = (PLAN_TEXT, VERBOSE_LOG)
 #: node id (as in the suite) -> (reason, what the test reads)
 #: node id -> what is not done yet: a difference in rows, types or errors still to fix
 KNOWN_GAPS: dict[str, str] = {
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-False-columns]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-False-none]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-False-prefiltered]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-False-row_groups]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-True-columns]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-True-none]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-True-prefiltered]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection0-True-row_groups]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-False-columns]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-False-none]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-False-prefiltered]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-False-row_groups]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-True-columns]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-True-none]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-True-prefiltered]': 'missing_columns= with a Hive layout or this reader is not supported yet',
-    'tests/unit/io/test_parquet.py::test_allow_missing_columns[projection1-True-row_groups]': 'missing_columns= with a Hive layout or this reader is not supported yet',
     'tests/unit/io/test_scan.py::test_predicate_hive_pruning_with_cast': "a non-Parquet file is read where Polars prunes it first (arrowidx reads every kept file's footer)",
     'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-1-0]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
     'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-1-1]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
