@@ -29,7 +29,7 @@ import pytest
 
 import arrowidx
 from arrowidx.lake.commit import load_manifest
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 
 pytest.importorskip("arrowidx.spark")
 
@@ -228,7 +228,7 @@ def test_cluster_answers_equal_local(spark_cluster, tmp_path):
     # build: the same manifest entries and index files as the local build
     assert sorted(driver.call(job_build, rel, OPTIONS)) == [f"part-{i}.parquet" for i in range(4)]
     arrowidx.build(str(local), OPTIONS, progress=False)
-    (fs_a, root_a, _), (fs_b, root_b, _) = resolve(str(local)), resolve(str(lake))
+    (fs_a, root_a, _), (fs_b, root_b, _) = open_lake(str(local)), open_lake(str(lake))
     ours, theirs = load_manifest(fs_a, root_a), load_manifest(fs_b, root_b)
     # (index files are named <data file>.<xxh64>-<writer>.index: equal up to the writer's suffix)
     assert {k: (e.size, e.rows, _unsuffixed(e.index)) for k, e in ours.files.items()} == {
