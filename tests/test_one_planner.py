@@ -50,7 +50,8 @@ def lake(tmp_path_factory) -> str:
 
 
 class Decisions:
-    """Records what the one planner's per-file decision answered (whichever adapter asked)."""
+    """Records what the one planner's per-file decision answered (whichever adapter asked),
+    and the files the lake index ruled out before any was asked."""
 
     def __init__(self, monkeypatch):
         self.decided: dict[str, tuple] = {}
@@ -62,7 +63,18 @@ class Decisions:
                 self.decided[rel] = _decision(plan)
             return plan
 
+        real_ruled = plan_module.Planner.lake_index_rules_out
+
+        def lake_index_rules_out(planner, expr, by_keys_alone):  # files the lake index decides (issue 51)
+            found = real_ruled(planner, expr, by_keys_alone)
+            if found is not None:
+                for member, ruled in zip(found[0].members, found[1]):
+                    if ruled:
+                        self.decided[member.path] = ("skip", None, (plan_module.LAKE_INDEX,))
+            return found
+
         monkeypatch.setattr(plan_module.Planner, "decide", decide)
+        monkeypatch.setattr(plan_module.Planner, "lake_index_rules_out", lake_index_rules_out)
 
     def take(self) -> dict[str, tuple]:
         out, self.decided = self.decided, {}

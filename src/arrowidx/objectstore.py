@@ -48,6 +48,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import facts
@@ -59,7 +60,7 @@ from .errors import (
     StorageError,
     StoreUnavailableError,
 )
-from .storage import ObjectInfo, Store, register, storage_error
+from .storage import ObjectChangedError, ObjectInfo, Store, register, same_object, storage_error
 
 #: URI schemes and the cloud each names.
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure",
@@ -237,6 +238,7 @@ class ObjectStore(Store):
 
     can_create = True
     stamps = True
+    plans_from_manifest = True
 
     def __init__(self, cloud: str, bucket: str, options: Mapping[str, Any] | None = None, *, client: Any = None,
                  fs: pafs.FileSystem | None = None):  # fmt: skip
@@ -393,6 +395,41 @@ class ObjectStore(Store):
             return [b"" for _ in ranges]
         return self.get_ranges(path, cut, what)
 
+    def get_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> bytes:
+        """The whole object in one GET with ``If-Match`` on its ETag (the stamp): a
+        replaced object is :class:`~arrowidx.storage.ObjectChangedError`, never read."""
+        return self._get_if_same(path, expect, what, None)
+
+    def open_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> pa.NativeFile:
+        """A random-access file whose every ranged GET carries ``If-Match`` on the ETag."""
+        if expect.stamp is None:  # (a listing without ETags): checked once, by a HEAD
+            if not same_object(self._head(path), expect):
+                raise ObjectChangedError(path)
+        return pa.PythonFile(_ConditionalReader(self, path, expect, what), mode="r")
+
+    def _get_if_same(self, path: str, expect: ObjectInfo, what: str, span: tuple[int, int] | None) -> bytes:
+        import obstore
+        from obstore.exceptions import PreconditionError
+
+        options: dict[str, Any] = {}
+        if expect.stamp is not None:
+            options["if_match"] = expect.stamp
+        elif span is None and not same_object(self._head(path), expect):
+            raise ObjectChangedError(path)
+        if span is not None:
+            options["range"] = span
+        try:
+            data = obstore.get(self._client, self._key(path), options=options).bytes().to_bytes()
+        except PreconditionError:
+            raise ObjectChangedError(path) from None
+        except FileNotFoundError:
+            raise FileNotFoundError(path) from None
+        except Exception as e:  # noqa: BLE001 (classified)
+            raise self._error(e, path, what) from None
+        if span is None and len(data) != expect.size:
+            raise ObjectChangedError(path, f"holds {len(data)} bytes, {expect.size} expected")
+        return data
+
     # -- writes --------------------------------------------------------------------------
     def put(self, path: str, data: bytes) -> None:
         """One PUT: atomic on every object store (readers see the old or the new object)."""
@@ -518,6 +555,43 @@ class ObjectStore(Store):
         if type(classified) is StorageError:
             return StorageError(f"{self.describe()}: cannot read or write the {what}: {text}", path=path)
         return classified
+
+
+class _ConditionalReader:
+    """A read-only file over one object version for ``pa.PythonFile``: each read is a
+    ranged GET with ``If-Match`` (:meth:`ObjectStore.open_if_same`)."""
+
+    def __init__(self, store: ObjectStore, path: str, expect: ObjectInfo, what: str):
+        self.store, self.path, self.expect, self.what = store, path, expect, what
+        self.pos = 0
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.expect.size if n is None or n < 0 else min(self.expect.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        data = self.store._get_if_same(self.path, self.expect, self.what, (self.pos, end))
+        self.pos += len(data)
+        return data
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.pos = pos if whence == 0 else self.pos + pos if whence == 1 else self.expect.size + pos
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def size(self) -> int:
+        return self.expect.size
+
+    def close(self) -> None:
+        self.closed = True
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
 
 
 def _short(error: BaseException) -> str:

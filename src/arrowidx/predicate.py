@@ -297,7 +297,7 @@ def _bind_is_in(column: str, options: pa.Scalar | None, schema: pa.Schema) -> No
         null_match = "SKIP" if opts.get("skip_nulls") and opts["skip_nulls"].as_py() else "MATCH"
     values = value_set.values if isinstance(value_set, pa.ListScalar) else value_set
     if values is None:
-        values = pa.array([], type=schema.field(column).type)
+        values = pa.nulls(0, schema.field(column).type)
     null_in_set = values.null_count > 0
     if pa.types.is_string_view(values.type):
         values = values.cast(pa.string())  # pyarrow 26 has no filter kernel for string_view (drop_null needs one)
@@ -342,7 +342,7 @@ def comparison_literal(literal: pa.Scalar, column: pa.DataType) -> pa.Scalar | N
     if pa.types.is_integer(column) and not pa.types.is_floating(common):
         return None
     try:
-        seen = pc.cast(pa.array([literal], literal.type), common, safe=True)
+        seen = pc.cast(_one(literal), common, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     cast = cast_literal_array(seen, column)
@@ -351,8 +351,16 @@ def comparison_literal(literal: pa.Scalar, column: pa.DataType) -> pa.Scalar | N
 
 def cast_literal(literal: pa.Scalar, to_type: pa.DataType) -> pa.Scalar | None:
     """``literal`` cast to ``to_type``, or None when the cast is not exact both ways."""
-    arr = cast_literal_array(pa.array([literal], type=literal.type), to_type)
+    arr = cast_literal_array(_one(literal), to_type)
     return None if arr is None else arr[0]
+
+
+def _one(literal: pa.Scalar, to_type: pa.DataType | None = None) -> pa.Array:
+    """A one-value array of a Scalar (``pa.repeat``: ``pa.array([literal])`` would import
+    pandas, to see whether the list holds pandas objects)."""
+    if to_type is None or literal.type == to_type:
+        return pa.repeat(literal, 1)
+    return pa.array([literal], type=to_type)
 
 
 def cast_literal_array(values: pa.Array, to_type: pa.DataType) -> pa.Array | None:
@@ -452,7 +460,7 @@ def lower(node: Node, ptype: PaimonType, arrow_type: pa.DataType) -> tuple[objec
         leaf = KLeaf("is_null")
         return leaf, KNot(leaf)
     if isinstance(node, Compare):
-        (key,) = literal_keys(pa.array([node.literal], type=arrow_type), ptype)
+        (key,) = literal_keys(_one(node.literal, arrow_type), ptype)
         if ptype.lossy:
             return _lower_lossy(node.op, key)
         if ptype.is_float:
@@ -573,6 +581,9 @@ def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
     without asking their indexes one by one."""
     if isinstance(node, And):
         return [found for child in node.children for found in needles(child, schema)]
+    if isinstance(node, Or):  # an OR whose other sides are never TRUE (Polars' IN: ``(x IS NULL AND NULL) OR x IN (...)``)
+        live = [child for child in node.children if not _never_true(child)]
+        return needles(live[0], schema) if len(live) == 1 else []
     if not (isinstance(node, Compare) and node.op == "eq") and not isinstance(node, IsIn):
         return []
     if schema.get_field_index(node.column) < 0:
@@ -582,6 +593,13 @@ def needles(node: Node, schema: pa.Schema) -> list[tuple[str, tuple]]:
     if isinstance(t, KLeaf):  # (an IN matching NULL, or a float equality, is an OR of lookups)
         return [(node.column, t.keys)]
     return []
+
+
+def _never_true(node: Node) -> bool:
+    """A constant that is not TRUE, or an AND with such a child: no row makes it TRUE."""
+    if isinstance(node, Const):
+        return node.value is not True
+    return isinstance(node, And) and any(map(_never_true, node.children))
 
 
 def _lowered(node: Node, schema: pa.Schema, column: str) -> tuple[object, object] | None:

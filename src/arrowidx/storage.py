@@ -3,7 +3,11 @@
 A :class:`Store` is a filesystem or object store seen as objects: ``list``, ``stat``, ``get``,
 ``get_range(s)`` (the unit of I/O: a footer, one column's index, one deletion vector),
 ``put`` (write a complete object) and ``create`` (put-if-absent: the one atomic primitive
-the commit protocol needs, :func:`arrowidx.lake.commit.commit_manifest`). Data files are
+the commit protocol needs, :func:`arrowidx.lake.commit.commit_manifest`). Conditional reads
+(``get_if_same``, ``open_if_same``) read an object only while it is the one an
+:class:`ObjectInfo` describes (S3's ``If-Match`` on the ETag; on local disks the size and
+change stamp of the opened descriptor), so a reader that planned from a manifest, without
+listing, finds a file replaced in place when it reads it (:class:`ObjectChangedError`). Data files are
 still read by pyarrow's own machinery (fragments, scanners) through :attr:`Store.fs`, the
 ``pyarrow.fs.FileSystem`` over the same objects.
 
@@ -64,6 +68,31 @@ class ObjectInfo:
     stamp: str | None = None
 
 
+class ObjectChangedError(ArrowIdxError):
+    """An object is not the one a reader expected: another size or change stamp than the
+    :class:`ObjectInfo` it was read against (replaced or rewritten since it was listed or
+    indexed). Raised by the conditional reads (:meth:`Store.get_if_same`,
+    :meth:`Store.open_if_same`); a reader catches it and reads the object as it is now."""
+
+    def __init__(self, path: str, detail: str = "changed since it was listed or indexed"):
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{path}: {detail}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.detail))
+
+
+def same_object(info: ObjectInfo | None, expect: ObjectInfo) -> bool:
+    """Whether ``info`` (what the store says now) is the object ``expect`` describes: the
+    same size and change stamp (or, where either has no stamp, the same modification time)."""
+    if info is None or info.size != expect.size:
+        return False
+    if info.stamp is not None and expect.stamp is not None:
+        return info.stamp == expect.stamp
+    return info.mtime_ns is None or expect.mtime_ns is None or info.mtime_ns == expect.mtime_ns
+
+
 class Store:
     """A filesystem or object store as objects (see the module docstring)."""
 
@@ -80,6 +109,10 @@ class Store:
     #: handing a small read to the I/O pool costs more than the read (bench/bench_cold.py:
     #: a first needle over 1,000 small files, 250 against 430 ms).
     quick_reads: bool = False
+    #: Readers plan from the manifest alone (its entries are the files, with their sizes and
+    #: stamps): no listing, no stat, data files read with conditional reads (object stores,
+    #: where a listing of 10,000 files costs ten requests and a stat one each).
+    plans_from_manifest: bool = False
 
     def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
         """The files under ``folder`` (not folders), sorted by path. ``hidden=False`` skips
@@ -105,6 +138,28 @@ class Store:
         """Several ``(start, length)`` ranges of one object (nearby ranges in one request
         where the store charges per request)."""
         raise NotImplementedError
+
+    def get_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> bytes:
+        """The whole object, only while it is the one ``expect`` describes (a conditional
+        read: :func:`same_object`), else :class:`ObjectChangedError`; ``FileNotFoundError``
+        when it is gone. Here: checked once the object is opened (stores without a stamp
+        compare size and modification time)."""
+        with self.open_if_same(path, expect, what) as f:
+            return f.read()
+
+    def open_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> pa.NativeFile:
+        """A random-access file over the object as ``expect`` describes it (for pyarrow's
+        readers), else :class:`ObjectChangedError`. Here: checked once it is opened."""
+        try:
+            f = self.fs.open_input_file(path)
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as e:
+            raise storage_error(e, path, what) from None
+        if not same_object(self.stat([path])[0], expect):
+            f.close()
+            raise ObjectChangedError(path)
+        return f
 
     def put(self, path: str, data: bytes) -> None:
         """Write the complete object ``path`` (replacing it): readers see the old bytes or
@@ -253,6 +308,31 @@ class LocalStore(Store):
             raise
         except OSError as e:
             raise storage_error(e, path, what) from None
+
+    def _open_same(self, path: str, expect: ObjectInfo, what: str):
+        """The file opened, then checked by its descriptor (``fstat``): the bytes read from
+        it are those of that inode, even if the path is replaced meanwhile."""
+        try:
+            f = open(self.os_path(path), "rb")
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise storage_error(e, path, what) from None
+        st = os.fstat(f.fileno())
+        if not statmod.S_ISREG(st.st_mode) or not same_object(_local_info(path, st), expect):
+            f.close()
+            raise ObjectChangedError(path)
+        return f
+
+    def get_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> bytes:
+        with self._open_same(path, expect, what) as f:
+            try:
+                return f.read()
+            except OSError as e:
+                raise storage_error(e, path, what) from None
+
+    def open_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> pa.NativeFile:
+        return pa.PythonFile(self._open_same(path, expect, what), mode="r")
 
     def _write_temp(self, path: str, data: bytes) -> str:
         real = self.os_path(path)

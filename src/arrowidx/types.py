@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .errors import ArrowIdxError, UnsupportedTypeError
 
@@ -208,7 +207,35 @@ class Keys:
 def _nulls(arr: pa.Array) -> np.ndarray | None:
     if arr.null_count == 0:
         return None
-    return pc.is_null(arr).to_numpy(zero_copy_only=False)
+    validity = arr.buffers()[0]
+    if validity is None:  # (a null-typed array: every slot is null)
+        return np.ones(len(arr), bool)
+    return ~_bits(validity, arr.offset, len(arr))
+
+
+def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """``n`` bits of an Arrow bitmap from bit ``offset``, as booleans."""
+    return np.unpackbits(np.frombuffer(buffer, np.uint8), bitorder="little")[offset : offset + n].view(bool)
+
+
+def _numbers(arr: pa.Array, fill: bool = False) -> np.ndarray:
+    """The values of a fixed-width array (numbers, temporal storage, booleans) from its data
+    buffer, null slots 0 / False with ``fill``: what ``fill_null(0).to_numpy()`` gives,
+    without pyarrow's numpy conversion, which imports pandas (a literal's keys are
+    computed on every read)."""
+    t = arr.type
+    n = len(arr)
+    data = arr.buffers()[1]
+    if pa.types.is_boolean(t):
+        values = _bits(data, arr.offset, n) if data is not None else np.zeros(n, bool)
+    else:
+        kind = "f" if pa.types.is_floating(t) else "u" if pa.types.is_unsigned_integer(t) else "i"
+        dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
+        values = np.frombuffer(data, dtype)[arr.offset : arr.offset + n] if data is not None else np.zeros(n, dtype)
+    if fill and arr.null_count:
+        values = values.copy()
+        values[_nulls(arr)] = 0
+    return values
 
 
 def canonical_float_keys(values: np.ndarray) -> np.ndarray:
@@ -267,14 +294,13 @@ def column_keys(arr: pa.Array | pa.ChunkedArray, ptype: PaimonType) -> Keys:
     if root == "DECIMAL":
         return Keys(decimal_unscaled(arr), nulls)
     if root == "BOOLEAN":
-        return Keys(arr.fill_null(False).to_numpy(zero_copy_only=False), nulls)
+        return Keys(_numbers(arr, fill=True), nulls)
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ", "TIME"):
         unit = arr.type.unit
-        raw = arr.view(pa.int64() if pa.types.is_timestamp(arr.type) or arr.type.bit_width == 64 else pa.int32())
-        values = raw.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        values = _numbers(arr, fill=True).astype(np.int64, copy=False)
         values = _rescale(values, unit, ptype.key_unit)
         return Keys(values.astype(ptype.key_dtype, copy=False), nulls)
-    values = arr.fill_null(0).to_numpy(zero_copy_only=False) if nulls is not None else arr.to_numpy(zero_copy_only=False)
+    values = _numbers(arr, fill=nulls is not None)
     values = values.astype(ptype.key_dtype, copy=False)
     if ptype.is_float:
         values = canonical_float_keys(values)

@@ -55,15 +55,17 @@ from ..file_index import index_container
 from ..index.container import Container
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..options import merge_index_options as merge_options
-from ..passes import ParquetColumns
+from ..passes import ColumnSource, ParquetColumns
 from ..progress import progress_bar
 from ..storage import ObjectInfo, Store, storage_error
 from .commit import commit_manifest, load_manifest, require_commit, with_commit_retries
 from .footer import NO_DATA_FILES, content_xxh64, read_footer
 from .freshness import check_stale_option, entry_is_fresh, load_index_bytes, same_content
+from .lakeindex import FileKeys
 from .layout import INDEX_DIR, file_infos, join, write_atomic
 from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
 from .source import open_lake
+from .structure import commit_lake_index, keyed_columns
 from .tombstones import bury, drop, reapply
 
 
@@ -77,6 +79,7 @@ class BuildReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     index_bytes: int = 0
+    lake_index_bytes: int = 0  # bytes of lake-index runs written (arrowidx.lake.lakeindex)
     seconds: float = 0.0
     changed: bool = True  # False: nothing to do, no manifest version was written
     options: dict[str, str] = field(default_factory=dict)  # the options the dataset is indexed with
@@ -145,7 +148,7 @@ def index_one_file(
     columns = sorted({s.column for s in specs})
     footer = read_footer(store, join(root, rel), info.size)
     try:
-        container, file_options, indexed_schema, rows = _index_file(store.fs, join(root, rel), footer, specs, columns, options)
+        container, file_options, indexed_schema, rows, keys = _index_file(store.fs, join(root, rel), footer, specs, columns, options)
     except FileNotFoundError:
         raise
     except UnsupportedTypeError as e:  # name the file too: files of a lake may differ in type
@@ -165,12 +168,13 @@ def index_one_file(
         fault_point("index-written")
     content = content_xxh64(store, join(root, rel), info.size)  # the file's identity when its stamp changes
     return FileEntry(rel, info.size, info.mtime_ns, rows, ref, fingerprint=footer.fingerprint, stamp=getattr(info, "stamp", None),
-                     content_xxh64=content)  # fmt: skip
+                     content_xxh64=content, keys=keys)  # fmt: skip
 
 
 def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str], options: Mapping[str, str]):
-    """The container of one data file: ``(bytes, the options used, the indexed schema, rows)``
-    (``fs``: the store's pyarrow filesystem, which pyarrow reads the data through)."""
+    """The container of one data file: ``(bytes, the options used, the indexed schema, rows,
+    the distinct key hashes of its keyed columns for the lake index)`` (``fs``: the store's
+    pyarrow filesystem, which pyarrow reads the data through)."""
     with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f, metadata=footer.metadata)
         schema = parquet.schema_arrow
@@ -181,9 +185,62 @@ def _index_file(fs: pafs.FileSystem, path: str, footer, specs, columns: list[str
             if spec.index_type == "bloom-filter" and "items" not in spec.options and spec.column in present:
                 file_options[f"file-index.bloom-filter.{spec.column}.items"] = str(max(parquet.metadata.num_rows, 1))
         indexed_schema = pa.schema([schema.field(c) for c in present])
-        # column by column, each read row group by row group (again for a range bitmap's 2nd pass)
-        container = index_container(ParquetColumns(parquet), file_options)
-        return container, file_options, indexed_schema, parquet.metadata.num_rows
+        keys = FileKeys(indexed_schema, keyed_columns(indexed_schema))
+        # column by column, each read row group by row group (again for a range bitmap's 2nd pass);
+        # the first pass over a keyed column also collects its keys for the lake index
+        keying = _Keying(ParquetColumns(parquet), keys)
+        container = index_container(keying, file_options)
+        found = {c: hashes if c in keying.read_whole else None for c, hashes in keys.finish().items()}  # (a column not read: not covered)
+        return container, file_options, indexed_schema, parquet.metadata.num_rows, found
+
+
+class _Keying(ColumnSource):
+    """``source``'s columns, the first pass over each keyed column also added to ``keys``."""
+
+    def __init__(self, source: ColumnSource, keys: FileKeys):
+        self.source, self.keys, self.schema = source, keys, source.schema
+        self.read_whole: set[str] = set()  # the keyed columns read to the end
+
+    def read(self, column: str):
+        tap = column in self.keys.types and column not in self.read_whole
+        for array in self.source.read(column):
+            if tap:
+                self.keys.add_array(column, array)
+            yield array
+        if tap:
+            self.read_whole.add(column)
+
+
+def key_file(store: Store, root: str, entry: FileEntry) -> dict | None:
+    """The lake-index keys of a data file indexed before the lake index (its keyed columns
+    read): what a build upgrading such a lake adds for the files it does not index again."""
+    schema = entry.index.arrow_schema() if entry.index is not None else None
+    columns = keyed_columns(schema) if schema is not None else []
+    if not columns:
+        return None
+    path = join(root, entry.path)
+    try:
+        table = pq.read_table(path, columns=columns, filesystem=store.fs, use_threads=False)
+    except FileNotFoundError:
+        return None  # gone since the plan: the next build drops it
+    except OSError as e:
+        raise storage_error(e, path, "data file") from None
+    except pa.ArrowException as e:
+        raise CorruptIndexError(f"unreadable Parquet data: {e}", source=path) from None
+    if not table.schema.equals(pa.schema([schema.field(c) for c in columns]), check_metadata=False):
+        return None  # another type than indexed: not covered
+    keys = FileKeys(table.schema, columns)
+    keys.add(table)
+    return keys.finish()
+
+
+def upgrading(plan: BuildPlan) -> bool:
+    """Whether the build adds a lake index to a lake written without one (a column the
+    indexes cover can be keyed): it then keys the files it does not index again too."""
+    if plan.manifest.lake_index is not None or not plan.unchanged:
+        return False
+    entry = plan.manifest.files.get(plan.unchanged[0])
+    return entry is not None and entry.index is not None and bool(keyed_columns(entry.index.arrow_schema()))
 
 
 def _options_for(options: Mapping[str, str], missing: list[str]) -> dict[str, str]:
@@ -325,14 +382,16 @@ def _index_ok(store: Store, root: str, entry: FileEntry) -> bool:
         return False
 
 
-def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
+def commit_build(plan: BuildPlan, built: list[FileEntry], writer: str = "") -> BuildReport:
     """Merge the new entries into the manifest (keeping deletions of unchanged data) and commit
     once. Deletions leaving the manifest become tombstones; a new entry whose content a
     tombstone holds gets its deletions back (:mod:`arrowidx.lake.tombstones`)."""
     manifest = plan.manifest
     report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
                          options=dict(plan.options), restamped=plan.restamped)  # fmt: skip
-    if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0:
+    upgrade = any(e.keys is not None for e in manifest.files.values())  # (keys of files indexed before)
+    if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0 \
+            and not upgrade:  # fmt: skip
         report.changed = False
         report.seconds = time.perf_counter() - plan.started
         return report
@@ -359,7 +418,9 @@ def commit_build(plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
     report.indexed.sort()
     manifest.files = {rel: manifest.files[rel] for rel in sorted(manifest.files)}
     manifest.options = plan.options
-    manifest = commit_manifest(plan.store, plan.root, manifest, plan.base_version)
+    artifacts = commit_lake_index(plan.store, plan.root, manifest, writer)  # runs written before the commit
+    report.lake_index_bytes = sum(len(b) for b in artifacts.values())
+    manifest = commit_manifest(plan.store, plan.root, manifest, plan.base_version, artifacts=artifacts)
     report.version = manifest.version
     report.seconds = time.perf_counter() - plan.started
     return report
@@ -451,7 +512,7 @@ class Uploads:
     def commit(self, plan: BuildPlan, built: list[FileEntry]) -> BuildReport:
         """:func:`commit_build`, noting a commit that failed with an unknown outcome."""
         try:
-            return commit_build(plan, built)
+            return commit_build(plan, built, self.writer)
         except (CommitConflictError, StaleDeletionError):
             raise  # refused: nothing of ours was committed
         except BaseException:
@@ -490,9 +551,14 @@ def _build_once(source, options, filesystem, progress, incremental, threads, rep
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         built = list(pool.map(work, plan.todo))
+        if upgrading(plan):  # a lake written before the lake index: key the files kept as they are
+            entries = [plan.manifest.files[rel] for rel in plan.unchanged]
+            for entry, keys in zip(entries, pool.map(lambda e: key_file(plan.store, plan.root, e), entries)):
+                entry.keys = keys
     return uploads.commit(plan, built)
 
 
 def will_commit(plan: BuildPlan) -> bool:
     """Whether this plan commits a manifest version (else the build changes nothing)."""
-    return bool(plan.todo or plan.removed or plan.restamped or plan.manifest.options != plan.options or plan.base_version == 0)
+    return bool(plan.todo or plan.removed or plan.restamped or plan.manifest.options != plan.options or plan.base_version == 0
+                or upgrading(plan))  # fmt: skip

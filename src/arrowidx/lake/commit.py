@@ -265,6 +265,7 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
                 raise ValueError(f"commit_manifest: artifact {rel!r} is not under {META_DIR}/")
             write_atomic(store, join(root, rel), blob, root=root)
             written.append(join(root, rel))
+            fault_point("artifact-written")
         data = manifest.to_json().encode()
         fault_point("before-commit")
         if not store.create(final, data):

@@ -138,6 +138,7 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
     if rels and pushdown is not None:
         check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows(), where=root)  # an invalid filter fails whether or not an index decides
     infos = file_infos(store, root, rels)
+    data.lake.use_infos(infos)  # (planned from the manifest on object stores: the files as they are now)
     for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
@@ -159,7 +160,13 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
 
     read_columns = sorted(data.lake.columns_of(pushdown) | set(match.residual.columns if match.residual else ()))
 
+    # the files a lake-level structure rules out (the lake index), as every read plans them
+    ruled = data.planner.ruled_out_rows(pushdown, {}) if pushdown is not None else {}
+
     def positions(rel: str) -> tuple[str, np.ndarray | None]:
+        if rel in ruled:
+            tick()
+            return rel, None
         plan = data.plan_file(rel, pushdown)
         tick()
         if plan.skipped:

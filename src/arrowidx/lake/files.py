@@ -34,8 +34,9 @@ from ..errors import ArrowIdxError, CorruptIndexError
 from ..expression import columns_named
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
-from ..storage import ObjectInfo, Store
+from ..storage import ObjectChangedError, ObjectInfo, Store, same_object
 from .commit import latest_version, load_manifest_shared
+from .conditional import conditional_filesystem
 from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
 from .freshness import (
     check_stale_option,
@@ -141,7 +142,14 @@ class LakeFiles:
         self._infos: dict[str, ObjectInfo | None] = {}
         self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
         self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
-        self._files = self._discover()
+        #: plan from the manifest alone (an object store): its entries are the files, with
+        #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
+        #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
+        #: (:meth:`object_changed`). A listing only on :meth:`refresh` with ``listing=True``.
+        self.from_manifest = store.plans_from_manifest and source is None and only is None and self.manifest.version > 0
+        self._files = self._discover(listing=not self.from_manifest)
+        if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
+            self.fs = conditional_filesystem(store, self._expected)
         self._schema: pa.Schema | None = source.schema if source is not None else None
         self._offsets: dict[tuple, np.ndarray] = {}
         self._counts: dict[tuple, list[int]] = {}
@@ -195,11 +203,19 @@ class LakeFiles:
         """Data files (relative paths) in read order, as found when opened (or refreshed)."""
         return self._files
 
-    def _discover(self) -> list[str]:
+    def _discover(self, listing: bool = True) -> list[str]:
         if self.source is not None:
             return list(self.partition_expressions)
         if self.only is not None:
             return self._partitioned([r for r in self.only if not self._prefixed(r)])
+        if not listing:  # the manifest's files, as it recorded them
+            entries = self.committed.files
+            rels = sorted(r for r in entries if not self._prefixed(r))
+            self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns, entries[rel].stamp)
+                           for rel in rels}  # fmt: skip
+            self._keys, self._identities = {}, (None, [])
+            self._listed_now = True
+            return self._partitioned(rels)
         listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
             listed = [i for i in listed if i.size > 0]
@@ -222,13 +238,20 @@ class LakeFiles:
             self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
         return files
 
-    def refresh(self) -> None:
+    def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
-        files' sizes and times."""
+        files' sizes and times. Planning from the manifest (:attr:`from_manifest`), the file
+        list is the manifest's unless ``listing`` (then the folder is listed: files not
+        indexed yet are read too, until the next refresh)."""
         committed = self.committed
         if committed.version == 0 or latest_version(self.store, self.root) != committed.version:
             committed = load_manifest_shared(self.store, self.root)
-        files = self._discover()
+        if self.from_manifest and not listing:
+            if committed is self.committed:
+                return  # the same version: its files, as known (a file found changed stays stat'ed)
+            self.committed = committed  # (the file list below is the new version's)
+            self.manifest = committed
+        files = self._discover(listing=listing or not self.from_manifest)
         if self.source is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
@@ -275,14 +298,59 @@ class LakeFiles:
         if self._listed_now:
             self._listed_now = False
             return
+        if self.from_manifest:
+            return  # never stat'ed: a file read is checked by its conditional read
         self._infos, self._keys, self._identities = {}, {}, (None, [])
 
     def restat(self, rels: list[str]) -> None:
-        """Stat ``rels`` again now (only those)."""
+        """Stat ``rels`` again now (only those; planning from the manifest, none: a file read
+        is checked by its conditional read)."""
+        if self.from_manifest:
+            return
+        self._restat(rels)
+
+    def _restat(self, rels: list[str]) -> None:
         self._infos.update(file_infos(self.store, self.root, rels))
         self._identities = (None, [])
         for rel in rels:
             self._keys.pop(rel, None)
+
+    def object_changed(self, path: str) -> bool:
+        """A conditional read found the data file ``path`` (full path) not the one planned
+        (:class:`~arrowidx.storage.ObjectChangedError`) or gone: stat it now, so the next
+        plan reads it as it is (stale: in full; gone: not at all). False when it is not one
+        of this snapshot's files, or was stat'ed already."""
+        rel = posixpath.relpath(path, self.root) if self.root not in ("", ".") else path
+        if rel not in self._infos:
+            return False
+        before = self._infos.get(rel)
+        self._restat([rel])
+        now = self._infos.get(rel)
+        if now is None:  # gone (a listing would not have it)
+            self._files = [f for f in self._files if f != rel]
+            self._infos.pop(rel, None)
+            self._identities = (None, [])
+            self._absolute = (None, [])
+            return True
+        return now != before
+
+    def _expected(self, path: str) -> ObjectInfo | None:
+        """The object a data file at ``path`` (full path) is read as (None: any)."""
+        prefix = self.root.rstrip("/") + "/" if self.root not in ("", ".") else ""
+        return self._infos.get(path[len(prefix) :] if prefix and path.startswith(prefix) else path)
+
+    def use_infos(self, infos: dict[str, ObjectInfo | None]) -> None:
+        """Take ``infos`` (a writer's stats of the files, by relative path) as this query's."""
+        self._infos.update(infos)
+        self._keys, self._identities = {}, (None, [])
+
+    def open_data(self, rel: str) -> pa.NativeFile:
+        """The data file opened for reading: conditionally (the object planned, or
+        :class:`~arrowidx.storage.ObjectChangedError`) when planning from the manifest."""
+        path, info = join(self.root, rel), self.info(rel)
+        if self.from_manifest and info is not None:
+            return self.store.open_if_same(path, info, "data file")
+        return self.fs.open_input_file(path)
 
     def info(self, rel: str) -> ObjectInfo | None:
         """The file as this query's listing or stat found it (None: gone)."""
@@ -368,7 +436,12 @@ class LakeFiles:
         path = join(self.root, rel)
 
         def make():
-            footer = read_footer(self.store, path, info.size if info is not None else None)
+            try:
+                footer = read_footer(self.store, path, info.size if info is not None else None)
+            except (ArrowIdxError, OSError):
+                if self.from_manifest and info is not None and not same_object(self.store.stat([path])[0], info):
+                    raise ObjectChangedError(path) from None  # (its size as indexed: not the file's now)
+                raise
             return footer, footer.metadata.serialized_size
 
         return facts.FOOTERS.get(self.fact_key("footer", rel), make)
@@ -393,8 +466,11 @@ class LakeFiles:
         info = self.info(rel)
 
         def make():
+            # planned from the manifest, every read of the file is conditional on the object
+            # planned (its fragment is kept under that identity: the object is bound here)
+            fs = conditional_filesystem(self.store, lambda path: info) if self.from_manifest and info is not None else self.fs
             fragment = fmt.make_fragment(
-                join(self.root, rel), self.fs, partition_expression=partition if partition is not None else pc.scalar(True),
+                join(self.root, rel), fs, partition_expression=partition if partition is not None else pc.scalar(True),
                 file_size=info.size if info is not None else None,
             )  # (the size known: no request to ask it)
             try:

@@ -30,10 +30,13 @@ import os
 import posixpath
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import INDEX_ROOTS, ArrowIdxError, CorruptIndexError, OptionError
 from ..storage import ObjectInfo, Store, local_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 META_DIR = "_arrowidx"
 INDEX_DIR = f"{META_DIR}/index"
@@ -175,6 +178,7 @@ class LakeStore(Store):
         self.key = f"{inner.key}|index={index_root}"
         self.fs = inner.fs
         self.can_create, self.stamps, self.quick_reads = inner.can_create, inner.stamps, inner.quick_reads
+        self.plans_from_manifest = inner.plans_from_manifest
         if index_root is not None and index_root != self.logical:
             if len(INDEX_ROOTS) > 4096:
                 INDEX_ROOTS.clear()
@@ -225,6 +229,12 @@ class LakeStore(Store):
 
     def get_ranges(self, path: str, ranges: list[tuple[int, int]], what: str = "file") -> list[bytes]:
         return self.inner.get_ranges(self.physical(path), ranges, what)
+
+    def get_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> bytes:
+        return self.inner.get_if_same(self.physical(path), dataclasses.replace(expect, path=self.physical(expect.path)), what)
+
+    def open_if_same(self, path: str, expect: ObjectInfo, what: str = "file") -> pa.NativeFile:
+        return self.inner.open_if_same(self.physical(path), dataclasses.replace(expect, path=self.physical(expect.path)), what)
 
     def put(self, path: str, data: bytes) -> None:
         self.inner.put(self.physical(path), data)

@@ -64,6 +64,8 @@ def stored_fields(obj: Any) -> dict:
         if not f.metadata.get("stored", True):
             continue
         value = getattr(obj, f.name)
+        if value is None and f.metadata.get("stored_if_set"):
+            continue
         out[f.name] = stored_fields(value) if dataclasses.is_dataclass(value) else value
     return out
 
@@ -133,6 +135,12 @@ class FileEntry:
     fingerprint: str | None = None  # lake.footer.fingerprint of the file when it was indexed (size and tail)
     stamp: str | None = None  # the store's change stamp when it was indexed (storage.ObjectInfo.stamp)
     content_xxh64: str | None = None  # XXH64 of the whole file when it was indexed (lake.footer.content_xxh64)
+    #: the file id the lake index keys this content under (:mod:`arrowidx.lake.lakeindex`;
+    #: given by a build to each content it indexes, None: not keyed). Stored only when set.
+    fid: int | None = field(default=None, metadata={"stored_if_set": True})
+    #: the distinct key hashes a build collected while indexing the file, for the lake index
+    #: (``{column: hashes or None}``; never stored)
+    keys: dict | None = field(default=None, compare=False, repr=False, metadata=_NOT_STORED)
     #: ``(manifest, "files[i]")``: where the entry was read from, for errors about what it references
     listed: tuple[str, str] | None = field(default=None, compare=False, repr=False, metadata=_NOT_STORED)
 
@@ -157,7 +165,7 @@ class FileEntry:
         index = IndexRef(**d["index"]) if d.get("index") else None
         deletion = DeletionRef(**d["deletion"]) if d.get("deletion") else None
         return cls(d["path"], d["size"], d["mtime_ns"], d["rows"], index, deletion, d.get("fingerprint"), d.get("stamp"),
-                   d.get("content_xxh64"))  # fmt: skip
+                   d.get("content_xxh64"), d.get("fid"))  # fmt: skip
 
 
 @dataclass
@@ -188,6 +196,10 @@ class Manifest:
     created_ms: int = 0
     source: str = ""  # the manifest file it was read from ("" when new)
     tombstones: list[Tombstone] = field(default_factory=list)  # deletions kept for content that left
+    #: the lake index of this version (:class:`arrowidx.lake.lakeindex.LakeIndex`; None: none),
+    #: and the next file id a build gives (both stored only with a lake index)
+    lake_index: Any = None
+    next_fid: int = 0
 
     def __repr__(self) -> str:
         indexed = sum(e.index is not None for e in self.files.values())
@@ -208,10 +220,11 @@ class Manifest:
         its entries and of its tombstones."""
         out = {e.index.file for e in self.files.values() if e.index is not None and e.index.file is not None}
         out |= {e.deletion.file for e in self.files.values() if e.deletion is not None}
+        out |= {run.file for run in self.lake_index.runs} if self.lake_index is not None else set()
         return out | {t.deletion.file for t in self.tombstones}
 
     def _payload(self) -> dict:
-        return {
+        payload = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "version": self.version,
@@ -220,6 +233,10 @@ class Manifest:
             "files": [e.to_dict() for e in self.files.values()],
             "tombstones": [stored_fields(t) for t in self.tombstones],
         }
+        if self.lake_index is not None:  # (a reader before the lake index ignores both: it plans file by file)
+            payload["lake_index"] = self.lake_index.to_json()
+            payload["next_fid"] = self.next_fid
+        return payload
 
     def to_json(self) -> str:
         payload = self._payload()
@@ -400,8 +417,19 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         raw = _dict(f, "deletion", source, where, optional=True)
         if raw is not None:
             deletion = _deletion(raw, rows, source, f"{where}deletion.", strict)
-        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content, (source, f"files[{i}]"))
-    return Manifest(version, files, options, created_ms, source, _tombstones(d, source))
+        fid = _int(f, "fid", source, where, optional=True)
+        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content, fid,
+                                listed=(source, f"files[{i}]"))  # fmt: skip
+    lake_index, next_fid = None, 0
+    if d.get("lake_index") is not None:
+        from .lakeindex import LakeIndex  # (numpy and the key types: only for a lake that has one)
+
+        lake_index = LakeIndex.from_json(d["lake_index"], source)
+        next_fid = _int(d, "next_fid", source, "")
+        fids = [e.fid for e in files.values() if e.fid is not None]
+        if fids and (max(fids) >= next_fid or len(set(fids)) != len(fids)):
+            raise CorruptManifestError("file ids ('fid') must be distinct and below 'next_fid'", source=source, field="next_fid")
+    return Manifest(version, files, options, created_ms, source, _tombstones(d, source), lake_index, next_fid)
 
 
 def _deletion(raw: dict, rows: int, source: str, w: str, strict: bool) -> DeletionRef:

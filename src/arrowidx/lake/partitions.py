@@ -112,7 +112,7 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     if isinstance(spec, (pa.Schema, dict)):
         schema = spec if isinstance(spec, pa.Schema) else pa.schema(list(spec.items()))
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
-    if not isinstance(spec, str) and isinstance(spec, ds.Partitioning):
+    if not isinstance(spec, (str, PolarsHive)) and isinstance(spec, ds.Partitioning):  # (ds: imported only here)
         return spec
     if isinstance(spec, str) and spec in POLARS_HIVE:
         spec = PolarsHive(dates=spec == "polars")

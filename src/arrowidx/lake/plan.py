@@ -10,9 +10,9 @@ A filter is planned in this order, each step only narrowing what the previous ke
 1. **Partitions**: files whose Hive folder cannot match are left out by their names alone
    (:meth:`~arrowidx.lake.files.LakeFiles.partition_candidates`); nothing is opened.
 2. **Lake-level structures** (:meth:`Planner.select`, *the* seam for structures over all
-   files): files a structure over many files rules out without asking their own indexes.
-   Today the key directories (:mod:`.directory`); a structure the commit writes beside the
-   manifest answers here first.
+   files): files a structure over many files rules out without asking their own indexes:
+   the lake index the commit writes beside the manifest (:mod:`.lakeindex`), or, on a lake
+   written before it, the key directories (:mod:`.directory`).
 3. **Each file's index** (:meth:`Planner.decide`): a file changed since it was indexed is
    *stale* and read in full; otherwise its container answers (SKIP: never opened; a
    bitmap: only the row groups holding those rows).
@@ -45,6 +45,7 @@ from ..result import SKIP
 from . import directory
 from .directory import KeyDirectory, Member, build_directory
 from .files import LakeFiles
+from .manifest import FileEntry
 from .plans import Explain, FilePlan, explain_why
 from .read import bitmap_groups
 
@@ -52,6 +53,8 @@ from .read import bitmap_groups
 # thread stats the files they ruled out (Planner.route): the stats, ~4 ms for 1,000 files,
 # then cost no time of their own.
 NEEDLE_MAX_FILES = 16
+#: The index type a file ruled out by the lake index reports in its plan.
+LAKE_INDEX = "lake-index"
 
 
 def _stat_pool():
@@ -83,6 +86,42 @@ def settle_status(plan: FilePlan) -> None:
     elif plan.result.kind == "bitmap":
         plan.status, plan.reason = "bitmap", "bitmap"
         plan.rows_selected = len(plan.result.bitmap)
+
+
+def option_index_types(entry: FileEntry, columns: frozenset[str]) -> list[str]:
+    """The index types a file's index options put on ``columns`` (its index not opened)."""
+    found = set()
+    for key, value in entry.index.options.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "file-index" and parts[2] == "columns":
+            if columns & {c.strip() for c in value.split(",")}:
+                found.add(parts[1])
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class IndexedMember:
+    """A file the lake index rules out: its manifest entry (no index of its own opened)."""
+
+    path: str
+    entry: FileEntry
+    index: None = None
+
+
+class IndexedFiles:
+    """Files the lake index rules out, as :meth:`Planner.select` lists a structure's
+    members: their paths, and their identities as indexed (what
+    :meth:`~arrowidx.lake.files.LakeFiles.identity_of` gives for the data file the entry
+    describes)."""
+
+    def __init__(self, entries: list[FileEntry]):
+        self.entries = entries
+        self.paths = [e.path for e in entries]
+        self.identities = [(e.path, e.size, e.mtime_ns, e.stamp) for e in entries]
+
+    @property
+    def members(self) -> list[IndexedMember]:
+        return [IndexedMember(e.path, e) for e in self.entries]  # (made only where plans are wanted)
 
 
 @dataclass
@@ -342,10 +381,10 @@ class Planner:
         out (``listed``, checked against this query's stats), and how many they ruled out:
         what a read needs, without a plan object per skipped file."""
         lake = self.lake
-        lake.prepare(lake.files, self.columns(expr))
-        keys = lake.known_identities()
-        ruled = {rel for rel, identity in listed.items() if keys.get(rel) == identity}
-        decided = [self.decide(rel, expr, bound) for rel in lake.files if rel not in ruled]
+        ruled = {rel for rel, identity in listed.items() if lake.identity(rel) == identity}
+        kept = [rel for rel in lake.files if rel not in ruled]
+        lake.prepare(kept, self.columns(expr))
+        decided = [self.decide(rel, expr, bound) for rel in kept]
         lake.prepare_kept([p.path for p in decided if p.status != "skipped"])
         return [self.finish(p, expr, statistics=False) for p in decided], len(ruled)
 
@@ -357,7 +396,8 @@ class Planner:
         before it returns a row: a changed file is then planned and read too."""
         lake = self.lake
         files = lake.files
-        stats = _stat_pool().submit(lake.store.stat, lake.absolute_paths())
+        from_manifest = lake.from_manifest  # the files as indexed: read conditionally, never stat'ed
+        stats = _stat_pool().submit(lake.store.stat, lake.absolute_paths()) if not from_manifest else None
         lake.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
         lake.prepare(kept, self.columns(expr))
         decided = [self.decide(rel, expr, bound) for rel in kept]
@@ -365,6 +405,8 @@ class Planner:
         plans = [self.finish(p, expr, statistics=False) for p in decided]
         for p in plans:
             self.prune_with_statistics(p, expr)
+        if stats is None:
+            return Route(plans, one_pass=False)
 
         def settle() -> list[FilePlan]:
             changed = [
@@ -386,14 +428,21 @@ class Planner:
     def select(self, expr, bound: dict, *, by_keys_alone: bool = False) -> tuple[list[tuple[KeyDirectory, np.ndarray]], frozenset[str]]:
         """Which files structures over all of the snapshot's files rule out for ``expr``
         before any file's own index is asked: per structure that applies, a mask over its
-        members, and the columns of ``expr``. The one place such a structure answers (today
-        the key directories of :mod:`.directory`): a file is ruled out only while it is the
-        file the structure was built from. ``by_keys_alone``: identities not checked (the
+        members, and the columns of ``expr``. The one place such a structure answers (the
+        lake index, :meth:`lake_index_rules_out`; without one, the key directories of
+        :mod:`.directory`): a file is ruled out only while it is the file the structure was
+        built from. ``by_keys_alone``: identities not checked (the
         caller checks them, :meth:`route`). Call after the files were prepared (it compares
         their identities this query); ``bound`` is the plan's cache of bound filters."""
         lake = self.lake
-        if expr is None or len(lake.files) < directory.DIRECTORY_MIN_FILES:
-            return [], frozenset()
+        out: list = []
+        if expr is not None and lake.manifest.lake_index is not None and lake.files and lake.store.stamps:
+            found = self.lake_index_rules_out(expr, by_keys_alone)
+            if found is not None:
+                out.append(found)
+        if expr is None or len(lake.files) < directory.DIRECTORY_MIN_FILES or lake.manifest.lake_index is not None:
+            # (a lake index answers what key directories would, without opening every file's index)
+            return out, frozenset(lake.columns_of(expr)) if out else frozenset()
         first = lake.manifest.files.get(lake.files[0])
         if first is None or first.index is None:
             return [], frozenset()
@@ -407,8 +456,7 @@ class Planner:
                 node = bound[schema_key] = bind(expr, schema)
             found = needles(node, schema)
         except ArrowIdxError:
-            return [], frozenset()  # planning each file meets (and reports) it
-        out: list[tuple[KeyDirectory, np.ndarray]] = []
+            return out, frozenset(lake.columns_of(expr)) if out else frozenset()  # planning each file meets (and reports) it
         current = lake.known_identities()
         for column, keys in found:
             structure = self.key_directory(column, schema_key)
@@ -421,7 +469,29 @@ class Planner:
                 skipped &= np.fromiter(map(operator.eq, now, structure.identities), bool, len(now))
             if skipped.any():
                 out.append((structure, skipped))
-        return out, frozenset(node.columns()) if out else frozenset()
+        return out, frozenset(node.columns()) | frozenset(lake.columns_of(expr)) if out else frozenset()
+
+    def lake_index_rules_out(self, expr, by_keys_alone: bool) -> tuple[IndexedFiles, np.ndarray] | None:
+        """The files the manifest's lake index (:mod:`.lakeindex`) rules out for ``expr``
+        (its equality / IN conjuncts on keyed columns; None when it rules out none), with a
+        mask of those that are still the file the index keyed: the data file the manifest
+        entry describes (size, time and the store's change stamp as indexed). Others are
+        planned one by one (``by_keys_alone``: the caller checks them, :meth:`route`)."""
+        lake = self.lake
+        entries = lake.manifest.files
+        candidates = [e for e in map(entries.get, lake.files)
+                      if e is not None and e.fid is not None and e.index is not None and e.stamp is not None]  # fmt: skip
+        if not candidates:
+            return None
+        fids = np.fromiter((e.fid for e in candidates), np.int64, len(candidates))
+        keep = lake.manifest.lake_index.may_hold(expr, lake.schema, fids, lake.store, lake.root)
+        if keep is None or keep.all():
+            return None
+        ruled = IndexedFiles([candidates[i] for i in np.flatnonzero(~keep).tolist()])
+        if by_keys_alone:
+            return ruled, np.ones(len(ruled.paths), bool)
+        now = list(map(lake.identity, ruled.paths))
+        return ruled, np.fromiter(map(operator.eq, now, ruled.identities), bool, len(now))
 
     def ruled_out(self, expr, bound: dict) -> dict[str, FilePlan]:
         """The plans of the files :meth:`select` rules out for ``expr``, skipped as
@@ -432,8 +502,12 @@ class Planner:
         for structure, skipped in found:
             for m in compress(structure.members, skipped):
                 if m.path not in plans:
-                    plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns),
-                                             rows_selected=0, reason="index")  # fmt: skip
+                    if m.index is not None:
+                        plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, m.index.index_types(columns),
+                                                 rows_selected=0, reason="index")  # fmt: skip
+                    else:  # the lake index: the index types the file's options put on the columns
+                        plans[m.path] = FilePlan(m.path, m.entry.rows, "skipped", SKIP, option_index_types(m.entry, columns),
+                                                 rows_selected=0, reason="index", note=LAKE_INDEX)  # fmt: skip
         return plans
 
     def ruled_out_rows(self, expr, bound: dict) -> dict[str, int]:
@@ -487,6 +561,8 @@ class Planner:
             index = lake.file_index(entry) if entry is not None and plan.status in ("skipped", "bitmap", "remain", "pruned") else None
             if plan.skipped and plan.index_types and index is not None:
                 plan.index_types = index.deciding_index_types(filter) or plan.index_types
+                if plan.note == LAKE_INDEX and not index.deciding_index_types(filter):
+                    plan.index_types = [LAKE_INDEX]  # (its own index keeps it: a bloom filter's false positive)
             if plan.skipped:  # skipped files still report their deleted rows
                 dv = lake.deletion_vector(plan.path)
                 plan.deleted = dv.cardinality if dv is not None else 0

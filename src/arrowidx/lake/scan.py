@@ -43,7 +43,7 @@ from ..errors import ArrowIdxError
 from ..file_index import FileIndex
 from ..filters import user_columns, user_filter
 from ..statistics import statistics_filter
-from ..storage import Store, as_store
+from ..storage import ObjectChangedError, Store, as_store
 from .dataset_arguments import check_format, check_scan_settings, filesystem_of, partitioning_of
 from .files import LakeFiles
 from .freshness import check_stale_option
@@ -99,6 +99,7 @@ class IndexedDataset:
         self.threads = threads
         self.lake = LakeFiles(self.store, root, on_stale_deletions=on_stale_deletions, source=source,
                               partitioning=partitioning, only=only)  # fmt: skip
+        self.fs = self.lake.fs  # (conditional reads where planned from the manifest: lake/conditional.py)
         self.planner = Planner(self.lake, on_corrupt=on_corrupt)
         self._handover_dataset: tuple[tuple, Any] = ((), None)
 
@@ -183,10 +184,11 @@ class IndexedDataset:
         """The data file's rows, from its footer."""
         return self.lake.row_count(rel)
 
-    def refresh(self) -> None:
+    def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
-        files' sizes and times."""
-        self.lake.refresh()
+        files' sizes and times. On an object store the files are the manifest's (no
+        listing); ``listing=True`` lists the folder, so files not indexed yet are read too."""
+        self.lake.refresh(listing)
 
     def restat(self, rels: list[str]) -> None:
         """Stat the files ``rels`` again now (only those)."""
@@ -304,9 +306,30 @@ class IndexedDataset:
         return user_columns(columns, self.schema, self.root) if columns is not None else None
 
     def _batches(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        """:meth:`_batches_once`; planned from the manifest (an object store), a data file
+        found replaced or gone when read is stat'ed and the query planned again, so it is
+        read as it is now (before the first batch is handed out; after it, the error)."""
+        for attempt in range(CHANGED_RETRIES + 1):
+            handed_out = False
+            try:
+                for batch in self._batches_once(filter, columns):
+                    handed_out = True
+                    yield batch
+                return
+            except (ObjectChangedError, FileNotFoundError) as e:
+                if handed_out or attempt == CHANGED_RETRIES or not self.object_changed(e):
+                    raise
+
+    def object_changed(self, error: Exception) -> bool:
+        """Whether ``error`` (a conditional read's) names a data file of this snapshot, now
+        stat'ed again (then the query is planned again)."""
+        path = getattr(error, "path", None) or getattr(error, "filename", None) or (error.args[0] if error.args else None)
+        return self.lake.from_manifest and isinstance(path, str) and self.lake.object_changed(path)
+
+    def _batches_once(self, filter, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
-            yield from where.apply(self._batches(where.pushdown, where.read_columns(columns)), columns)
+            yield from where.apply(self._batches_once(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
         route = self.planner.route(filter)
@@ -412,6 +435,15 @@ class IndexedDataset:
         (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column;
         pyarrow's scan settings that never change the rows accepted: ``use_threads``...)."""
         check_scan_settings(settings, "to_table")
+        for attempt in range(CHANGED_RETRIES + 1):  # (a data file replaced since planned: see _batches)
+            try:
+                return self._to_table(filter, columns)
+            except (ObjectChangedError, FileNotFoundError) as e:
+                if attempt == CHANGED_RETRIES or not self.object_changed(e):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _to_table(self, filter, columns) -> pa.Table:
         columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         where = user_filter(filter, lambda: self.schema)
@@ -451,6 +483,10 @@ class IndexedDataset:
             return total
         columns = sorted(self.lake.columns_of(filter)) or [self.schema.names[0]]
         return sum(b.num_rows for b in self._batches(filter, columns))
+
+
+#: How many times a query is planned again after finding data files replaced since planned.
+CHANGED_RETRIES = 3
 
 
 def _batches_of(tables) -> Iterator[pa.RecordBatch]:

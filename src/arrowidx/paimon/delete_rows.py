@@ -57,7 +57,15 @@ from ..lake.commit import retry_on_conflict
 from ..lake.read import expression_mask
 from .commit import ManifestLists, commit_snapshot
 from .dvindex import IndexFileWriter, apply_changes, read_index_files, target_size
-from .metadata import DataFile, plain_name, read_avro_file, read_bytes, read_schema, read_snapshot
+from .metadata import (
+    DataFile,
+    latest_schema_id,
+    plain_name,
+    read_avro_file,
+    read_bytes,
+    read_schema,
+    read_snapshot,
+)
 from .rewrite import default_threads, resolve_table
 from .table import PaimonTable
 
@@ -344,14 +352,6 @@ class _Plan:
     unaware: bool
 
 
-def _latest_schema_id(fs: pafs.FileSystem, table: str) -> int:
-    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(table, "schema"), allow_not_found=True))
-    ids = [int(i.base_name[7:]) for i in infos if i.base_name.startswith("schema-") and i.base_name[7:].isdigit()]
-    if not ids:
-        raise PaimonTableError(f"{table}: not a Paimon table (no schema/schema-N)")
-    return max(ids)
-
-
 def check_table(path: str, options: Mapping[str, str], primary_keys: list[str]) -> None:
     """Refuse what this delete cannot do exactly as Java does, saying what to do instead."""
     if not _on(options, "deletion-vectors.enabled"):
@@ -390,7 +390,7 @@ def check_table(path: str, options: Mapping[str, str], primary_keys: list[str]) 
 
 def _plan(fs: pafs.FileSystem, path: str, where: Where) -> _Plan:
     table = PaimonTable(fs, path)
-    schema_id = _latest_schema_id(fs, path)
+    schema_id = latest_schema_id(fs, path)
     options = read_schema(fs, path, schema_id).options if schema_id != table.table_schema.id else dict(table.options)
     keys = list(table.primary_keys)
     check_table(path, options, keys)

@@ -156,6 +156,15 @@ class TableSchema:
         return self._arrow
 
 
+def latest_schema_id(fs: pafs.FileSystem, table: str) -> int:
+    """The newest schema id of the table at ``table`` (its highest ``schema/schema-N``)."""
+    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(table, "schema"), allow_not_found=True))
+    ids = [int(i.base_name[7:]) for i in infos if i.base_name.startswith("schema-") and i.base_name[7:].isdigit()]
+    if not ids:
+        raise PaimonTableError(f"{table}: not a Paimon table (no schema/schema-N)")
+    return max(ids)
+
+
 def read_schema(fs: pafs.FileSystem, table: str, schema_id: int) -> TableSchema:
     path = posixpath.join(table, "schema", f"schema-{schema_id}")
     if not _exists(fs, path):

@@ -79,6 +79,7 @@ from .metadata import (
     arrow_type,
     decode_binary_row,
     escape_partition_text,
+    latest_schema_id,
     latest_snapshot_id,
     manifest_entry,
     plain_name,
@@ -259,7 +260,7 @@ def index_options(options: Mapping[str, str]) -> dict[str, str]:
 def table_options(path: Any, *, filesystem: Any = None, storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The options of the latest schema of the Paimon table at ``path``."""
     fs, table = resolve_table(path, filesystem, storage_options)
-    return dict(read_schema(fs, table, _latest_schema_id(fs, table)).options)
+    return dict(read_schema(fs, table, latest_schema_id(fs, table)).options)
 
 
 # ----------------------------------------------------------------------------------------
@@ -296,14 +297,6 @@ def _read_json(fs: pafs.FileSystem, path: str) -> dict:
         return json.loads(data)
     except ValueError as e:
         raise PaimonTableError(f"{path}: not a valid JSON document ({e})") from None
-
-
-def _latest_schema_id(fs: pafs.FileSystem, table: str) -> int:
-    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(table, "schema"), allow_not_found=True))
-    ids = [int(i.base_name[7:]) for i in infos if i.base_name.startswith("schema-") and i.base_name[7:].isdigit()]
-    if not ids:
-        raise PaimonTableError(f"{table}: not a Paimon table (no schema/schema-N)")
-    return max(ids)
 
 
 def _generation(entry_schema: dict | None, list_schema: dict | None) -> tuple[str, set[str], set[int]]:
@@ -364,7 +357,7 @@ def _plan(fs: pafs.FileSystem, table: str, updates: dict[str, str | None], parti
     latest schema; when they change it, commit that schema first (unless ``dry_run``), once
     the plan shows the table can be rewritten (another writer changed it first: a
     :class:`~arrowidx.errors.CommitConflictError`, and :func:`rewrite` plans again)."""
-    schema_id = _latest_schema_id(fs, table)
+    schema_id = latest_schema_id(fs, table)
     schema_doc = _read_json(fs, posixpath.join(table, "schema", f"schema-{schema_id}"))
     schema = read_schema(fs, table, schema_id)
     options = merge_options(schema.options, updates)
@@ -632,7 +625,7 @@ def rewrite(
     start = time.perf_counter()
     fs, table = resolve_table(path, filesystem, storage_options)
     report = RewriteReport(table, dry_run=dry_run)
-    latest = read_schema(fs, table, _latest_schema_id(fs, table))
+    latest = read_schema(fs, table, latest_schema_id(fs, table))
     updates = check_options(options or {}, latest)
     done: dict[str, FileResult] = {}
     indexed_names: set[str] = set()

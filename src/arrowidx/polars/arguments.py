@@ -137,7 +137,7 @@ class ScanArguments:
     def partitioning(self, source: Any, partitioning: Any) -> Any:
         """The partitioning arrowidx discovers: ``partitioning`` when given, else what
         ``hive_partitioning`` says (None: Hive folders for a single folder source)."""
-        if partitioning is not _UNSET:
+        if partitioning is not UNSET:
             return partitioning
         hive = self.given.get("hive_partitioning")
         schema = self.given.get("hive_schema")
@@ -161,7 +161,7 @@ class ScanArguments:
         return lf
 
 
-_UNSET: Any = object()  # ``partitioning`` not given (scan's default)
+UNSET: Any = object()  # ``partitioning`` not given (scan's default)
 
 
 def _arrow_type(name: Any, dtype: Any) -> Any:

@@ -26,9 +26,10 @@ from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
-from ..lake.scan import IndexedDataset
+from ..lake.scan import CHANGED_RETRIES, IndexedDataset
 from ..statistics import opaque_polars, polars_parts
-from .arguments import _UNSET, ScanArguments, engine_source, polars_decides
+from ..storage import ObjectChangedError
+from .arguments import UNSET, ScanArguments, engine_source, polars_decides
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -63,7 +64,7 @@ def scan(
     on_corrupt: str = "raise",
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
-    partitioning: Any = _UNSET,
+    partitioning: Any = UNSET,
     index_root: Any = None,
     **private: Any,
 ) -> pl.LazyFrame:
@@ -215,7 +216,22 @@ class _Source:
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        return _polars_errors(self._run(with_columns, predicate, n_rows, batch_size))
+        return _polars_errors(self._run_again_if_changed(with_columns, predicate, n_rows, batch_size))
+
+    def _run_again_if_changed(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+        """:meth:`_run`; a data file found replaced or gone when read (planned from the
+        manifest: an object store) is stat'ed and the scan planned again, as
+        ``IndexedDataset.to_batches`` does (before the first frame is handed out)."""
+        for attempt in range(CHANGED_RETRIES + 1):
+            handed_out = False
+            try:
+                for frame in self._run(with_columns, predicate, n_rows, batch_size):
+                    handed_out = True
+                    yield frame
+                return
+            except (ObjectChangedError, FileNotFoundError) as e:
+                if handed_out or attempt == CHANGED_RETRIES or not self.data.object_changed(e):
+                    raise
 
     # -- planning --------------------------------------------------------------------------------
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
@@ -504,7 +520,7 @@ class _Source:
                 for g in plan.row_groups
                 if any(a < offsets[g + 1] and offsets[g] < b for a, b in r.runs)
             ]
-            with self.data.fs.open_input_file(join(self.data.root, plan.path)) as f:
+            with self.data.lake.open_data(plan.path) as f:  # (conditional where planned from the manifest)
                 table = pq.ParquetFile(f, metadata=self.data.lake.footer(plan.path)).read_row_groups(
                     groups, columns=fields
                 )

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from .. import facts
 from ..expression import expression_text
+from ..literals import scalar
 from ..predicate import cast_literal, cast_literal_array
 
 log = logging.getLogger("arrowidx.polars")
@@ -296,7 +297,7 @@ class _Translator:
             s = self.literal(e)
             if s is None or len(s) != 1 or s.dtype not in (pl.Boolean, pl.Null):
                 return None
-            return pc.scalar(pa.scalar(s[0], pa.bool_()))
+            return pc.scalar(scalar(s[0], pa.bool_()))
         if kind == "cmp":
             return self.compare(opt, args[0], args[1])
         if kind == "between":
@@ -624,12 +625,12 @@ def _np_int(dtype: pl.DataType):
 
 
 def _integral_scalar(k: int, t: pa.DataType) -> pa.Scalar:
-    if pa.types.is_integer(t):
-        return pa.scalar(k, t)
+    if pa.types.is_integer(t) or pa.types.is_temporal(t):
+        return scalar(k, t)  # (built from its buffer: pa.scalar would import pandas)
     if pa.types.is_decimal(t):
-        return pa.scalar(Decimal(k).scaleb(-t.scale), t)
+        return scalar(Decimal(k).scaleb(-t.scale), t)
     storage = pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()
-    return pa.scalar(k, storage).cast(t)
+    return scalar(k, storage).cast(t)
 
 
 def _integral_compare(
@@ -748,9 +749,9 @@ def _float_compare(
         if op == "ne":
             return _true_unless_null(f)
         if op in ("lt", "le"):
-            return f <= pc.scalar(pa.scalar(float(down), kind))
-        return ~(f < pc.scalar(pa.scalar(float(up), kind)))  # column >= up, NaN included
-    lit = pc.scalar(pa.scalar(c, kind))
+            return f <= pc.scalar(scalar(float(down), kind))
+        return ~(f < pc.scalar(scalar(float(up), kind)))  # column >= up, NaN included
+    lit = pc.scalar(scalar(c, kind))
     if op == "gt":
         return ~(f <= lit)  # TRUE for NaN too, as in Polars
     if op == "ge":

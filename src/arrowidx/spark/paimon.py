@@ -72,22 +72,28 @@ def _groups(tasks: list, n: int) -> list[list]:
     return [g for g in groups if g]
 
 
+def _run_tasks(spark, partitions: int | None, tasks: list, task_fn, result_schema) -> list:
+    """``tasks`` spread over the session's cores in ``mapInArrow`` (``task_fn`` runs each group
+    on an executor), their pickled results brought back to the driver."""
+    try:
+        parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+        classic = True
+    except Exception:  # Spark Connect has no SparkContext
+        parallelism, classic = 2, False
+    n = max(1, min(len(tasks), partitions or parallelism))
+    # one Arrow batch of tasks per group: Spark makes its partitions of whole batches (one
+    # per core), so the files are spread without a shuffle (Spark Connect: repartitioned)
+    batches = [pa.record_batch([pa.array([pickle.dumps(t) for t in g], pa.binary())], names=["task"]) for g in _groups(tasks, n)]
+    df = spark.createDataFrame(pa.Table.from_batches(batches))
+    if not classic:
+        df = df.repartition(len(batches))
+    out = df.mapInArrow(task_fn, result_schema).toArrow()
+    return [pickle.loads(b) for b in out.column("result").to_pylist()]
+
+
 def _runner(spark, partitions: int | None):
     def run(fs: pafs.FileSystem, tasks: list[FileTask], write: bool) -> list[FileResult]:
-        try:
-            parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-            classic = True
-        except Exception:  # Spark Connect has no SparkContext
-            parallelism, classic = 2, False
-        n = max(1, min(len(tasks), partitions or parallelism))
-        # one Arrow batch of tasks per group: Spark makes its partitions of whole batches (one
-        # per core), so the files are spread without a shuffle (Spark Connect: repartitioned)
-        batches = [pa.record_batch([pa.array([pickle.dumps(t) for t in g], pa.binary())], names=["task"]) for g in _groups(tasks, n)]
-        df = spark.createDataFrame(pa.Table.from_batches(batches))
-        if not classic:
-            df = df.repartition(len(batches))
-        out = df.mapInArrow(_RewriteTask(fs, write), _RESULT_ROWS).toArrow()
-        return [pickle.loads(b) for b in out.column("result").to_pylist()]
+        return _run_tasks(spark, partitions, tasks, _RewriteTask(fs, write), _RESULT_ROWS)
 
     return run
 
@@ -139,18 +145,7 @@ class _MatchTask:
 
 def _delete_runner(spark, partitions: int | None):
     def run(fs: pafs.FileSystem, tasks: list[MatchTask], where: Where, schema: pa.Schema) -> list[MatchResult]:
-        try:
-            parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-            classic = True
-        except Exception:  # Spark Connect has no SparkContext
-            parallelism, classic = 2, False
-        n = max(1, min(len(tasks), partitions or parallelism))
-        batches = [pa.record_batch([pa.array([pickle.dumps(t) for t in g], pa.binary())], names=["task"]) for g in _groups(tasks, n)]
-        df = spark.createDataFrame(pa.Table.from_batches(batches))
-        if not classic:
-            df = df.repartition(len(batches))
-        out = df.mapInArrow(_MatchTask(fs, where, schema), _MATCH_ROWS).toArrow()
-        return [pickle.loads(b) for b in out.column("result").to_pylist()]
+        return _run_tasks(spark, partitions, tasks, _MatchTask(fs, where, schema), _MATCH_ROWS)
 
     return run
 

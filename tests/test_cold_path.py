@@ -1,0 +1,74 @@
+"""The cold path's imports: ``arrowidx.literals.scalar`` makes the Scalar ``pa.scalar`` makes
+without importing pandas, a Polars needle imports no pandas, a read no writer module.
+
+Reference: ``pa.scalar(value, type)`` itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from arrowidx.literals import scalar
+
+CASES = [
+    (5, pa.int8()), (-128, pa.int8()), (2**63 - 1, pa.int64()), (-(2**63), pa.int64()), (2**64 - 1, pa.uint64()),
+    (7, pa.uint16()), (1.5, pa.float64()), (-0.0, pa.float64()), (float("nan"), pa.float32()), (3, pa.float64()),
+    (True, pa.bool_()), (False, pa.bool_()), ("", pa.string()), ("日本", pa.large_string()), (b"\x00x", pa.binary()),
+    (b"", pa.large_binary()), (19000, pa.date32()), (86_399_999, pa.time32("ms")), (5, pa.time64("ns")),
+    (1_709_208_000_000_000_001, pa.timestamp("ns")), (-1, pa.timestamp("ms", tz="UTC")), (12, pa.duration("s")),
+    (Decimal("17.35"), pa.decimal128(10, 2)), (Decimal("-0.5"), pa.decimal128(5, 3)), (42, pa.decimal128(38, 0)),
+    (None, pa.int32()), (None, pa.string()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value, type", CASES, ids=[f"{t}-{v!r}" for v, t in CASES])
+def test_the_scalar_equals_pyarrows(value, type):
+    got, want = scalar(value, type), pa.scalar(value, type)
+    assert got.type == want.type
+    if isinstance(value, float) and value != value:
+        assert got.as_py() != got.as_py()
+    else:
+        assert got.equals(want) and repr(got.as_py()) == repr(want.as_py())
+
+
+@pytest.mark.parametrize("value, type", [(300, pa.int8()), (-1, pa.uint8()), (Decimal("1.234"), pa.decimal128(5, 2))])
+def test_what_does_not_fit_fails_as_pyarrow_does(value, type):
+    with pytest.raises((pa.ArrowInvalid, OverflowError)) as want:
+        pa.scalar(value, type)
+    with pytest.raises(want.type):
+        scalar(value, type)
+
+
+def test_no_pandas_is_imported():
+    code = ("import sys, pyarrow as pa; from arrowidx.literals import scalar; "
+            "[scalar(v, t) for v, t in [(5, pa.int64()), ('x', pa.string()), (True, pa.bool_()), (1.5, pa.float32())]]; "
+            "print('pandas' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_read_imports_no_writer_and_a_polars_needle_no_pandas(tmp_path):
+    """A needle's process imports neither the writers (``arrowidx.lake.build``, ``delete``,
+    ``vacuum``) nor, through ``arrowidx.polars.scan``, pandas."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": list(range(100))}), str(tmp_path / "part-0.parquet"))
+    import arrowidx
+
+    arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "id"}, progress=False)
+    code = (
+        "import sys, arrowidx, arrowidx.polars, polars as pl\n"
+        f"n = arrowidx.polars.scan({str(tmp_path)!r}).filter(pl.col('id') == 5).select('id').collect().height\n"
+        "import pyarrow.compute as pc\n"
+        "m = arrowidx.dataset(" + repr(str(tmp_path)) + ").to_table(filter=pc.field('id') == 7).num_rows\n"
+        "print(n, m, sorted(k for k in sys.modules if k in ('arrowidx.lake.build', 'arrowidx.lake.delete', 'arrowidx.lake.vacuum')))"
+    )
+    polars_only = code.split("import pyarrow.compute")[0] + "print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", polars_only], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "False"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1 1 []"
