@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test interop fuzz lint bench clean
+.PHONY: demo test interop peer fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	@echo "make: creating $(VENV) and installing arrowidx with its extras (pyarrow, pyroaring, polars, pyspark, pandas, tqdm, test tools)"
@@ -32,6 +32,12 @@ test: $(STAMP)
 	-$(MAKE) --no-print-directory interop
 	$(PY) -m ruff check src tests integration bench
 	$(PY) -m pytest -q tests integration
+
+# The engines' own tests through arrowidx's adapters, every file (make test runs the Parquet,
+# scan and Hive files): Polars' io and lazyframe tests and pyarrow's test_dataset.py, each run
+# as published and routed through arrowidx in one pytest run (integration/test_peer_suites.py).
+peer: $(STAMP)
+	ARROWIDX_PEER=all $(PY) -m pytest -q -p no:cacheprovider integration/test_peer_suites.py
 
 # The differential suite's long profile (issue 15): many random examples, no deadline.
 # FUZZ_EXAMPLES sets the examples per test.

@@ -82,7 +82,10 @@ elif case["case"] == "stream":
     digest, size = hashlib.sha256(data).hexdigest(), len(data)
 else:
     arrowidx.build(case["dir"], case["options"], progress=False)
-    index = os.path.join(case["dir"], "_arrowidx", "index")
+    folder = case["dir"].rstrip("/")
+    index = os.path.join(os.path.dirname(folder), "_" + os.path.basename(folder) + ".arrowidx", "index")  # the sidecar
+    if not os.path.isdir(index):
+        index = os.path.join(folder, "_arrowidx", "index")  # (a version before issue 49)
     h = hashlib.sha256()
     for root, _, files in sorted(os.walk(index)):
         for name in sorted(files):

@@ -52,7 +52,7 @@ WEIGHTS = [0.2, 0.3, 0.25, 0.2, 0.0499, 0.0001]
 def issue_lake(scale: float) -> tuple[Path, dict]:
     rows = int(250_000 * scale)
     root = DATA / f"cold-issue-8x{rows}"
-    if not (root / "_arrowidx" / "LATEST").exists():
+    if not ((root.parent / f"_{root.name}.arrowidx" / "LATEST").exists() or (root / "_arrowidx" / "LATEST").exists()):
         import pyarrow.compute as pc
 
         import arrowidx
@@ -80,7 +80,7 @@ def issue_lake(scale: float) -> tuple[Path, dict]:
 def many_lake(scale: float) -> tuple[Path, dict]:
     files, rows = 1000, max(100, int(2_000 * scale))
     root = DATA / f"cold-many-{files}x{rows}"
-    if not (root / "_arrowidx" / "LATEST").exists():
+    if not ((root.parent / f"_{root.name}.arrowidx" / "LATEST").exists() or (root / "_arrowidx" / "LATEST").exists()):
         import arrowidx
 
         root.mkdir(parents=True, exist_ok=True)

@@ -98,7 +98,8 @@ def main() -> None:
         results: dict[str, dict[str, list[tuple[float, float]]]] = {n: {} for n in srcs}
         for _ in range(args.rounds):
             for name, src in srcs.items():
-                shutil.rmtree(Path(lakes[name]) / "_arrowidx", ignore_errors=True)
+                for index in (Path(lakes[name]) / "_arrowidx", Path(lakes[name]).parent / f"_{name}.arrowidx"):  # (either layout)
+                    shutil.rmtree(index, ignore_errors=True)
                 results[name].setdefault("full build", []).append(run(src, "build", lakes[name]))
                 results[name].setdefault("cold needle", []).append(run(src, "query", lakes[name]))
                 copy = work / f"{name}-copy"

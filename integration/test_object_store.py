@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import subprocess
 import sys
 import time
@@ -28,8 +29,9 @@ from arrowidx.errors import (
     OptionError,
 )
 from arrowidx.lake.commit import commit_manifest, load_manifest, read_manifest
+from arrowidx.lake.layout import physical
 from arrowidx.lake.manifest import Manifest
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 from arrowidx.objectstore import ObjectStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -233,7 +235,8 @@ def _delete_process(uri: str, ident: int, faults: str | None = None) -> subproce
 
 def _deletion_files(s3: S3Server, uri: str) -> list[str]:
     bucket, _, prefix = uri[len("s3://") :].partition("/")
-    return s3.keys(bucket, f"{prefix}/_arrowidx/deletion/")
+    side = f"{posixpath.dirname(prefix)}/_{posixpath.basename(prefix)}.arrowidx".lstrip("/")  # the sidecar beside the lake
+    return s3.keys(bucket, f"{side}/deletion/")
 
 
 def test_two_writers_on_one_version_both_land(s3, aws_env, tmp_path):
@@ -255,8 +258,9 @@ def test_two_writers_on_one_version_both_land(s3, aws_env, tmp_path):
     assert a.returncode == 0 and out_a.split() == ["3", "1"], err_a  # after a conflict, on top of B's version
     got = arrowidx.dataset(uri).to_table(filter=pc.field("id") < 20)
     _same(got, _expected(table, pc.field("id") < 20, {11, 12}), "both deletes")
-    fs, root, _ = resolve(uri)
-    referenced = {f"lake/{e.deletion.file}" for v in (2, 3) for e in read_manifest(fs, root, v).files.values() if e.deletion}
+    fs, root, _ = open_lake(uri)
+    referenced = {physical(fs, f"{root}/{e.deletion.file}").split("/", 1)[1]  # (the key in the bucket, in the sidecar)
+                  for v in (2, 3) for e in read_manifest(fs, root, v).files.values() if e.deletion}  # fmt: skip
     assert sorted(_deletion_files(s3, uri)) == sorted(referenced) and len(referenced) == 2  # A's first upload removed
 
 
@@ -276,7 +280,7 @@ def test_four_processes_delete_at_once_lose_nothing(s3, aws_env):
         deleted |= set(ids)
         got = arrowidx.dataset(uri).to_table(filter=pc.field("id").isin(sorted(deleted)))
         assert got.num_rows == 0, f"round {round_}: {sorted(got['id'].to_pylist())} came back"
-    assert load_manifest(*resolve(uri)[:2]).version == 1 + 8
+    assert load_manifest(*open_lake(uri)[:2]).version == 1 + 8
     _same(arrowidx.dataset(uri).to_table(), _expected(table, None, deleted), "all rows")
 
 
@@ -316,7 +320,7 @@ def test_a_server_ignoring_if_none_match_refuses_before_uploading(s3, aws_env, m
     with pytest.raises(CommitUnsupportedError, match="conditional_put"):
         arrowidx.build(uri, OPTIONS, progress=False, storage_options={"conditional_put": "disabled"})
     bucket = uri[len("s3://") :].split("/")[0]
-    assert not [k for k in s3.keys(bucket) if "_arrowidx" in k]  # nothing uploaded, nothing committed
+    assert not [k for k in s3.keys(bucket) if "arrowidx" in k]  # nothing uploaded, nothing committed
 
 
 def test_a_wrong_secret_says_access_denied(s3, aws_env, monkeypatch):

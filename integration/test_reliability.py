@@ -37,7 +37,7 @@ from arrowidx import ArrowIdxError, _faults
 from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
-from tests.conftest import rows_in_memory, tables_equal  # noqa: E402
+from tests.conftest import index_dir, rows_in_memory, tables_equal  # noqa: E402
 from tests.manifest_json import as_format3  # noqa: E402
 from tests.test_lake import OPTIONS, alive, write_lake  # noqa: E402
 
@@ -84,8 +84,11 @@ def template(tmp_path_factory):
 
 
 def fresh_copy(template, tmp_path, name="lake"):
+    """A copy of the lake ``template`` with its indexes (both folders, as docs/guide.md says)."""
     root = str(tmp_path / name)
     shutil.copytree(template, root)
+    if os.path.isdir(index_dir(template)):
+        shutil.copytree(index_dir(template), index_dir(root))
     return root
 
 
@@ -306,7 +309,7 @@ def test_corruption_sweep(template, tmp_path):
     deleted = FIRST | SECOND
     truth = {str(e): expected(root, deleted, e) for e in [None, *QUERIES]}
     rng = random.Random(1)
-    meta = os.path.join(root, "_arrowidx")
+    meta = index_dir(root)
     manifest = sorted(glob.glob(os.path.join(meta, "manifest-*.json")))[-1]
     indexes = sorted(glob.glob(os.path.join(meta, "index", "*.index")))
     dvs = sorted(glob.glob(os.path.join(meta, "deletion", "*.dv")))
@@ -316,7 +319,7 @@ def test_corruption_sweep(template, tmp_path):
     cases += [("manifest", manifest, d) for d in _damages(text, rng, 30)]
     inline = json.dumps(as_format3(json.loads(text), root)).encode()  # (entries edited field by field: listed inline)
     cases += [("manifest", manifest, d) for d in _manifest_edits(inline)]
-    named = {os.path.join(root, ref.file) for ref in arrowidx.dataset(root).manifest.segments}
+    named = {index_dir(root, ref.file.split("/", 1)[1]) for ref in arrowidx.dataset(root).manifest.segments}
     for path in sorted(glob.glob(os.path.join(meta, "segments", "*.arrow"))):  # the file table's segments
         kind = "segment" if path in named else "segment of an older version"
         cases += [(kind, path, d) for d in _damages(open(path, "rb").read(), rng, 12)]
@@ -326,7 +329,7 @@ def test_corruption_sweep(template, tmp_path):
         cases += [("index", path, d) for d in _damages(open(path, "rb").read(), rng, 12)]
     cases += [("index", indexes[0], ("replaced by another index", open(indexes[1], "rb").read()))]
     current = arrowidx.dataset(root).manifest
-    used = {os.path.join(root, e.deletion.file) for e in current.files.values() if e.deletion}
+    used = {index_dir(root, e.deletion.file.split("/", 1)[1]) for e in current.files.values() if e.deletion}  # (_arrowidx/...: the index root's)
     for path in dvs:
         kind = "deletion" if path in used else "deletion file of an older version"
         cases += [(kind, path, d) for d in _damages(open(path, "rb").read(), rng, 15)]
@@ -338,7 +341,7 @@ def test_corruption_sweep(template, tmp_path):
     for e in current.files.values():
         if e.deletion:
             record = e.deletion.length if e.deletion.bitmap64 else e.deletion.length + 8
-            ranges.setdefault(os.path.join(root, e.deletion.file), []).append((e.deletion.offset, e.deletion.offset + record))
+            ranges.setdefault(index_dir(root, e.deletion.file.split("/", 1)[1]), []).append((e.deletion.offset, e.deletion.offset + record))
     for kind, path, (what, data) in cases:
         original = open(path, "rb").read()
         open(path, "wb").write(data)
@@ -399,6 +402,7 @@ def test_copies_keep_deletions_and_rewrites_are_caught(template, tmp_path):
     time.sleep(0.01)
     copy = str(tmp_path / "copy")
     shutil.copytree(root, copy, copy_function=shutil.copy)  # cp -r: new mtimes
+    shutil.copytree(index_dir(root), index_dir(copy), copy_function=shutil.copy)  # and its indexes beside it
     assert_reads(copy, deleted)
     plan = arrowidx.dataset(copy).explain(QUERIES[0])
     assert not [p for p in plan.files if p.status == "stale"]
@@ -425,7 +429,7 @@ def test_copies_keep_deletions_and_rewrites_are_caught(template, tmp_path):
 def test_embedded_base64_garbage_in_a_manifest(template, tmp_path):
     root = fresh_copy(template, tmp_path)
     arrowidx.build(root, {**OPTIONS, "file-index.in-manifest-threshold": "1000000"}, progress=False)
-    path = sorted(glob.glob(os.path.join(root, "_arrowidx", "manifest-*.json")))[-1]
+    path = sorted(glob.glob(index_dir(root, "manifest-*.json")))[-1]
     d = as_format3(json.load(open(path)), root)  # (the entry edited: listed inline)
     ref = d["files"][0]["index"]
     ref["embedded"] = "!" * len(ref["embedded"])

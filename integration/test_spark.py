@@ -31,10 +31,11 @@ import pytest
 import arrowidx
 from arrowidx.index import INDEX_TYPES
 from arrowidx.lake.commit import load_manifest
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 
 spark_mod = pytest.importorskip("arrowidx.spark")
 from pyspark.sql import functions as F  # noqa: E402
+from tests.conftest import index_dir  # noqa: E402
 
 FILES = 6
 ROWS = 1_800
@@ -205,8 +206,8 @@ def test_spark_build_equals_local_build(spark, tmp_path):
     report = spark_mod.build(spark, str(distributed), options)
     assert sorted(report.indexed) == [f"part-{i}.parquet" for i in range(5)]
 
-    fs_a, root_a, _ = resolve(str(local))
-    fs_b, root_b, _ = resolve(str(distributed))
+    fs_a, root_a, _ = open_lake(str(local))
+    fs_b, root_b, _ = open_lake(str(distributed))
     a, b = load_manifest(fs_a, root_a), load_manifest(fs_b, root_b)
     assert a.version == b.version == 1
     assert a.options == b.options
@@ -221,12 +222,12 @@ def test_spark_build_equals_local_build(spark, tmp_path):
         embedded += ea.index.embedded is not None
         files += ea.index.file is not None
     assert embedded and files, "the threshold should split the containers between both places"
-    index_a = sorted(p.relative_to(local) for p in (local / "_arrowidx" / "index").rglob("*.index"))
-    index_b = sorted(p.relative_to(distributed) for p in (distributed / "_arrowidx" / "index").rglob("*.index"))
+    index_a = sorted(p.relative_to(index_dir(local)) for p in (Path(index_dir(local)) / "index").rglob("*.index"))
+    index_b = sorted(p.relative_to(index_dir(distributed)) for p in (Path(index_dir(distributed)) / "index").rglob("*.index"))
     assert [_unsuffixed(str(p)) for p in index_a] == [_unsuffixed(str(p)) for p in index_b] and len(index_a) == files
     index_b = [next(p for p in index_b if _unsuffixed(str(p)) == _unsuffixed(str(q))) for q in index_a]
     for rel_a, rel_b in zip(index_a, index_b):
-        assert (local / rel_a).read_bytes() == (distributed / rel_b).read_bytes(), rel_a
+        assert (Path(index_dir(local)) / rel_a).read_bytes() == (Path(index_dir(distributed)) / rel_b).read_bytes(), rel_a
 
     again = spark_mod.build(spark, str(distributed), options)  # incremental: nothing to do
     assert again.indexed == [] and len(again.unchanged) == 5 and again.version == 1 and not again.changed  # no-op: no commit
@@ -764,7 +765,7 @@ def test_write_reads_back_everywhere(spark, tmp_path):
     report = spark_mod.write(df, str(root), WRITE_OPTIONS, row_group_size=500)
     assert report.version == 1 and len(report.files) == 3 and report.rows == 3000
     assert _parquet_files(root) == sorted(report.files)
-    assert not (root / "_arrowidx" / "staging").exists()
+    assert not (Path(index_dir(root)) / "staging").exists()
     for f in report.files:
         assert pq.ParquetFile(root / f).metadata.row_group(0).num_rows == 500
     for name, table in _read_four_ways(spark, root).items():
@@ -787,13 +788,13 @@ def test_write_reads_back_everywhere(spark, tmp_path):
     assert len(report.replaced) == 5 and _parquet_files(root) == sorted(report.files)
     # the rows deleted from the replaced files stay deleted for their content (tombstones, issue
     # 47: a replaced file restored from a backup keeps them), so their deletion file stays...
-    assert len(list((root / "_arrowidx" / "deletion").glob("*.dv"))) == 1
+    assert len(list((Path(index_dir(root)) / "deletion").glob("*.dv"))) == 1
     for name, table in _read_four_ways(spark, root).items():
         assert_same(table, replacement, f"after overwrite: {name}")
     # ... until vacuum drops the tombstones after its retention, then the version holding them
     assert sum(arrowidx.vacuum(str(root), older_than=0).tombstones_dropped.values()) == 100
     arrowidx.vacuum(str(root), older_than=0)
-    assert not list((root / "_arrowidx" / "deletion").glob("*.dv"))
+    assert not list((Path(index_dir(root)) / "deletion").glob("*.dv"))
 
 
 def test_write_retried_task_leaves_no_orphan(spark, tmp_path):
@@ -807,8 +808,8 @@ def test_write_retried_task_leaves_no_orphan(spark, tmp_path):
     report = spark_mod.write(df, str(root), WRITE_OPTIONS, _task_hook=fail_first_attempt)
     assert len(report.files) == 2 and report.orphans_removed >= 2  # the failed attempt's data + index
     assert _parquet_files(root) == sorted(report.files)
-    assert not (root / "_arrowidx" / "staging").exists()
-    fs, r, _ = resolve(str(root))
+    assert not (Path(index_dir(root)) / "staging").exists()
+    fs, r, _ = open_lake(str(root))
     assert sorted(load_manifest(fs, r).files) == sorted(report.files)
     for name, table in _read_four_ways(spark, root).items():
         assert_same(table, source, f"after a retried task: {name}")
@@ -826,11 +827,11 @@ def test_write_failed_job_commits_nothing(spark, tmp_path):
 
     with pytest.raises(Exception, match="injected permanent failure"):
         spark_mod.write(_frame(spark, 6, 5000, 1000, 2)[0], str(root), None, _task_hook=always_fail)
-    fs, r, _ = resolve(str(root))
+    fs, r, _ = open_lake(str(root))
     assert load_manifest(fs, r).version == 1
     assert _parquet_files(root) == before
-    assert not (root / "_arrowidx" / "staging").exists()
-    index_files = sorted(p.name for p in (root / "_arrowidx" / "index").glob("*.index"))
+    assert not (Path(index_dir(root)) / "staging").exists()
+    index_files = sorted(p.name for p in (Path(index_dir(root)) / "index").glob("*.index"))
     assert all(name.rsplit(".", 2)[0] in before for name in index_files)  # <data file>.<xxh64>.index
     for name, table in _read_four_ways(spark, root).items():
         assert_same(table, first, f"after a failed write: {name}")

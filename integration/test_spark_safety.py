@@ -18,10 +18,12 @@ from arrowidx.errors import OptionError
 from arrowidx.expression import UnknownColumnError
 
 pytest.importorskip("pyspark")
+from tests.conftest import index_dir  # noqa: E402
+
 import arrowidx.spark  # noqa: E402
 
 SHAPES = Path(__file__).resolve().parents[1] / "tests" / "paimon_tables" / "shapes-0.9.0" / "db.db" / "evolve"
-TAKES = "it takes where, filter, on_corrupt, maxPartitionBytes, minPartitions and storage.<key> (object stores)"
+TAKES = "it takes where, filter, on_corrupt, maxPartitionBytes, minPartitions, index_root and storage.<key> (object stores)"
 
 
 def plain(path, values):
@@ -76,7 +78,7 @@ def test_read_refuses_unknown_keywords_and_a_filter_given_as_an_option(spark, la
     error = no_job(spark, lambda: arrowidx.spark.read(spark, lake, wher="id = 1"))
     assert isinstance(error, OptionError)
     assert str(error) == ("arrowidx.spark.read: unknown option 'wher' (did you mean 'where'?); it takes where, filter,"
-                          " on_corrupt, maxPartitionBytes, minPartitions and storage.<key> (object stores)")  # fmt: skip
+                          " on_corrupt, maxPartitionBytes, minPartitions, index_root and storage.<key> (object stores)")  # fmt: skip
     error = no_job(spark, lambda: arrowidx.spark.read(spark, lake, where="id = 1"))
     assert str(error) == "arrowidx.spark.read: give the filter as the third argument, read(spark, path, 'id = 1'), not as where="
 
@@ -99,7 +101,7 @@ def test_write_and_build_refuse_typos_before_any_job(spark, lake, tmp_path):
                                                       parquet_options={"compresion": "zstd"}))  # fmt: skip
     assert str(error) == ("arrowidx.spark.write: parquet_options: 'compresion' is not an option of"
                           " pyarrow.parquet.ParquetWriter (did you mean 'compression'?)")  # fmt: skip
-    assert not os.path.exists(os.path.join(out, "_arrowidx"))
+    assert not os.path.exists(os.path.join(out, "_arrowidx")) and not os.path.exists(index_dir(out))  # nothing written
     error = no_job(spark, lambda: arrowidx.spark.build(spark, lake, {"file-index.bitmap.colums": "id"}))
     assert "unknown option 'file-index.bitmap.colums'" in str(error)
     error = no_job(spark, lambda: arrowidx.spark.build(spark, lake, {"file_index.bitmap.columns": "id"}))

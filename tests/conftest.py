@@ -118,15 +118,15 @@ def damage_index(root: str, data_file: str, column: str) -> str:
     """Flip a byte of ``column``'s index in the index file of ``data_file`` (a byte a query
     filtering on ``column`` reads: queries read only their columns' windows), and forget
     what this process holds of it (as a new process would). Returns the index file's path."""
-    import pyarrow.fs as pafs
 
     import arrowidx.facts
     from arrowidx.lake.commit import load_manifest
-    from arrowidx.lake.layout import join
-    from arrowidx.storage import as_store
+    from arrowidx.lake.layout import join, physical
+    from arrowidx.lake.source import open_lake
 
-    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files[data_file]
-    path = join(root, entry.index.file)
+    store, root, _ = open_lake(root)
+    entry = load_manifest(store, root).files[data_file]
+    path = physical(store, join(root, entry.index.file))
     start, length, _ = next(iter(entry.index.layout[column].values()))
     with open(path, "r+b") as f:
         f.seek(start + length // 2)
@@ -135,3 +135,13 @@ def damage_index(root: str, data_file: str, column: str) -> str:
         f.write(bytes([byte[0] ^ 0xFF]))
     arrowidx.facts.clear()
     return path
+
+
+def index_dir(root, *parts: str) -> str:
+    """Where the lake at ``root`` keeps its index files (``parts`` below it), as arrowidx
+    decides it (:func:`arrowidx.lake.layout.index_root_of`, the one place): the sidecar
+    ``_<folder>.arrowidx/`` beside a new lake, ``<root>/_arrowidx/`` for an old one."""
+    from arrowidx.lake.layout import index_root_of
+    from arrowidx.storage import as_store
+
+    return os.path.join(index_root_of(as_store(None), os.path.abspath(os.fspath(root))), *parts)

@@ -8,10 +8,11 @@ both formats validate an entry with the same function (``manifest.entry_from_dic
 from __future__ import annotations
 
 import json
-import os
 
 from arrowidx.lake.filetable import FileTable, Segment, SegmentRef
 from arrowidx.lake.manifest import entry_from_dict
+
+from .conftest import index_dir
 
 
 def entries_of(d: dict, root: str) -> list[dict]:
@@ -19,7 +20,7 @@ def entries_of(d: dict, root: str) -> list[dict]:
     if "segments" not in d:
         return d["files"]
     refs = [SegmentRef.from_json(r, "test", "segments") for r in d["segments"]]
-    segments = [Segment(open(os.path.join(root, ref.file), "rb").read(), ref.file) for ref in refs]
+    segments = [Segment(open(index_dir(root, ref.file.split("/", 1)[1]), "rb").read(), ref.file) for ref in refs]  # (_arrowidx/...: the index root's)
     table = FileTable(segments, lambda row: entry_from_dict(row, "test", "files").to_dict())
     return [table[path] for path in table]
 
@@ -35,6 +36,6 @@ def as_format3(d: dict, root: str) -> dict:
     return out
 
 
-def manifest_entries(path: str) -> list[dict]:
-    """The stored entries of the manifest file ``path`` (``<root>/_arrowidx/manifest-N.json``)."""
-    return entries_of(json.load(open(path)), os.path.dirname(os.path.dirname(path)))
+def manifest_entries(path: str, root: str) -> list[dict]:
+    """The stored entries of the manifest file ``path`` of the lake at ``root``."""
+    return entries_of(json.load(open(path)), root)

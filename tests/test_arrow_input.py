@@ -17,6 +17,8 @@ import pytest
 import arrowidx
 from arrowidx.arrow_input import UnsupportedInputError, arrow_table, record_batches
 
+from .conftest import index_dir
+
 OPTIONS = {"file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id"}
 
 
@@ -110,4 +112,4 @@ def test_single_parquet_file_and_fsspec_filesystem(tmp_path, table):
     assert "part-0.parquet" in report.indexed  # (mtimes differ in precision between filesystems)
     data = arrowidx.dataset(str(root), filesystem=local)
     assert data.to_table(filter=expr).num_rows == ds.dataset(str(root)).count_rows(filter=expr)
-    assert os.path.exists(root / "_arrowidx")
+    assert os.path.exists(index_dir(root))

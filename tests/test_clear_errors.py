@@ -31,7 +31,8 @@ from arrowidx.errors import (
     StoreUnavailableError,
 )
 from arrowidx.lake.commit import load_manifest
-from arrowidx.storage import as_store, storage_error
+from arrowidx.lake.source import open_lake
+from arrowidx.storage import storage_error
 
 PAIMON_TABLE = os.path.join(os.path.dirname(__file__), "paimon_tables", "shapes-0.9.0", "db.db", "evolve")
 
@@ -127,12 +128,12 @@ def test_write_file_index_of_a_pandas_series():
     ("file-index.bloomfilter.columns", "file-index.bloom-filter.columns"),
 ])  # fmt: skip
 def test_unknown_option_keys_are_refused_before_anything_is_written(lake, key, hint):
-    version = load_manifest(as_store(pafs.LocalFileSystem()), lake).version
+    version = load_manifest(*open_lake(lake)[:2]).version
     with pytest.raises(OptionError, match=key.replace(".", r"\.")) as e:
         arrowidx.build(lake, {key: "id"}, progress=False)
     if hint:
         assert f"did you mean {hint!r}" in str(e.value)
-    assert load_manifest(as_store(pafs.LocalFileSystem()), lake).version == version
+    assert load_manifest(*open_lake(lake)[:2]).version == version
 
 
 def test_delete_option_typo_is_refused(lake):
@@ -142,10 +143,10 @@ def test_delete_option_typo_is_refused(lake):
 
 
 def test_an_index_on_a_column_no_file_has_is_refused(lake):
-    version = load_manifest(as_store(pafs.LocalFileSystem()), lake).version
+    version = load_manifest(*open_lake(lake)[:2]).version
     with pytest.raises(OptionError, match="did you mean 'id'"):
         arrowidx.build(lake, {"file-index.bloom-filter.columns": "idd"}, progress=False)
-    assert load_manifest(as_store(pafs.LocalFileSystem()), lake).version == version
+    assert load_manifest(*open_lake(lake)[:2]).version == version
 
 
 class _Refusing(pafs.FileSystemHandler):
@@ -201,7 +202,7 @@ def test_storage_failures_are_not_reported_as_damage(lake, error, kind, words):
     with pytest.raises(kind, match=words) as e:
         arrowidx.dataset(lake, filesystem=refusing).to_table(filter=pc.field("status") == "LOST")
     assert not isinstance(e.value, CorruptIndexError)
-    assert "_arrowidx" in str(e.value) or ".parquet" in str(e.value)  # names the object
+    assert ".arrowidx/manifest" in str(e.value) or ".parquet" in str(e.value)  # names the object (the sidecar's manifest)
     assert type(storage_error(error, "x")) is kind
 
 

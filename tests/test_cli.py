@@ -23,7 +23,7 @@ import arrowidx
 from arrowidx.cli import main
 from arrowidx.sql import WhereError, parse_where
 
-from .conftest import damage_index, rows_in_memory
+from .conftest import damage_index, index_dir, rows_in_memory
 from .test_lake import write_lake
 
 
@@ -62,7 +62,7 @@ def test_build_query_delete_inspect(lake, capsys):
     assert arrowidx.dataset(lake).count_rows() == rows_in_memory(lake).filter(~(pc.field("status") == "lost") | pc.field("status").is_null()).num_rows
     code, out, _ = run(capsys, "inspect", lake)
     assert code == 0 and "manifest v2" in out and "part-000.parquet" in out and "total" in out
-    (index_file,) = glob.glob(f"{lake}/_arrowidx/index/part-000.parquet.*.index")
+    (index_file,) = glob.glob(f"{index_dir(lake)}/index/part-000.parquet.*.index")
     code, out, _ = run(capsys, "inspect", index_file)
     assert code == 0 and "bitmap" in out and "bloom-filter" in out
 
@@ -320,9 +320,9 @@ def test_vacuum_cli_json_and_bad_duration(lake, capsys):
     report = json.loads(out)
     assert code == 0 and report["dry_run"] and report["kept_versions"] == [2]
     assert "_arrowidx/manifest-00000001.json" in report["removed"]
-    assert os.path.exists(os.path.join(lake, "_arrowidx", "manifest-00000001.json"))  # dry run: nothing removed
+    assert os.path.exists(index_dir(lake, "manifest-00000001.json"))  # dry run: nothing removed
     code, out, _ = run(capsys, "vacuum", lake, "--older-than", "0")
-    assert code == 0 and "removed" in out and not os.path.exists(os.path.join(lake, "_arrowidx", "manifest-00000001.json"))
+    assert code == 0 and "removed" in out and not os.path.exists(index_dir(lake, "manifest-00000001.json"))
     expected = rows_in_memory(lake).filter(pc.field("id") >= 5)
     assert ids(arrowidx.dataset(lake).to_table()) == ids(expected)  # the current version still reads
     code, _, err = run(capsys, "vacuum", lake, "--older-than", "soon")

@@ -26,6 +26,8 @@ import arrowidx.facts
 from arrowidx.cli import main
 from arrowidx.errors import StaleDeletionError
 
+from .conftest import index_dir
+
 N = 100_000  # 800 KB of int64: the values changed are far from the last 64 KiB
 NEEDLE = pc.field("id") == 10_000_003
 
@@ -90,6 +92,7 @@ def test_a_copied_lake_keeps_its_indexes_and_deletions_and_a_build_takes_its_sta
     arrowidx.delete(lake, pc.field("id") < 5, progress=False)
     copy = str(tmp_path / "copy")
     shutil.copytree(lake, copy)  # new inodes and change times, the same bytes (and mtimes)
+    shutil.copytree(index_dir(lake), index_dir(copy))  # with its indexes beside it (docs/guide.md, Layout on disk)
     arrowidx.facts.clear()
     data = arrowidx.dataset(copy)
     expected = truth(copy, pc.field("id") >= 5)

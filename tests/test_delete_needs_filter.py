@@ -17,6 +17,8 @@ from arrowidx.cli import main
 from arrowidx.errors import MissingFilterError
 from arrowidx.filters import require_delete_filter, user_filter
 
+from .conftest import index_dir
+
 IDS = list(range(10))
 
 
@@ -50,7 +52,7 @@ def test_none_is_refused_and_nothing_is_deleted(lake, dry_run):
     assert str(info.value) == NONE_MESSAGE
     assert isinstance(info.value, ValueError) and isinstance(info.value, arrowidx.ArrowIdxError)
     assert live_ids(lake) == IDS
-    assert len([n for n in os.listdir(os.path.join(lake, "_arrowidx")) if n.startswith("manifest-")]) == 1  # nothing committed
+    assert len([n for n in os.listdir(index_dir(lake)) if n.startswith("manifest-")]) == 1  # nothing committed
 
 
 @pytest.mark.parametrize("where", ["", "   ", "\n"])

@@ -22,7 +22,8 @@ import pytest
 
 import arrowidx
 from arrowidx.cli import PREVIEW_ROWS, build_parser, main
-from arrowidx.storage import as_store
+
+from .conftest import index_dir
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
@@ -239,11 +240,13 @@ def test_a_stray_file_in_the_folder_says_how(lake, capsys):
 
 
 def _index_file(root: str, rel: str) -> str:
-    import pyarrow.fs as pafs
 
     from arrowidx.lake.commit import load_manifest
+    from arrowidx.lake.layout import join, physical
+    from arrowidx.lake.source import open_lake
 
-    return os.path.join(root, load_manifest(as_store(pafs.LocalFileSystem()), root).files[rel].index.file)
+    store, root, _ = open_lake(root)
+    return physical(store, join(root, load_manifest(store, root).files[rel].index.file))
 
 
 def test_inspect_checks_index_bytes_and_counts_stale_files(lake, capsys):
@@ -280,13 +283,13 @@ def test_a_missing_index_file_says_to_rebuild(lake, capsys):
 def test_a_damaged_newest_manifest_says_what_to_do(lake, capsys):
     root, rows = lake
     arrowidx.delete(root, pc.field("status") == "lost", progress=False)  # version 2
-    newest = os.path.join(root, "_arrowidx", "manifest-00000002.json")
+    newest = index_dir(root, "manifest-00000002.json")
     with open(newest, "r+b") as f:
         f.truncate(200)
     arrowidx.facts.clear()
     code, _, err = run(capsys, "query", root)
     assert code == 1 and "manifest-00000002.json" in err
-    assert "go back to version 1 (intact) by moving the file out of _arrowidx/ and accepting the rollback" in err
+    assert f"go back to version 1 (intact) by moving the file out of {index_dir(root)}/ and accepting the rollback" in err
     assert "restore the file from a backup" in err
     os.rename(newest, os.path.join(str(root), "..", "moved.json"))  # as the message says
     arrowidx.facts.clear()

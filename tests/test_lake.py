@@ -14,7 +14,6 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,9 +23,9 @@ import arrowidx
 from arrowidx import CorruptIndexError
 from arrowidx.index import INDEX_TYPES
 from arrowidx.lake.commit import load_manifest
-from arrowidx.storage import as_store
+from arrowidx.lake.source import open_lake
 
-from .conftest import filtered_in_memory, rows_in_memory, tables_equal
+from .conftest import filtered_in_memory, index_dir, rows_in_memory, tables_equal
 
 build_module = importlib.import_module("arrowidx.lake.build")
 
@@ -234,9 +233,9 @@ def test_corrupt_index_file_raises_or_falls_back(tmp_path, damage):
     root = str(tmp_path)
     write_lake(root, files=2)
     arrowidx.build(root, OPTIONS, progress=False)
-    (index_file,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
+    (index_file,) = glob.glob(index_dir(root, "index", "part-001.parquet.*.index"))
     data = bytearray(open(index_file, "rb").read())
-    entry = load_manifest(as_store(pafs.LocalFileSystem()), root).files["part-001.parquet"]
+    entry = load_manifest(*open_lake(root)[:2]).files["part-001.parquet"]
     if damage == "the container header":
         data[0:8] = b"garbage!"
     else:

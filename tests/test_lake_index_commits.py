@@ -21,7 +21,9 @@ from arrowidx import _faults, facts
 from arrowidx.lake import plan as plan_module
 from arrowidx.lake.commit import commit_manifest, load_manifest
 from arrowidx.lake.lakeindex import MAX_RUNS, RUN_DIR
-from arrowidx.storage import LocalStore
+from arrowidx.lake.source import open_lake
+
+from .conftest import index_dir
 
 OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "tag"}
 ROWS = 30
@@ -50,8 +52,13 @@ def assert_reads(root: str, ids: list[int], deleted: tuple = ()) -> None:
     assert data.to_table(filter=expr).sort_by("id").equals(truth(root, expr, deleted).sort_by("id"))
 
 
+def lake_store(root: str):
+    """The lake's store seen through its index root (where arrowidx keeps its files)."""
+    return open_lake(root)[0]
+
+
 def runs_on_disk(root: str) -> set[str]:
-    folder = os.path.join(root, RUN_DIR)
+    folder = index_dir(root, RUN_DIR.split("/", 1)[1])
     return {f"{RUN_DIR}/{n}" for n in os.listdir(folder)} if os.path.isdir(folder) else set()
 
 
@@ -72,12 +79,12 @@ def test_a_commit_adding_one_file_writes_a_run_of_its_keys(tmp_path):
     root = str(tmp_path / "lake")
     write_files(root, 0, 200)
     first = arrowidx.build(root, OPTIONS, progress=False)
-    before = load_manifest(LocalStore(), root).lake_index
+    before = load_manifest(lake_store(root), root).lake_index
     assert len(before.runs) == 1 and first.lake_index_bytes > 0
     for n in range(1, 13):  # one file per commit
         write_files(root, 200 + n, 1)
         report = arrowidx.build(root, progress=False)
-        index = load_manifest(LocalStore(), root).lake_index
+        index = load_manifest(lake_store(root), root).lake_index
         assert index.runs[0] == before.runs[0], "a one-file commit rewrote the run of the 200 files"
         assert len(index.runs) <= MAX_RUNS
         assert report.lake_index_bytes < first.lake_index_bytes / 10, (n, report.lake_index_bytes, first.lake_index_bytes)
@@ -94,7 +101,7 @@ def test_runs_of_removed_and_replaced_files_are_merged_away(tmp_path):
     write_files(root, 1, 1)  # f0001 rewritten (the same rows: a new content all the same)
     pq.write_table(pa.table({"id": np.array([7, 10**6], np.int64), "tag": ["x", "y"]}), f"{root}/f0003.parquet")
     arrowidx.build(root, progress=False)
-    index = load_manifest(LocalStore(), root).lake_index
+    index = load_manifest(lake_store(root), root).lake_index
     assert sum(run.files for run in index.runs) <= 20 + 2, "the keys of removed files were kept"
     assert_reads(root, [7, 3 * ROWS + 1, 10**6, 2 * ROWS + 1, 5 * ROWS])
 
@@ -120,20 +127,20 @@ def test_a_crash_while_writing_the_lake_index_leaves_the_previous_version(tmp_pa
     root = str(tmp_path / "lake")
     write_files(root, 0, 30)
     arrowidx.build(root, OPTIONS, progress=False)
-    committed = load_manifest(LocalStore(), root)
+    committed = load_manifest(lake_store(root), root)
     write_files(root, 30, 3)
     code, err = run_build(root, fault)
     assert code == -9, f"the kill point was not reached (exit {code}): {err[-500:]}"
-    after = load_manifest(LocalStore(), root)
+    after = load_manifest(lake_store(root), root)
     assert after.version == committed.version and after.lake_index == committed.lake_index
     assert runs_on_disk(root) - {r.file for r in committed.lake_index.runs}, "the crash came before any run was written"
     assert_reads(root, [1, 31 * ROWS + 2, 32 * ROWS, 10**6])  # the new files: not in the manifest, read in full
     arrowidx.build(root, progress=False)  # the next build commits; the orphan run is named by no manifest
-    assert load_manifest(LocalStore(), root).version == committed.version + 1
+    assert load_manifest(lake_store(root), root).version == committed.version + 1
     assert_reads(root, [1, 31 * ROWS + 2, 32 * ROWS, 10**6])
     assert files_asked(root, pc.field("id") == 31 * ROWS + 2) == ["f0031.parquet"]
     arrowidx.vacuum(root, 0)  # the orphan run goes; the runs the manifest names stay
-    assert runs_on_disk(root) == {r.file for r in load_manifest(LocalStore(), root).lake_index.runs}
+    assert runs_on_disk(root) == {r.file for r in load_manifest(lake_store(root), root).lake_index.runs}
     assert_reads(root, [1, 31 * ROWS + 2, 32 * ROWS, 10**6])
 
 
@@ -142,14 +149,14 @@ def test_a_lake_written_before_the_lake_index_reads_and_the_next_build_adds_one(
     write_files(root, 0, 40)
     arrowidx.build(root, OPTIONS, progress=False)
     arrowidx.delete(root, pc.field("id") == 3 * ROWS + 4, progress=False)
-    store = LocalStore()
+    store = lake_store(root)
     old = load_manifest(store, root)  # the same version as a build before the lake index writes it
     old.lake_index, old.next_fid = None, 0
     for entry in old.files.values():
         entry.fid = None
     commit_manifest(store, root, old, old.version)
-    text = open(f"{root}/_arrowidx/manifest-{old.version + 1:08d}.json").read() if os.path.exists(
-        f"{root}/_arrowidx/manifest-{old.version + 1:08d}.json") else ""  # fmt: skip
+    written = index_dir(root, f"manifest-{old.version + 1:08d}.json")
+    text = open(written).read() if os.path.exists(written) else ""
     assert "lake_index" not in text and '"fid"' not in text
     assert load_manifest(store, root).lake_index is None
     assert all(e.fid is None for e in load_manifest(store, root).files.values())  # (format 4: in its segments)

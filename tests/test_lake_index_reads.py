@@ -29,6 +29,7 @@ from arrowidx import facts
 from arrowidx.lake import filetable
 from arrowidx.lake import plan as plan_module
 
+from .conftest import index_dir
 from .differential_support import (
     BY_NAME,
     TempLake,
@@ -115,8 +116,8 @@ def _reads_through_the_lake_index(spec, data) -> None:
                 rids = pa.array(np.arange(lake.next_rid, lake.next_rid + table.num_rows, dtype=np.int64))
                 lake.next_rid += table.num_rows
                 pq.write_table(table.set_column(0, "rid", rids), path)
-        newest = max(n for n in os.listdir(f"{lake.root}/_arrowidx") if n.startswith("manifest-"))
-        assert "segments" in json.load(open(f"{lake.root}/_arrowidx/{newest}")), "not read through a file table"
+        newest = max(n for n in os.listdir(index_dir(lake.root)) if n.startswith("manifest-"))
+        assert "segments" in json.load(open(index_dir(lake.root, newest))), "not read through a file table"
         for expr, polars_expr in _needles(lake, data):
             _check(lake, expr, polars_expr)
         for _ in range(2):

@@ -13,8 +13,9 @@ from arrowidx import facts
 from arrowidx.errors import CommitConflictError
 from arrowidx.expression import check_expression
 from arrowidx.lake.commit import commit_manifest, load_manifest, retry_on_conflict
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 
+from .conftest import index_dir
 from .test_lake import OPTIONS, write_lake
 
 
@@ -29,10 +30,10 @@ def lake(tmp_path) -> str:
 def test_a_commit_writes_its_artifacts_before_the_manifest_and_a_refused_one_removes_them(lake, monkeypatch):
     from arrowidx.lake import commit as commit_module
 
-    store, root, _ = resolve(lake)
+    store, root, _ = open_lake(lake)
     first, second = load_manifest(store, root), load_manifest(store, root)
     committed = commit_manifest(store, root, first, first.version, artifacts={"_arrowidx/lakeindex/a.bin": b"first"})
-    with open(os.path.join(root, "_arrowidx", "lakeindex", "a.bin"), "rb") as f:
+    with open(index_dir(root, "lakeindex", "a.bin"), "rb") as f:
         assert f.read() == b"first"
     with pytest.raises(CommitConflictError):  # the version it planned on is gone
         commit_manifest(store, root, second, second.version, artifacts={"_arrowidx/lakeindex/b.bin": b"second"})
@@ -43,7 +44,7 @@ def test_a_commit_writes_its_artifacts_before_the_manifest_and_a_refused_one_rem
     with pytest.raises(CommitConflictError):
         commit_manifest(store, root, second, second.version, artifacts={"_arrowidx/lakeindex/b.bin": b"second"})
     monkeypatch.setattr(commit_module, "latest_version", real)
-    assert not os.path.exists(os.path.join(root, "_arrowidx", "lakeindex", "b.bin"))  # referenced by no version
+    assert not os.path.exists(index_dir(root, "lakeindex", "b.bin"))  # referenced by no version
     assert load_manifest(store, root).version == committed.version
     with pytest.raises(ValueError, match="not under _arrowidx"):
         commit_manifest(store, root, load_manifest(store, root), committed.version, artifacts={"elsewhere.bin": b"x"})

@@ -34,10 +34,10 @@ from arrowidx.lake import layout
 from arrowidx.lake import manifest as manifest_module
 from arrowidx.lake.commit import commit_manifest, load_manifest
 from arrowidx.lake.manifest import Manifest, checksum
-from arrowidx.lake.source import resolve
+from arrowidx.lake.source import open_lake
 from arrowidx.storage import SINGLE_WRITER_ENV, as_store
 
-from .conftest import tables_equal
+from .conftest import index_dir, tables_equal
 from .manifest_json import as_format3
 from .test_lake import OPTIONS, alive, write_lake
 
@@ -58,7 +58,7 @@ def expected(root, expr=QUERY, deleted=DELETED):
 
 
 def manifest_file(root) -> str:
-    return sorted(glob.glob(os.path.join(root, "_arrowidx", "manifest-*.json")))[-1]
+    return sorted(glob.glob(index_dir(root, "manifest-*.json")))[-1]
 
 
 def edit(root, change, reseal=True):
@@ -169,6 +169,7 @@ def test_index_file_outside_root_is_refused(tmp_path):
         path = edit(root, lambda d, bad=bad: d["files"][_with_index_file(d)]["index"].__setitem__("file", bad))
         with pytest.raises(CorruptManifestError, match="index.file"):
             arrowidx.dataset(root)
+        shutil.rmtree(index_dir(root))
         shutil.rmtree(root)
         small_lake(root)
     assert path
@@ -191,7 +192,7 @@ def test_manifest_checksum_catches_edits_and_undecodable_bytes(tmp_path):
 @pytest.mark.parametrize("latest", [b"0", b"1", b"\xff\xfe", b"", b"-3", b"2\n"])  # (a version above the newest: test_missing_manifest.py)
 def test_latest_is_only_a_hint(tmp_path, latest):
     root = small_lake(str(tmp_path))
-    with open(os.path.join(root, "_arrowidx", "LATEST"), "wb") as f:
+    with open(index_dir(root, "LATEST"), "wb") as f:
         f.write(latest)
     data = arrowidx.dataset(root)
     assert data.manifest.version == 2
@@ -204,17 +205,17 @@ def test_latest_is_only_a_hint(tmp_path, latest):
 
 def test_crash_after_commit_before_latest_is_no_wedge(tmp_path):
     root = small_lake(str(tmp_path))
-    with open(os.path.join(root, "_arrowidx", "LATEST"), "w") as f:
+    with open(index_dir(root, "LATEST"), "w") as f:
         f.write("1")  # as if killed between creating manifest-2 and replacing LATEST
     arrowidx.build(root, {**OPTIONS, "file-index.bloom-filter.id.fpp": "0.02"}, progress=False)
     arrowidx.delete(root, pc.field("status") == "lost", progress=False)
-    assert load_manifest(*resolve(root)[:2]).version == 4
+    assert load_manifest(*open_lake(root)[:2]).version == 4
     assert tables_equal(arrowidx.dataset(root).to_table(filter=None), expected(root, None, DELETED | (pc.field("status") == "lost")))
 
 
 def test_losing_writer_gets_conflict_and_nothing_is_lost(tmp_path):
     root = small_lake(str(tmp_path))
-    fs, r, _ = resolve(root)
+    fs, r, _ = open_lake(root)
     first, second = load_manifest(fs, r), load_manifest(fs, r)
     first.options = {**first.options, "who": "first"}
     commit_manifest(fs, r, first, 2)
@@ -260,14 +261,14 @@ def test_unsupported_filesystem_fails_loudly(tmp_path, monkeypatch):
     write_lake(str(tmp_path), files=1)
     with pytest.raises(arrowidx.CommitUnsupportedError, match="only if it is absent"):
         arrowidx.build(str(tmp_path), OPTIONS, filesystem=pafs.PyFileSystem(_PassThrough()), progress=False)
-    assert not glob.glob(os.path.join(str(tmp_path), "_arrowidx", "manifest-*"))
+    assert not glob.glob(index_dir(str(tmp_path), "manifest-*"))
 
 
 def test_checksums_of_index_and_deletion_bytes(tmp_path):
     root = small_lake(str(tmp_path))
-    (index,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
+    (index,) = glob.glob(index_dir(root, "index", "part-001.parquet.*.index"))
     raw = bytearray(open(index, "rb").read())
-    layout = load_manifest(resolve(root)[0], root).files["part-001.parquet"].index.layout
+    layout = load_manifest(open_lake(root)[0], root).files["part-001.parquet"].index.layout
     start, length, _ = next(iter(layout["status"].values()))  # a byte the query reads
     raw[start + length // 2] ^= 0x10
     open(index, "wb").write(bytes(raw))
@@ -279,7 +280,7 @@ def test_checksums_of_index_and_deletion_bytes(tmp_path):
     # an incremental build repairs it
     arrowidx.build(root, {**OPTIONS, "file-index.in-manifest-threshold": "100"}, progress=False)
     assert tables_equal(arrowidx.dataset(root).to_table(filter=QUERY), expected(root))
-    (dv,) = glob.glob(os.path.join(root, "_arrowidx", "deletion", "*.dv"))
+    (dv,) = glob.glob(index_dir(root, "deletion", "*.dv"))
     raw = bytearray(open(dv, "rb").read())
     raw[-3] ^= 0x01
     open(dv, "wb").write(bytes(raw))
@@ -305,7 +306,7 @@ def test_swapped_deletion_ranges_are_caught(tmp_path):
 
 def test_damaged_deletion_file_error_names_it(tmp_path):
     root = small_lake(str(tmp_path))
-    (dv,) = glob.glob(os.path.join(root, "_arrowidx", "deletion", "*.dv"))
+    (dv,) = glob.glob(index_dir(root, "deletion", "*.dv"))
     open(dv, "r+b").write(b"\x07")  # the version byte: outside every vector, which are read alone
     assert tables_equal(arrowidx.dataset(root).to_table(filter=QUERY), expected(root))
     os.remove(dv)
@@ -317,7 +318,7 @@ def test_damaged_deletion_file_error_names_it(tmp_path):
 
 def test_missing_index_file_raises_or_falls_back(tmp_path):
     root = small_lake(str(tmp_path))
-    for index in glob.glob(os.path.join(root, "_arrowidx", "index", "*.index")):
+    for index in glob.glob(index_dir(root, "index", "*.index")):
         os.remove(index)
     arrowidx.facts.clear()  # a new process (this one holds the index bytes it verified)
     with pytest.raises(CorruptIndexError, match="missing"):
@@ -346,15 +347,15 @@ def test_symlinks_out_of_the_root_are_refused(tmp_path):
     outside.mkdir()
     root = str(tmp_path / "lake")
     write_lake(root, files=2, rows=300)
-    os.makedirs(os.path.join(root, "_arrowidx"))
-    os.symlink(outside, os.path.join(root, "_arrowidx", "index"))
+    os.makedirs(index_dir(root))
+    os.symlink(outside, index_dir(root, "index"))
     with pytest.raises(ArrowIdxError, match="outside the dataset root"):
         arrowidx.build(root, {**OPTIONS, "file-index.in-manifest-threshold": "10"}, progress=False)
     assert not list(outside.iterdir())
     # a committed index file replaced by a link to a file outside is refused when read
-    os.remove(os.path.join(root, "_arrowidx", "index"))
+    os.remove(index_dir(root, "index"))
     small_lake(root)
-    (index,) = glob.glob(os.path.join(root, "_arrowidx", "index", "part-001.parquet.*.index"))
+    (index,) = glob.glob(index_dir(root, "index", "part-001.parquet.*.index"))
     shutil.copy(index, outside / "copy.index")
     os.remove(index)
     os.symlink(outside / "copy.index", index)
@@ -367,6 +368,7 @@ def test_copied_lake_keeps_indexes_and_deletions(tmp_path):
     root = small_lake(str(tmp_path / "lake"))
     copy = str(tmp_path / "copy")
     shutil.copytree(root, copy, copy_function=shutil.copy)  # new mtimes
+    shutil.copytree(index_dir(root), index_dir(copy), copy_function=shutil.copy)  # the lake's indexes beside it (docs/guide.md)
     assert os.stat(os.path.join(copy, "part-000.parquet")).st_mtime_ns != os.stat(os.path.join(root, "part-000.parquet")).st_mtime_ns
     data = arrowidx.dataset(copy)
     assert {p.status for p in data.explain(QUERY).files} <= {"skipped", "bitmap", "remain"}
@@ -406,19 +408,19 @@ def test_vacuum_keeps_retained_versions_and_in_flight_files(tmp_path):
     arrowidx.build(root, {**OPTIONS, "file-index.bloom-filter.id.fpp": "0.02", "file-index.in-manifest-threshold": "100"}, progress=False)
     arrowidx.delete(root, pc.field("status") == "lost", progress=False)
     deleted = DELETED | (pc.field("status") == "lost")
-    before = sorted(glob.glob(os.path.join(root, "_arrowidx", "**", "*"), recursive=True))
+    before = sorted(glob.glob(index_dir(root, "**", "*"), recursive=True))
     report = arrowidx.vacuum(root)  # default retention: everything is recent
     assert report.removed == [] and report.kept_versions == [1, 2, 3, 4]
-    orphan = os.path.join(root, "_arrowidx", "index", "in-flight.index")
+    orphan = index_dir(root, "index", "in-flight.index")
     open(orphan, "wb").write(b"x")
     report = arrowidx.vacuum(root, older_than=0)
     assert report.kept_versions == [4] and os.path.exists(orphan) is False
     current = arrowidx.dataset(root).manifest
     for entry in current.files.values():
         if entry.index and entry.index.file:
-            assert os.path.exists(os.path.join(root, entry.index.file))
+            assert os.path.exists(index_dir(root, entry.index.file.split("/", 1)[1]))  # (_arrowidx/...: the index root's)
     assert tables_equal(arrowidx.dataset(root).to_table(filter=None), expected(root, None, deleted))
-    assert len(before) > len(glob.glob(os.path.join(root, "_arrowidx", "**", "*"), recursive=True))
+    assert len(before) > len(glob.glob(index_dir(root, "**", "*"), recursive=True))
     # a file written after the retention window began (a build still running) is kept
     open(orphan, "wb").write(b"x")
     assert arrowidx.vacuum(root, older_than=3600).removed == [] and os.path.exists(orphan)
@@ -494,7 +496,7 @@ def test_cli_vacuum_and_option_checks(tmp_path, capsys):
     assert main(["vacuum", root, "--older-than", "0"]) == 0
     out = capsys.readouterr().out
     assert "removed" in out and "kept version(s) 3" in out
-    assert sorted(os.listdir(os.path.join(root, "_arrowidx", "deletion"))) and len(glob.glob(os.path.join(root, "_arrowidx", "manifest-*"))) == 1
+    assert sorted(os.listdir(index_dir(root, "deletion"))) and len(glob.glob(index_dir(root, "manifest-*"))) == 1
     assert tables_equal(arrowidx.dataset(root).to_table(filter=QUERY), expected(root, QUERY, DELETED | (pc.field("status") == "lost")))
     assert main(["vacuum", root, "--older-than", "soon"]) == 2
     for call in (lambda: arrowidx.dataset(root, on_stale_deletions="ignore"),
@@ -506,7 +508,7 @@ def test_cli_vacuum_and_option_checks(tmp_path, capsys):
 
 def test_vacuum_repairs_latest(tmp_path):
     root = small_lake(str(tmp_path))
-    latest = os.path.join(root, "_arrowidx", "LATEST")
+    latest = index_dir(root, "LATEST")
     open(latest, "w").write("1")
     assert arrowidx.vacuum(root).latest_repaired and open(latest).read() == "2"
     assert not arrowidx.vacuum(root).latest_repaired

@@ -22,14 +22,15 @@ from arrowidx.lake import manifest as manifest_module
 from arrowidx.lake.commit import load_manifest, read_manifest
 from arrowidx.lake.filetable import SEGMENT_DIR, Segment, encode_segment, segment_ref
 from arrowidx.lake.manifest import Manifest, checksum
-from arrowidx.storage import LocalStore
 
+from .conftest import index_dir
 from .manifest_json import as_format3, entries_of
 from .test_lake_index_commits import (
     OPTIONS,
     ROWS,
     assert_reads,
     files_asked,
+    lake_store,
     run_build,
     truth,
     write_files,
@@ -39,12 +40,17 @@ IDS = [1, 31 * ROWS + 2, 32 * ROWS, 10**6]
 
 
 def segments_on_disk(root: str) -> set[str]:
-    folder = os.path.join(root, SEGMENT_DIR)
+    folder = index_dir(root, "segments")
     return {f"{SEGMENT_DIR}/{n}" for n in os.listdir(folder)} if os.path.isdir(folder) else set()
 
 
+def on_disk(root: str, rel: str) -> str:
+    """Where ``rel`` (``_arrowidx/...``, as a manifest names it) is: in the lake's index root."""
+    return index_dir(root, rel.split("/", 1)[1])
+
+
 def newest(root: str) -> str:
-    return sorted(glob.glob(os.path.join(root, "_arrowidx", "manifest-*.json")))[-1]
+    return sorted(glob.glob(index_dir(root, "manifest-*.json")))[-1]
 
 
 def reseal(path: str, d: dict) -> None:
@@ -75,19 +81,19 @@ def test_a_crash_while_writing_a_segment_leaves_the_previous_version(tmp_path, f
     root = str(tmp_path / "lake")
     write_files(root, 0, 30)
     arrowidx.build(root, OPTIONS, progress=False)
-    committed = load_manifest(LocalStore(), root)
+    committed = load_manifest(lake_store(root), root)
     write_files(root, 30, 3)
     code, err = run_build(root, fault)
     assert code == -9, f"the kill point was not reached (exit {code}): {err[-500:]}"
-    after = load_manifest(LocalStore(), root)
+    after = load_manifest(lake_store(root), root)
     assert after.version == committed.version and after.segments == committed.segments
     assert segments_on_disk(root) - {r.file for r in committed.segments}, "the crash came before any segment was written"
     assert_reads(root, IDS)  # the new files: not in the manifest, read in full
     arrowidx.build(root, progress=False)
-    assert load_manifest(LocalStore(), root).version == committed.version + 1
+    assert load_manifest(lake_store(root), root).version == committed.version + 1
     assert_reads(root, IDS)
     arrowidx.vacuum(root, 0)  # the orphan segment goes; the ones the manifest names stay
-    assert segments_on_disk(root) == {r.file for r in load_manifest(LocalStore(), root).segments}
+    assert segments_on_disk(root) == {r.file for r in load_manifest(lake_store(root), root).segments}
     assert_reads(root, IDS)
 
 
@@ -102,7 +108,7 @@ def test_a_format3_lake_reads_and_the_next_build_upgrades_it(tmp_path):
     assert d["format_version"] == 3 and len(d["files"]) == 40
     reseal(path, d)
     for rel in segments_on_disk(root):
-        os.remove(os.path.join(root, rel))  # a format-3 lake has none
+        os.remove(on_disk(root, rel))  # a format-3 lake has none
     ids = [0, 3 * ROWS + 4, 3 * ROWS + 5, 39 * ROWS, 10**6]
     assert_reads(root, ids, deleted)
     assert files_asked(root, pc.field("id") == 5) == ["f0000.parquet"]
@@ -110,7 +116,7 @@ def test_a_format3_lake_reads_and_the_next_build_upgrades_it(tmp_path):
     assert report.changed and not report.indexed
     d = json.load(open(newest(root)))
     assert d["format_version"] == 4 and "files" not in d and sum(r["rows"] for r in d["segments"]) == 40
-    assert load_manifest(LocalStore(), root).files["f0003.parquet"].deletion.cardinality == 1  # deletions kept
+    assert load_manifest(lake_store(root), root).files["f0003.parquet"].deletion.cardinality == 1  # deletions kept
     assert_reads(root, ids, deleted)
     assert not arrowidx.build(root, progress=False).changed
 
@@ -124,9 +130,9 @@ def test_vacuum_keeps_the_segments_a_retained_manifest_names(tmp_path):
         arrowidx.build(root, progress=False)
     os.remove(os.path.join(root, "f0002.parquet"))
     arrowidx.build(root, progress=False)
-    store = LocalStore()
+    store = lake_store(root)
     assert sorted(load_manifest(store, root).files) == sorted(f for f in os.listdir(root) if f.endswith(".parquet"))
-    versions = sorted(int(p[-13:-5]) for p in glob.glob(os.path.join(root, "_arrowidx", "manifest-*.json")))
+    versions = sorted(int(p[-13:-5]) for p in glob.glob(index_dir(root, "manifest-*.json")))
     named = {v: {r.file for r in read_manifest(store, root, v).segments} for v in versions}
     assert len(set().union(*named.values())) > len(named[versions[-1]]), "no merge replaced a segment"
     report = arrowidx.vacuum(root, "1h")  # every version retained: every segment stays
@@ -159,14 +165,14 @@ def test_a_damaged_segment_is_named(tmp_path):
     write_files(root, 0, 5)
     arrowidx.build(root, OPTIONS, progress=False)
     (rel,) = segments_on_disk(root)
-    path = os.path.join(root, rel)
+    path = on_disk(root, rel)
     raw = bytearray(open(path, "rb").read())
     raw[len(raw) // 2] ^= 0x10
     open(path, "wb").write(bytes(raw))
     facts.clear()
     with pytest.raises(CorruptIndexError, match="checksum") as info:
         arrowidx.dataset(root).to_table(filter=pc.field("id") == 1)
-    assert rel in str(info.value)
+    assert path in str(info.value)
     os.remove(path)
     facts.clear()
     with pytest.raises(CorruptIndexError, match="missing"):
@@ -193,7 +199,7 @@ def test_a_bad_entry_in_a_segment_is_named(tmp_path, name, change, field):
     change(entries[0])
     data = encode_segment(entries)
     ref = segment_ref(data, "test", Segment(data, "test").num_rows)
-    open(os.path.join(root, ref.file), "wb").write(data)
+    open(on_disk(root, ref.file), "wb").write(data)
     d["segments"] = [ref.to_json()]
     reseal(path, d)
     facts.clear()

@@ -21,6 +21,7 @@ from arrowidx.errors import CorruptManifestError, MissingManifestError
 from arrowidx.lake.commit import check_latest, metadata_listing
 from arrowidx.storage import as_store
 
+from .conftest import index_dir
 from .manifest_json import manifest_entries
 
 IDS = list(range(10))
@@ -35,15 +36,15 @@ def lost(tmp_path):
     arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
     arrowidx.delete(root, "id < 3", progress=False)
     arrowidx.delete(root, "id = 7", progress=False)
-    third = os.path.join(root, "_arrowidx", "manifest-00000003.json")
-    dv = manifest_entries(third)[0]["deletion"]["file"]
+    third = index_dir(root, "manifest-00000003.json")
+    dv = manifest_entries(third, root)[0]["deletion"]["file"]
     os.remove(third)
     return root, dv
 
 
 def message(root) -> str:
     return (
-        f"{root}/_arrowidx/LATEST: names manifest version 3, but manifest-00000003.json is not on disk (the newest"
+        f"{index_dir(root)}/LATEST: names manifest version 3, but manifest-00000003.json is not on disk (the newest"
         " there is version 2): reading version 2 would bring back every row deleted after it. Restore the missing"
         f" manifest(s) (a backup, the rest of a sync), or accept the rollback to version 2: arrowidx.accept_rollback({root!r})"
         f" (CLI: arrowidx accept-rollback {root}), which says which deletions it undoes"
@@ -71,8 +72,8 @@ def test_every_read_and_write_refuses(lost):
         assert str(info.value) == message(root), name
         assert (info.value.version, info.value.newest) == (3, 2)
         assert isinstance(info.value, CorruptManifestError)
-    assert sorted(os.listdir(os.path.join(root, "_arrowidx", "deletion")))  # vacuum removed nothing
-    assert open(os.path.join(root, "_arrowidx", "LATEST")).read() == "3"
+    assert sorted(os.listdir(index_dir(root, "deletion")))  # vacuum removed nothing
+    assert open(index_dir(root, "LATEST")).read() == "3"
 
 
 def test_a_dataset_open_before_the_loss_refuses_at_its_next_refresh(tmp_path):
@@ -81,7 +82,7 @@ def test_a_dataset_open_before_the_loss_refuses_at_its_next_refresh(tmp_path):
     arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
     arrowidx.delete(root, "id < 3", progress=False)
     data = arrowidx.dataset(root)
-    os.remove(os.path.join(root, "_arrowidx", "manifest-00000002.json"))
+    os.remove(index_dir(root, "manifest-00000002.json"))
     with pytest.raises(MissingManifestError, match="LATEST: names manifest version 2, but manifest-00000002.json"):
         data.refresh()
 
@@ -106,7 +107,7 @@ def test_accept_rollback_reports_then_moves_latest_back(lost):
 
     report = arrowidx.accept_rollback(root)
     assert (report.version, report.missing, report.rows, report.dry_run) == (2, [3], 4, False)
-    assert open(os.path.join(root, "_arrowidx", "LATEST")).read() == "2"
+    assert open(index_dir(root, "LATEST")).read() == "2"
     assert live_ids(root) == [3, 4, 5, 6, 7, 8, 9]  # version 2: id < 3 deleted, the delete of id 7 undone
     # and the lake is writable again, on top of version 2
     assert arrowidx.delete(root, "id = 9", progress=False).version == 3
@@ -129,7 +130,7 @@ def test_a_version_committed_after_the_listing_is_not_missing(tmp_path):
     root = str(tmp_path)
     pq.write_table(pa.table({"id": pa.array(IDS, pa.int64())}), os.path.join(root, "p.parquet"))
     arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, progress=False)
-    store = as_store(arrowidx.dataset(root).fs)
+    store = arrowidx.dataset(root).store
     listed, _ = metadata_listing(store, root)
     arrowidx.delete(root, "id < 3", progress=False)  # version 2, LATEST = 2
     _, latest = metadata_listing(store, root)
@@ -152,7 +153,7 @@ def test_a_store_whose_reads_are_round_trips_checks_latest_beside_the_manifest(t
         arrowidx.build(root, {"file-index.bloom-filter.columns": "id"}, filesystem=fs, progress=False)
         arrowidx.delete(root, "id < 3", filesystem=fs, progress=False)
         assert arrowidx.dataset(root, filesystem=fs).count_rows() == 7
-        memory.rm(f"{root}/_arrowidx/manifest-00000002.json")
+        memory.rm(f"{index_dir(root)}/manifest-00000002.json")
         with pytest.raises(MissingManifestError) as info:
             arrowidx.dataset(root, filesystem=fs)
         assert (info.value.version, info.value.newest) == (2, 1)

@@ -684,10 +684,15 @@ def test_unsupported_reader_options(lake, tmp_path):
     root, _ = lake
     with pytest.raises(ValueError):
         apl.scan(root, reader="duckdb")
-    with pytest.raises(FileNotFoundError):
-        apl.scan(tmp_path / "nothing-here")
-    with pytest.raises(arrowidx.ArrowIdxError, match="no"):
-        apl.scan(tmp_path)  # a directory without Parquet files
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for nothing in (tmp_path / "nothing-here", empty, tmp_path / "nothing-*.parquet"):
+        # nothing to plan: Polars' own error, where Polars raises it (at collect(), issue 49)
+        with pytest.raises(Exception) as polars_error:
+            pl.scan_parquet(nothing).collect()
+        lazy = apl.scan(nothing)
+        with pytest.raises(type(polars_error.value)):
+            lazy.collect()
 
 
 def test_nan_and_signed_zero_follow_polars(lake):

@@ -41,6 +41,7 @@ _LAZY = {
     "build": ".lake.build",
     "dataset": ".lake.scan",
     "delete": ".lake.delete",
+    "migrate": ".lake.migrate",
     "vacuum": ".lake.vacuum",
     "IndexResult": ".result",
 }  # fmt: skip
@@ -50,7 +51,7 @@ __all__ = [
     "CorruptManifestError", "DeletionVector", "DynamicBucketAssigner", "FileIndex", "IndexResult",
     "MissingFilterError", "MissingManifestError", "OptionError", "PositionOutOfRangeError",
     "StaleDeletionError", "UnsupportedTypeError", "UnsupportedValueError", "accept_rollback",
-    "apply_deletion_vector", "build", "dataset", "delete",
+    "apply_deletion_vector", "build", "dataset", "delete", "migrate",
     "paimon_binary_rows", "paimon_bucket", "paimon_bucket_of_hash", "paimon_key_hash",
     "read_deletion_vectors", "read_hash_index", "read_puffin_deletion_vectors", "vacuum",
     "write_deletion_vectors", "write_deletion_vectors_file", "write_file_index", "write_hash_index",
@@ -100,5 +101,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         write_puffin_deletion_vectors,
     )
     from .file_index import FileIndex, write_file_index  # noqa: F401
-    from .lake import accept_rollback, build, dataset, delete, vacuum  # noqa: F401
+    from .lake import accept_rollback, build, dataset, delete, migrate, vacuum  # noqa: F401
     from .result import IndexResult  # noqa: F401

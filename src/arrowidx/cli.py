@@ -11,6 +11,11 @@
     arrowidx vacuum PATH --older-than 7d [--dry-run] [--json]   # remove unreferenced old files
     arrowidx paimon delete TABLE --where "id = 42" [--dry-run | --yes]   # a Paimon table's rows
     arrowidx accept-rollback PATH [--dry-run] [--json]   # LATEST names a lost manifest: go back on purpose
+    arrowidx migrate PATH [--index-root DIR] [--dry-run]   # PATH/_arrowidx/ (the old layout) to _PATH.arrowidx/
+
+``--index-root DIR`` (build, inspect, explain, query, delete, vacuum, accept-rollback,
+migrate): where the indexes are when not in the sidecar ``_<folder>.arrowidx/`` beside the
+data folder (read-only data, a bucket's root); give every command the same.
 
 ``--where`` is a SQL boolean expression with SQL's meaning (:mod:`arrowidx.sql`): the part a
 ``pyarrow.compute.Expression`` expresses exactly prunes with the indexes, the rest is
@@ -49,6 +54,7 @@ from .errors import (
     UnsupportedValueError,
 )
 from .filters import require_delete_filter, user_filter
+from .lake.layout import SIDECAR_SUFFIX
 from .options import OptionWarning
 from .sql import WhereError, parse_where
 
@@ -119,7 +125,8 @@ def cmd_build(args) -> int:
     from .lake import build
 
     report = build(args.path, _options(args), progress=False if args.quiet else None, incremental=not args.full,
-                   replace=args.replace, drop=args.drop or (), storage_options=_storage(args))  # fmt: skip
+                   replace=args.replace, drop=args.drop or (), storage_options=_storage(args),
+                   index_root=args.index_root)  # fmt: skip
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -132,18 +139,18 @@ def cmd_build(args) -> int:
 def cmd_inspect(args) -> int:
     path = args.path
     if os.path.isdir(path) or path.endswith(".parquet") or "://" in path:
-        return _inspect_dataset(path, args.json, _storage(args))
+        return _inspect_dataset(path, args.json, _storage(args), args.index_root)
     return _inspect_container(path, args.data, args.json)
 
 
-def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] | None = None) -> int:
+def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] | None = None, index_root: str | None = None) -> int:
     """Every file's state, checked: fresh (by content), its index bytes read and verified
     (size and checksum), its deletions; each problem said with what to do."""
     from .errors import CorruptIndexError, StaleDeletionError
     from .lake import dataset
     from .lake.freshness import entry_is_fresh, load_index_bytes
 
-    data = dataset(path, storage_options=storage_options)
+    data = dataset(path, storage_options=storage_options, index_root=index_root)
     manifest = data.manifest
     rows = []
     for rel in data.files:
@@ -234,9 +241,11 @@ def _schema_for(index_path: str, data_file: str | None) -> pa.Schema:
     """The data file schema for a container: ``--data``, or the file it sits beside."""
     if data_file is None:
         parts = os.path.abspath(index_path).split(os.sep)
-        if "_arrowidx" in parts and index_path.endswith(".index"):
-            at = parts.index("_arrowidx")
-            candidate = re.sub(r"(\.[0-9a-f]{16}(-[0-9a-f]{8})?)?\.index$", "", os.sep.join(parts[:at] + parts[at + 2 :]))
+        sidecar = [i for i, p in enumerate(parts[:-1]) if p.startswith("_") and p.endswith(SIDECAR_SUFFIX) and parts[i + 1] == "index"]
+        if ("_arrowidx" in parts or sidecar) and index_path.endswith(".index"):
+            at = sidecar[-1] if sidecar else parts.index("_arrowidx")  # <root>/_arrowidx/index/... or _<root>.arrowidx/index/...
+            folder = parts[:at] + ([parts[at][1 : -len(SIDECAR_SUFFIX)]] if sidecar else [])
+            candidate = re.sub(r"(\.[0-9a-f]{16}(-[0-9a-f]{8})?)?\.index$", "", os.sep.join(folder + parts[at + 2 :]))
             data_file = candidate if os.path.exists(candidate) else None
         elif index_path.endswith(".index") and os.path.exists(index_path[: -len(".index")]):
             data_file = index_path[: -len(".index")]
@@ -279,7 +288,7 @@ def _where(data, text: str | None):
 def cmd_explain(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args), index_root=args.index_root)
     plan = data.explain(_where(data, args.where))
     if args.json:
         _dump(plan.to_dict())
@@ -291,7 +300,7 @@ def cmd_explain(args) -> int:
 def cmd_query(args) -> int:
     from .lake import dataset
 
-    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args))
+    data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args), index_root=args.index_root)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if columns:
         _check_columns(columns, data.schema, "--columns")
@@ -368,7 +377,7 @@ def cmd_delete(args) -> int:
 
     require_delete_filter(args.where, call="delete", argument="--where")
     storage = _storage(args)
-    data = dataset(args.path, storage_options=storage)
+    data = dataset(args.path, storage_options=storage, index_root=args.index_root)
     expr = _where(data, args.where)
     options = {"deletion-vectors.bitmap64": "true"} if args.bitmap64 else {}
 
@@ -391,7 +400,7 @@ def cmd_delete(args) -> int:
         return answer.strip().lower() in ("y", "yes")
 
     report = delete(args.path, expr, options=options, progress=False if args.quiet else None,
-                    confirm=confirm, storage_options=storage)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
+                    confirm=confirm, storage_options=storage, index_root=args.index_root)  # fmt: skip  (confirm prints the counts and says no for --dry-run)
     if args.json:
         _dump(dataclasses.asdict(report))
     elif report.rows_deleted == 0:
@@ -406,7 +415,18 @@ def cmd_vacuum(args) -> int:
     from .lake.vacuum import parse_duration
 
     older_than = parse_duration(args.older_than, "--older-than")
-    report = vacuum(args.path, older_than, dry_run=args.dry_run, storage_options=_storage(args))
+    report = vacuum(args.path, older_than, dry_run=args.dry_run, storage_options=_storage(args), index_root=args.index_root)
+    if args.json:
+        _dump(dataclasses.asdict(report))
+    else:
+        print(report)
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    from .lake import migrate
+
+    report = migrate(args.path, index_root=args.index_root, dry_run=args.dry_run, storage_options=_storage(args))
     if args.json:
         _dump(dataclasses.asdict(report))
     else:
@@ -417,7 +437,7 @@ def cmd_vacuum(args) -> int:
 def cmd_accept_rollback(args) -> int:
     from .lake import accept_rollback
 
-    report = accept_rollback(args.path, dry_run=args.dry_run, storage_options=_storage(args))
+    report = accept_rollback(args.path, dry_run=args.dry_run, storage_options=_storage(args), index_root=args.index_root)
     if args.json:
         _dump({**dataclasses.asdict(report), "rows": report.rows})
     else:
@@ -572,7 +592,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only say what would be undone")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_accept_rollback)
-    for p in sub.choices.values():
+
+    p = sub.add_parser("migrate", help="move a lake's indexes from PATH/_arrowidx/ (the old layout, which Polars cannot"
+                       " read past) to the sidecar _<folder>.arrowidx/ beside it")  # fmt: skip
+    p.add_argument("path")
+    p.add_argument("--dry-run", action="store_true", help="only say what would move")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_migrate)
+    for name, p in sub.choices.items():
+        if name != "paimon":  # (a Paimon table keeps its indexes as Paimon does)
+            p.add_argument("--index-root", metavar="DIR", default=None,
+                           help="where the indexes are (default: the sidecar _<folder>.arrowidx/ beside the data"
+                                " folder); for read-only data or a bucket's root; give every command the same")  # fmt: skip
         p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
                        help="object stores (s3://, gs://, az://): endpoint, region, credentials, allow_http...; repeatable"
                             " (else the AWS_*/GOOGLE_*/AZURE_* environment variables; see docs/object-stores.md)")  # fmt: skip

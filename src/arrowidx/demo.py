@@ -162,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dataset: {root} ({args.files} files, {args.rows:,} rows), ready in {time.perf_counter() - t0:.1f}s")
     write_ms, _ = timed(lambda: pq.write_table(pq.read_table(root / "part-00000.parquet"), root.parent / "_write_probe.parquet", row_group_size=100_000), runs=1)
     options = demo_options()
-    shutil.rmtree(root / "_arrowidx", ignore_errors=True)
+    from .lake.source import index_locations
+
+    for index in index_locations(str(root)):  # a fresh build (the sidecar, or an old _arrowidx/)
+        shutil.rmtree(index, ignore_errors=True)
     print("building indexes: " + "; ".join(f"{k} = {v}" for k, v in options.items()))
     report = arrowidx.build(root, options)  # a progress bar only when stderr is a terminal
     print(f"build: {report}  (writing one data file takes {write_ms:.0f} ms; {args.files} files ~ {write_ms * args.files / 1000:.1f}s)")

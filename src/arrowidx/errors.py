@@ -8,8 +8,24 @@ it with its message and attributes, whatever its constructor takes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
+
+#: Where lakes' index files are, by the name arrowidx uses for them inside
+#: (``<root>/_arrowidx``, :mod:`arrowidx.lake.layout`): each :class:`~arrowidx.lake.layout.LakeStore`
+#: registers its own, so a message names a file where the user finds it (the sidecar).
+INDEX_ROOTS: dict[str, str] = {}
+
+
+def where_it_is(text: str) -> str:
+    """``text`` with the lakes' internal index-file names replaced by where the files are."""
+    if "_arrowidx" not in text:
+        return text
+    for logical, real in list(INDEX_ROOTS.items()):
+        if logical in text:
+            text = re.sub(re.escape(logical) + r"(?![\w.-])", lambda _m, r=real: r, text)
+    return text
 
 
 def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
@@ -24,6 +40,14 @@ def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
 
 class ArrowIdxError(Exception):
     """Base class of every error arrowidx raises on purpose."""
+
+    def __init__(self, *args: Any) -> None:
+        if INDEX_ROOTS:  # name index files where they are (the sidecar), not by their internal name
+            args = tuple(where_it_is(a) if isinstance(a, str) else a for a in args)
+            for name in ("source", "path"):
+                if isinstance(self.__dict__.get(name), str):
+                    self.__dict__[name] = where_it_is(self.__dict__[name])
+        super().__init__(*args)
 
     def __reduce__(self):
         # Exception's own reduction calls ``cls(*args)``, which fails for a constructor with
@@ -45,6 +69,10 @@ class CorruptIndexError(ArrowIdxError):
         self.detail = message
         where = source if offset is None else f"{source} at byte {offset}"
         super().__init__(f"{where}: {message}")
+
+
+class NotParquetError(CorruptIndexError):
+    """A data file that is not a Parquet file (too short, no ``PAR1`` magic): ``source`` names it."""
 
 
 class CorruptManifestError(CorruptIndexError):

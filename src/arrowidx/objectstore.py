@@ -297,10 +297,14 @@ class ObjectStore(Store):
         if not found and not missing_ok:
             raise FileNotFoundError(f"{folder}: no such folder (no object under it) in {self.describe()}")
         cut = len(prefix) + 1 if prefix else 0
+        # Folder markers (an empty ``lake/`` object, written by pyarrow's create_dir, Hadoop
+        # and consoles) come back from obstore without their slash: an empty object named
+        # like a folder of the listing is one, not a data file.
+        folders = {prefix} | {key.rsplit("/", i)[0] for key in (m["path"] for m in metas) for i in range(1, key.count("/") + 1)}
         for meta in metas:
             key = meta["path"]
-            if key.endswith("/"):
-                continue  # a folder marker some tools write
+            if key.endswith("/") or (meta["size"] == 0 and key in folders):
+                continue  # a folder marker
             if not hidden and any(part.startswith(("_", ".")) for part in key[cut:].split("/")):
                 continue
             out.append(self._info(meta))

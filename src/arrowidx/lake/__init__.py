@@ -15,12 +15,12 @@ _LAZY = {
     "BuildReport": ".build", "build": ".build", "DeleteReport": ".delete", "delete": ".delete",
     "CommitConflictError": "..errors", "Explain": ".scan", "FilePlan": ".scan", "IndexedDataset": ".scan",
     "dataset": ".scan", "RollbackReport": ".rollback", "accept_rollback": ".rollback",
-    "VacuumReport": ".vacuum", "vacuum": ".vacuum",
+    "VacuumReport": ".vacuum", "vacuum": ".vacuum", "MigrateReport": ".migrate", "migrate": ".migrate",
 }  # fmt: skip
 
 __all__ = [
-    "BuildReport", "CommitConflictError", "DeleteReport", "Explain", "FilePlan", "IndexedDataset",
-    "RollbackReport", "VacuumReport", "accept_rollback", "build", "dataset", "delete", "vacuum",
+    "BuildReport", "CommitConflictError", "DeleteReport", "Explain", "FilePlan", "IndexedDataset", "MigrateReport",
+    "RollbackReport", "VacuumReport", "accept_rollback", "build", "dataset", "delete", "migrate", "vacuum",
 ]  # fmt: skip
 
 
@@ -42,7 +42,7 @@ def _function(name: str) -> Any:
 
 
 class _Package(types.ModuleType):
-    """``build``, ``delete`` and ``vacuum`` are also the names of submodules, which the import
+    """``build``, ``delete``, ``vacuum`` and ``migrate`` are also the names of submodules, which the import
     system binds on this package when each is first imported: these properties keep the
     functions (as the eager imports did; ``importlib.import_module("arrowidx.lake.build")``
     is the module)."""
@@ -50,6 +50,7 @@ class _Package(types.ModuleType):
     build = property(lambda self: _function("build"), lambda self, value: None)
     delete = property(lambda self: _function("delete"), lambda self, value: None)
     vacuum = property(lambda self: _function("vacuum"), lambda self, value: None)
+    migrate = property(lambda self: _function("migrate"), lambda self, value: None)
 
 
 sys.modules[__name__].__class__ = _Package
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
     from ..errors import CommitConflictError  # noqa: F401
     from .build import BuildReport, build  # noqa: F401
     from .delete import DeleteReport, delete  # noqa: F401
+    from .migrate import MigrateReport, migrate  # noqa: F401
     from .rollback import RollbackReport, accept_rollback  # noqa: F401
     from .scan import Explain, FilePlan, IndexedDataset, dataset  # noqa: F401
     from .vacuum import VacuumReport, vacuum  # noqa: F401

@@ -64,7 +64,7 @@ from .freshness import check_stale_option, entry_is_fresh, load_index_bytes, sam
 from .lakeindex import FileKeys
 from .layout import INDEX_DIR, file_infos, join, write_atomic
 from .manifest import SEGMENTS_FORMAT, FileEntry, IndexRef, Manifest, checksum, schema_to_b64
-from .source import resolve
+from .source import open_lake
 from .structure import commit_lake_index, keyed_columns
 from .tombstones import bury, drop, reapply
 
@@ -302,7 +302,8 @@ class BuildPlan:
 
 def plan_build(source: Any, options: Mapping[str, object] | None = None, *, filesystem: pafs.FileSystem | None = None,
                incremental: bool = True, replace: bool = False, drop: Iterable[str] = (),
-               on_stale_deletions: str = "raise", storage_options: Mapping[str, Any] | None = None) -> BuildPlan:  # fmt: skip
+               on_stale_deletions: str = "raise", storage_options: Mapping[str, Any] | None = None,
+               index_root: Any = None) -> BuildPlan:  # fmt: skip
     """Check the options and list the files to (re)index: new, changed (by content), with an
     index failing its checksum, or all if the options changed.
 
@@ -312,7 +313,7 @@ def plan_build(source: Any, options: Mapping[str, object] | None = None, *, file
     """
     check_stale_option(on_stale_deletions)
     started = time.perf_counter()
-    store, root, explicit = resolve(source, filesystem, storage_options)
+    store, root, explicit = open_lake(source, filesystem, storage_options, index_root, writing=True)
     check_option_keys(options or {}, what="arrowidx.build")
     manifest = load_manifest(store, root)
     options = merge_options(manifest.options, options, replace=replace, drop=drop)
@@ -438,6 +439,7 @@ def build(
     drop: Iterable[str] = (),
     on_stale_deletions: str = "raise",
     storage_options: Mapping[str, Any] | None = None,
+    index_root: Any = None,
 ) -> BuildReport:
     """Index every data file of ``source`` (a directory, a ``.parquet`` file, a list of files,
     a URI such as ``s3://bucket/lake``, or a ``pyarrow.dataset``).
@@ -453,6 +455,8 @@ def build(
     commits nothing (``report.changed``). ``progress``: a bar on stderr; ``None`` means only
     when stderr is a terminal. ``on_stale_deletions="read-full"``: re-index a file that changed
     after rows were deleted from it and forget those deletions (default: ``StaleDeletionError``).
+    ``index_root``: where the indexes go when not in the sidecar folder beside the data
+    folder (``_<folder>.arrowidx/``): read-only data, a bucket's root; give readers the same.
     ``storage_options``: endpoint, region and credentials of an object-store URI
     (docs/object-stores.md). When another writer commits first, the build plans again on top
     of it (bounded retries), reusing the index files it already wrote; a build that fails
@@ -462,7 +466,8 @@ def build(
     uploads = Uploads()
     try:
         return with_commit_retries(lambda: _build_once(source, options, filesystem, progress, incremental, threads,
-                                                       replace, drop, on_stale_deletions, storage_options, uploads))  # fmt: skip
+                                                       replace, drop, on_stale_deletions, storage_options, uploads,
+                                                       index_root))  # fmt: skip
     except BaseException:
         uploads.remove()
         raise
@@ -527,11 +532,11 @@ class Uploads:
 
 
 def _build_once(source, options, filesystem, progress, incremental, threads, replace, drop, on_stale_deletions,
-                storage_options=None, uploads: Uploads | None = None) -> BuildReport:  # fmt: skip
+                storage_options=None, uploads: Uploads | None = None, index_root: Any = None) -> BuildReport:  # fmt: skip
     """One plan, index, commit round (repeated by :func:`build` when another writer commits first)."""
     uploads = uploads if uploads is not None else Uploads()
     plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, replace=replace, drop=drop,
-                      on_stale_deletions=on_stale_deletions, storage_options=storage_options)  # fmt: skip
+                      on_stale_deletions=on_stale_deletions, storage_options=storage_options, index_root=index_root)  # fmt: skip
     if will_commit(plan):
         require_commit(plan.store, plan.root)  # a store that cannot commit refuses before anything is uploaded
     tick = progress_bar(len(plan.todo), progress, "arrowidx build")

@@ -38,7 +38,16 @@ from .. import facts
 from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError, MissingManifestError
 from ..storage import ObjectInfo, Store, local_path
-from .layout import LATEST, META_DIR, ensure_inside, join, manifest_path, read_bytes, write_atomic
+from .layout import (
+    LATEST,
+    META_DIR,
+    ensure_inside,
+    join,
+    manifest_path,
+    physical,
+    read_bytes,
+    write_atomic,
+)
 from .manifest import Manifest, check_fids, check_paths, entry_from_dict, stored_fields
 
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
@@ -195,7 +204,7 @@ def _damaged_manifest_advice(store: Store, root: str, version: int) -> str:
     older = [v for v in versions if v < version]
     if not older:
         return (f"the dataset's only manifest version is damaged: restore {manifest_path(version)} from a backup,"
-                f" or move it out of {META_DIR}/, accept the rollback (arrowidx.accept_rollback({root!r}), CLI:"
+                f" or move it out of {join(root, META_DIR)}/, accept the rollback (arrowidx.accept_rollback({root!r}), CLI:"
                 f" arrowidx accept-rollback {root}) and run arrowidx build again (deleted rows then come back)")  # fmt: skip
     previous = older[-1]
     try:
@@ -203,7 +212,7 @@ def _damaged_manifest_advice(store: Store, root: str, version: int) -> str:
     except ArrowIdxError:
         return f"version {previous} is damaged too: restore {manifest_path(version)} from a backup"
     return (f"the dataset cannot be read while its newest version ({version}) is damaged: restore the file"
-            f" from a backup, or go back to version {previous} (intact) by moving the file out of {META_DIR}/ and"
+            f" from a backup, or go back to version {previous} (intact) by moving the file out of {join(root, META_DIR)}/ and"
             f" accepting the rollback (arrowidx.accept_rollback({root!r}), CLI: arrowidx accept-rollback {root});"
             f" what version {version} committed, a build or a delete, is then undone: run it again")  # fmt: skip
 
@@ -266,8 +275,8 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
     only if it is absent.
     """
     meta = join(root, META_DIR)
-    if local_path(store.fs, meta) is not None:
-        os.makedirs(local_path(store.fs, meta), exist_ok=True)
+    if local_path(store.fs, physical(store, meta)) is not None:  # (the index root: layout.index_root_of)
+        os.makedirs(local_path(store.fs, physical(store, meta)), exist_ok=True)
         ensure_inside(store, root, meta, "folder")
     if latest_version(store, root) != base_version:
         raise _conflict(root, base_version)

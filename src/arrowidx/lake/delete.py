@@ -38,6 +38,7 @@ from .layout import DELETION_DIR, file_infos, join, write_atomic
 from .manifest import DeletionRef, FileEntry, checksum
 from .read import expression_mask
 from .scan import dataset as open_dataset
+from .source import open_lake
 from .tombstones import bury
 
 OPTION_BITMAP64 = "deletion-vectors.bitmap64"
@@ -78,6 +79,7 @@ def delete(
     confirm: Callable[[DeleteReport], bool] | None = None,
     on_stale_deletions: str = "raise",
     storage_options: Mapping[str, Any] | None = None,
+    index_root: Any = None,
 ) -> DeleteReport:
     """Delete the rows matching ``where`` (a ``pc.Expression``, or SQL text with SQL's
     meaning) from every file of ``source``.
@@ -112,19 +114,21 @@ def delete(
 
     return with_commit_retries(
         lambda: _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
-                             storage_options)
+                             storage_options, index_root)
     )
 
 
 def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
-                 storage_options=None) -> DeleteReport:  # fmt: skip
+                 storage_options=None, index_root=None) -> DeleteReport:  # fmt: skip
     """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
     start = time.perf_counter()
     check_option_keys(options or {}, what="arrowidx.delete", index_keys=False, accepted=DELETION_KEYS)
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
-    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options)
+    open_lake(source, filesystem, storage_options, index_root, writing=True)  # an old layout: warned; no index root: refused
+    data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options,
+                        index_root=index_root)
     store, root = data.store, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
     base_version = manifest.version

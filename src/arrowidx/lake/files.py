@@ -45,7 +45,7 @@ from .freshness import (
     entry_is_fresh,
     load_index_bytes,
 )
-from .layout import ensure_inside, file_infos, join
+from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
     hive_partitioning,
@@ -182,6 +182,21 @@ class LakeFiles:
             self._format = parquet_format()
         return self._format
 
+    #: 0-byte files under the root are not data files (``arrowidx.polars.scan``: Polars skips
+    #: them); pyarrow.dataset's rule, kept by :func:`arrowidx.dataset`, reads them and fails
+    skip_empty = False
+    #: names starting with ``_`` or ``.`` are data files too (``arrowidx.polars.scan``: Polars
+    #: reads them), except an old lake's ``_arrowidx/``; pyarrow.dataset's rule skips them
+    hidden_files = False
+    #: file names starting with one of these are not data files (Polars' ``hidden_file_prefix``)
+    hidden_prefixes: tuple[str, ...] = ()
+    #: a column missing from a later file: "raise" or "insert" (NULLs), for Polars' reader
+    #: (``missing_columns``); pyarrow's reads fill NULLs, as pyarrow.dataset does
+    missing_columns = "raise"
+
+    def _prefixed(self, path: str) -> bool:
+        return bool(self.hidden_prefixes) and posixpath.basename(path).startswith(self.hidden_prefixes)
+
     # -- which files ---------------------------------------------------------------------------
     @property
     def files(self) -> list[str]:
@@ -192,10 +207,10 @@ class LakeFiles:
         if self.source is not None:
             return list(self.partition_expressions)
         if self.only is not None:
-            return self._partitioned(list(self.only))
+            return self._partitioned([r for r in self.only if not self._prefixed(r)])
         if not listing:  # the manifest's files, as it recorded them
             entries = self.committed.files
-            rels = sorted(entries)
+            rels = sorted(r for r in entries if not self._prefixed(r))
             if hasattr(entries, "identities"):  # a file table: its vector columns, no entry materialised
                 self._infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
                                for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
@@ -205,7 +220,13 @@ class LakeFiles:
             self._keys, self._identities = {}, (None, [])
             self._listed_now = True
             return self._partitioned(rels)
-        listed = self.store.list(self.root)  # one listing: the files, their sizes and stamps
+        listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
+        if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
+            listed = [i for i in listed if i.size > 0]
+        if self.hidden_files:  # (Polars' rule: names starting with _ or . are data files too; arrowidx's own are not)
+            listed = [i for i in listed if not is_index_path(posixpath.relpath(i.path, self.root))]
+        if self.hidden_prefixes:
+            listed = [i for i in listed if not self._prefixed(i.path)]
         prefix = self.root.rstrip("/") + "/"
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
         self._infos = dict(zip(rels, listed))

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from ..errors import ArrowIdxError, CorruptIndexError
+from ..errors import ArrowIdxError, CorruptIndexError, NotParquetError
 from ..storage import Store
 
 MAGIC = b"PAR1"
@@ -83,11 +83,11 @@ def read_footer(store: Store, path: str, size: int | None = None) -> Footer:
             raise FileNotFoundError(path)
         size = info.size
     if size < 12:
-        raise CorruptIndexError(f"not a Parquet file ({size} bytes){stray_file_hint(path)}", source=path)
+        raise NotParquetError(f"not a Parquet file ({size} bytes){stray_file_hint(path)}", source=path)
     start = max(0, size - TAIL_BYTES)
     tail = store.get_range(path, start, size - start, "data file")
     if tail[-4:] != MAGIC:
-        raise CorruptIndexError(f"not a Parquet file (no PAR1 magic at the end){stray_file_hint(path)}", source=path)
+        raise NotParquetError(f"not a Parquet file (no PAR1 magic at the end){stray_file_hint(path)}", source=path)
     (length,) = struct.unpack("<I", tail[-8:-4])
     if length + 12 > size:
         raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -58,6 +59,51 @@ def _infer(values: list[str]) -> pa.DataType:
     return pa.string()
 
 
+# Polars' inference of Hive values (pl.scan_parquet(hive_partitioning=True)): Int64, Float64,
+# then with try_parse_hive_dates a Date or a Datetime("us"), else String.
+_PL_INT = re.compile(r"-?\d+")
+_PL_FLOAT = re.compile(r"[-+]?((\d*\.\d+)([eE][-+]?\d+)?|inf|NaN|(\d+)[eE][-+]?\d+|\d+\.)")
+_PL_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?")
+#: ``partitioning=`` values asking for Polars' inference (arrowidx.polars.scan passes them)
+POLARS_HIVE = ("polars", "polars-no-dates")
+
+
+@dataclass(frozen=True)
+class PolarsHive:
+    """Hive folders read as ``pl.scan_parquet`` reads them: ``types`` for the columns its
+    ``hive_schema`` names, Polars' inference for the others (``dates``: try_parse_hive_dates)."""
+
+    dates: bool = True
+    types: tuple[tuple[str, pa.DataType], ...] = ()
+
+
+def _infer_polars(values: list[str], dates: bool) -> pa.DataType:
+    present = [v for v in values if v != NULL_PARTITION]
+    if not present:
+        return pa.string()
+    if all(_PL_INT.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in present):
+        return pa.int64()
+    if all(_PL_INT.fullmatch(v) or _PL_FLOAT.fullmatch(v) for v in present):
+        return pa.float64()
+    if dates:
+        for pattern, kind in ((_DATE, pa.date32()), (_PL_DATETIME, pa.timestamp("us"))):
+            if all(pattern.fullmatch(v) for v in present):
+                try:
+                    pa.array([v.replace("T", " ") for v in present]).cast(kind)
+                    return kind
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    pass
+    return pa.string()
+
+
+def hive_base(folder: str) -> str:
+    """The folder above the ``key=value`` folders ``folder`` ends with (Polars reads the
+    Hive values of a file's own folders: ``t/a=1/b=2/data.bin`` has ``a`` and ``b``)."""
+    while "=" in posixpath.basename(folder) and posixpath.dirname(folder) not in ("", folder):
+        folder = posixpath.dirname(folder)
+    return folder
+
+
 def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Schema | None = None) -> ds.Partitioning | None:
     """The partitioning of the data files ``files`` (paths relative to the root) per
     ``spec`` (see the module docstring); None when there are no partition folders."""
@@ -66,9 +112,11 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     if isinstance(spec, (pa.Schema, dict)):
         schema = spec if isinstance(spec, pa.Schema) else pa.schema(list(spec.items()))
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
-    if not isinstance(spec, str) and isinstance(spec, ds.Partitioning):
+    if not isinstance(spec, (str, PolarsHive)) and isinstance(spec, ds.Partitioning):  # (ds: imported only here)
         return spec
-    if spec != "hive":
+    if isinstance(spec, str) and spec in POLARS_HIVE:
+        spec = PolarsHive(dates=spec == "polars")
+    if spec != "hive" and not isinstance(spec, PolarsHive):
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
     # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
@@ -78,7 +126,12 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
     if not keys:
         return None
     taken = set(file_schema.names) if file_schema is not None else set()
-    fields = [pa.field(k, _infer(v)) for k, v in keys.items() if k not in taken]
+    if isinstance(spec, PolarsHive):  # Polars: hive_schema's types, the rest inferred as Polars does
+        given = dict(spec.types)
+        fields = [pa.field(k, given[k] if k in given else _infer_polars(v, spec.dates)) for k, v in keys.items()
+                  if k not in taken or k in given]  # fmt: skip
+    else:
+        fields = [pa.field(k, _infer(v)) for k, v in keys.items() if k not in taken]
     if not fields:
         return None
     return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION)

@@ -28,7 +28,7 @@ from ..errors import ArrowIdxError
 from .commit import latest_hint, metadata_listing, read_manifest
 from .layout import DELETION_DIR, LATEST, join, manifest_path
 from .manifest import Manifest
-from .source import resolve
+from .source import open_lake
 
 
 @dataclass
@@ -69,6 +69,7 @@ def accept_rollback(
     filesystem: pafs.FileSystem | None = None,
     storage_options: Mapping[str, Any] | None = None,
     dry_run: bool = False,
+    index_root: Any = None,
 ) -> RollbackReport:
     """Accept that the manifest version(s) ``LATEST`` names are lost: move ``LATEST`` back to
     the newest manifest on disk, so reads and writes work again on that version, and report
@@ -79,7 +80,7 @@ def accept_rollback(
     (CLI: ``arrowidx accept-rollback PATH``). Nothing to accept (``LATEST`` names a version
     on disk, or nothing): the report says so and nothing is written.
     """
-    store, root, _ = resolve(source, filesystem, storage_options)
+    store, root, _ = open_lake(source, filesystem, storage_options, index_root)
     infos, _ = metadata_listing(store, root)
     newest = max(infos) if infos else 0
     named = latest_hint(store, root)

@@ -44,13 +44,16 @@ from ..file_index import FileIndex
 from ..filters import user_columns, user_filter
 from ..statistics import statistics_filter
 from ..storage import ObjectChangedError, Store, as_store
+from .dataset_arguments import check_format, check_scan_settings, filesystem_of, partitioning_of
 from .files import LakeFiles
 from .freshness import check_stale_option
+from .layout import lake_store
 from .manifest import FileEntry, Manifest
+from .partitions import PolarsHive, hive_base
 from .plan import Planner, Route, index_pruned
 from .plans import Explain, FilePlan
 from .read import FileRead, FileReader, expression_mask
-from .source import manifest_root, resolve
+from .source import index_path, manifest_root, resolve
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
@@ -90,7 +93,7 @@ class IndexedDataset:
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
-        self.store = as_store(filesystem)
+        self.store = lake_store(as_store(filesystem), root)
         self.fs = self.store.fs
         self.root = root
         self.threads = threads
@@ -134,6 +137,19 @@ class IndexedDataset:
     @property
     def source(self) -> ds.FileSystemDataset | None:
         return self.lake.source
+
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The pyarrow filesystem of the data files (pyarrow's ``Dataset.filesystem``)."""
+        return self.fs
+
+    def __reduce__(self):
+        # pickled as what opens it again (the manifest and files as they are where it is unpickled)
+        lake = self.lake
+        return (_reopen, (self.store, self.root, {
+            "on_corrupt": self.on_corrupt, "threads": self.threads, "source": lake.source,
+            "on_stale_deletions": lake.on_stale_deletions, "partitioning": lake.partitioning_spec, "only": lake.only,
+        }))  # fmt: skip
 
     @property
     def on_corrupt(self) -> str:
@@ -271,7 +287,7 @@ class IndexedDataset:
             if p.row_groups:
                 yield next(tables)
 
-    def to_batches(self, filter=None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def to_batches(self, filter=None, columns: list[str] | None = None, **settings: Any) -> Iterator[pa.RecordBatch]:
         """Record batches of the rows matching ``filter`` (minus deleted rows), in file order.
 
         When the indexes cannot prune and nothing is deleted, ``pyarrow.dataset`` scans the
@@ -279,8 +295,10 @@ class IndexedDataset:
         groups are read with late materialisation (:meth:`read_plans`). ``filter``: a
         ``pc.Expression`` (pyarrow's meaning) or SQL text (SQL's meaning, :mod:`arrowidx.filters`).
         ``columns``: names (one ``str`` is one column); an unknown one raises
-        :class:`~arrowidx.expression.UnknownColumnError` here, as pyarrow raises.
+        :class:`~arrowidx.expression.UnknownColumnError` here, as pyarrow raises. pyarrow's
+        scan settings that never change the rows (``use_threads``, ``batch_size``...) are accepted.
         """
+        check_scan_settings(settings, "to_batches")
         return self._batches(filter, self._user_columns(columns))
 
     def _user_columns(self, columns) -> list[str] | None:
@@ -368,9 +386,10 @@ class IndexedDataset:
     def _output_schema(self, columns: list[str] | None) -> pa.Schema:
         return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
 
-    def scanner(self, filter=None, columns: list[str] | None = None) -> pa.RecordBatchReader:
+    def scanner(self, filter=None, columns: list[str] | None = None, **settings: Any) -> pa.RecordBatchReader:
         """A streaming ``pyarrow.RecordBatchReader`` of the rows matching ``filter`` (minus
         deleted rows): hand it to DuckDB, ``pl.from_arrow``, DataFusion (``__arrow_c_stream__``)."""
+        check_scan_settings(settings, "scanner")
         columns = self._user_columns(columns)
         schema = self._output_schema(columns)
         filter = user_filter(filter, lambda: self.schema)
@@ -399,9 +418,23 @@ class IndexedDataset:
             )
         return [self.lake.fragment(p.path).subset(row_group_ids=p.row_groups) for p in plans if p.row_groups]
 
-    def to_table(self, filter=None, columns: list[str] | None = None) -> pa.Table:
+    def get_fragments(self, filter=None) -> Iterator[ds.ParquetFileFragment]:
+        """pyarrow's ``Dataset.get_fragments``: the whole files' fragments whose partition may
+        match ``filter`` (pyarrow's own answer on the same files). A fragment cannot carry a
+        deletion vector: files with deleted rows raise ``ArrowIdxError`` naming them (read
+        them through :meth:`to_table` or :meth:`scanner`)."""
+        found = list(self._pyarrow_dataset(list(self.lake.files)).get_fragments(filter=filter))
+        deleted = [f.path for f in found if self.lake.deletion_vector(posixpath.relpath(f.path, self.root)) is not None]
+        if deleted:
+            raise ArrowIdxError(f"{self.root}: {len(deleted)} file(s) have deleted rows, which pyarrow fragments cannot"
+                                f" carry: {', '.join(deleted[:5])}; use scanner() or to_table()")  # fmt: skip
+        return iter(found)  # (an iterator, as pyarrow's)
+
+    def to_table(self, filter=None, columns: list[str] | None = None, **settings: Any) -> pa.Table:
         """Like ``pyarrow.dataset.Dataset.to_table(filter=, columns=)``, minus deleted rows
-        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column)."""
+        (``filter``: a ``pc.Expression``, or SQL text; ``columns``: names, one ``str`` is one column;
+        pyarrow's scan settings that never change the rows accepted: ``use_threads``...)."""
+        check_scan_settings(settings, "to_table")
         for attempt in range(CHANGED_RETRIES + 1):  # (a data file replaced since planned: see _batches)
             try:
                 return self._to_table(filter, columns)
@@ -432,8 +465,9 @@ class IndexedDataset:
             return pa.Table.from_batches(batches, schema)
         return pa.Table.from_batches([pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches], schema)
 
-    def count_rows(self, filter=None) -> int:
+    def count_rows(self, filter=None, **settings: Any) -> int:
         """Rows matching ``filter`` minus deleted rows; with no filter, from metadata alone."""
+        check_scan_settings(settings, "count_rows")
         where = user_filter(filter, lambda: self.schema)
         if where.residual is not None:
             return sum(b.num_rows for b in self._batches(where, where.residual.columns or [self.schema.names[0]]))
@@ -461,9 +495,13 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
             yield from table.to_batches()
 
 
+def _reopen(store: Store, root: str, options: dict[str, Any]) -> IndexedDataset:
+    return IndexedDataset(store, root, **options)
+
+
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
-            partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+            partitioning: Any = "hive", index_root: Any = None, format: Any = None) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -472,12 +510,25 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
 
     ``partitioning``: Hive folders (``dt=2024-01-02/``) are partition columns, discovered by
     default (``"hive"``); ``None`` turns that off, a ``pa.Schema`` or ``{name: type}`` gives
-    their types (:mod:`arrowidx.lake.partitions`)."""
+    their types (:mod:`arrowidx.lake.partitions`).
+
+    ``index_root``: where the indexes are when not in the sidecar folder beside the data
+    folder (``_<folder>.arrowidx/``, found from the path; docs/guide.md, "Layout on disk"):
+    the same ``index_root=`` given to :func:`arrowidx.build`. ``format``: ``"parquet"`` (or a
+    ``ParquetFileFormat``), as pyarrow takes it; ``filesystem`` may be a URI string and
+    ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
+    (:mod:`arrowidx.lake.dataset_arguments`)."""
+    check_format(format)
+    filesystem = filesystem_of(filesystem)
+    partitioning = partitioning_of(partitioning, source, filesystem)
     store, root, explicit = resolve(source, filesystem, storage_options)
+    if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset) and explicit and index_root is None:
+        root = manifest_root(store, root)
+    elif explicit and isinstance(partitioning, PolarsHive):  # Polars reads the key=value folders above a file too
+        root = hive_base(root)
+    store = lake_store(store, root, index_path(store, index_root, storage_options))
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
-        if explicit:
-            root = manifest_root(store, root)
         return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
-    only = sorted(posixpath.relpath(p, root) for p in explicit) if explicit is not None else None  # a .parquet file or a list of files: only those
+    only = [posixpath.relpath(p, root) for p in explicit] if explicit is not None else None  # a file or a list of files: only those, in the order given (as pyarrow and Polars read them)
     return IndexedDataset(store, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,
                           only=only)  # fmt: skip

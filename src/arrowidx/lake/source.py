@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
-from ..storage import Store, as_store
-from .layout import META_DIR, join
+from ..storage import Store, as_store, local_path
+from .layout import LakeStore, is_index_path, lake_store, legacy_root, sidecar_of
 
 
 def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
@@ -69,24 +69,28 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
             if first.endswith(".parquet") and store.stat([first])[0] is not None:
                 return store, posixpath.dirname(first), [first]
             return store, first.rstrip("/"), None
-        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        root = posixpath.commonpath(paths) if len(set(paths)) > 1 else posixpath.dirname(paths[0])
         return store, root, paths
     filesystem = as_filesystem(filesystem)
     files = None
     if hasattr(source, "files") and hasattr(source, "filesystem"):
         filesystem = filesystem or source.filesystem
         files = list(source.files)
-        root = posixpath.commonpath(files) if len(files) > 1 else posixpath.dirname(files[0])
+        root = posixpath.commonpath(files) if len(set(files)) > 1 else posixpath.dirname(files[0])
         return filesystem, root, files
     if isinstance(source, (list, tuple)):
         paths = [os.fspath(p) for p in source]
         if not paths:
             raise ArrowIdxError("an empty list of files")
         if filesystem is None:
+            paths = [_strip_file_uri(p) for p in paths]
+        if filesystem is None and any(_glob(p) is not None or os.path.isdir(p) for p in paths if "://" not in p):
+            paths = [f for p in paths for f in (_glob(p) or _files_in(p) if "://" not in p else [p])]  # folders and globs: their files
+        if filesystem is None:
             filesystem, first = pafs.FileSystem.from_uri(_as_uri(paths[0]))
             prefix = paths[0][: len(paths[0]) - len(first)] if paths[0].endswith(first) else ""
             paths = [p[len(prefix) :] if prefix and p.startswith(prefix) else _local(p) for p in paths]
-        root = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        root = posixpath.commonpath(paths) if len(set(paths)) > 1 else posixpath.dirname(paths[0])
         return filesystem, root, paths
     if not isinstance(source, (str, os.PathLike)):
         from ..arrow_input import UnsupportedInputError
@@ -99,10 +103,61 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
         )
     path = os.fspath(source)
     if filesystem is None:
-        filesystem, path = pafs.FileSystem.from_uri(_as_uri(path))
-    if path.endswith(".parquet") and as_store(filesystem).stat([path])[0] is not None:
-        return filesystem, posixpath.dirname(path), [path]  # one data file: its folder, that file only
+        path = _strip_file_uri(path)
+        matches = _glob(path)
+        if matches is not None:  # a glob pattern (Polars' sources): the files it matches
+            return _locate(matches, None, None)
+        if "://" in path:
+            filesystem, path = pafs.FileSystem.from_uri(path)
+        else:  # a local path, taken as written (%, ? and [ are characters of its name)
+            filesystem, path = pafs.LocalFileSystem(), os.path.abspath(path)
+    local = local_path(filesystem, path)
+    if (os.path.isfile(local) if local is not None else path.endswith(".parquet")) and as_store(filesystem).stat([path])[0] is not None:
+        return filesystem, posixpath.dirname(path), [path]  # one data file (whatever its name): its folder, that file only
     return filesystem, path.rstrip("/") or "/", None
+
+
+def _strip_file_uri(path: str) -> str:
+    """A ``file://`` URI as the local path it names (``file:///x`` and ``file:/x``)."""
+    if path.startswith("file://"):
+        return os.path.abspath(path[len("file://") :] or "/")
+    if path.startswith("file:/"):
+        return os.path.abspath(path[len("file:") :])
+    return path
+
+
+def _glob(path: str) -> list[str] | None:
+    """The files a local glob pattern (``*``, ``?``, ``[...]``, ``**``) matches, sorted, 0-byte
+    files left out, as Polars expands them (None: not a pattern, or a path that exists as
+    written). No match: FileNotFoundError."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    path = path[len("file://") :] if path.startswith("file://") else path
+    if not any(c in path for c in "*?[") or os.path.exists(path):
+        return None
+    import glob
+
+    found = sorted({p for p in glob.glob(path, recursive=True, include_hidden=True)  # (a/**/**/x: once; 0-byte files skipped, as Polars does)
+                    if os.path.isfile(p) and os.path.getsize(p) > 0 and not _in_index_folder(p)})  # fmt: skip
+    if not found:
+        raise FileNotFoundError(f"{path}: no file matches this pattern")
+    return [os.path.abspath(p) for p in found]
+
+
+def _files_in(path: str) -> list[str]:
+    """A local folder's data files (as :func:`discover` finds them, 0-byte files left out as
+    Polars leaves them out of a list), or ``[path]`` itself."""
+    if not os.path.isdir(path):
+        return [path]
+    store = as_store(None)
+    root = os.path.abspath(path)
+    return [info.path for info in store.list(root, hidden=True)  # (Polars reads _ and . names, skips 0-byte files)
+            if info.size > 0 and not is_index_path(posixpath.relpath(info.path, root))]  # fmt: skip
+
+
+def _in_index_folder(path: str) -> bool:
+    """Whether ``path`` is one of arrowidx's own files (in a sidecar or an old ``_arrowidx/``)."""
+    return any(part == "_arrowidx" or (part.startswith("_") and part.endswith(".arrowidx")) for part in path.split(os.sep))
 
 
 def _same_store(store, uri: str, storage_options) -> str:
@@ -133,14 +188,56 @@ def discover(store: Store, root: str) -> list[str]:
     return [info.path for info in store.list(root)]
 
 
+def open_lake(source: Any, filesystem: pafs.FileSystem | None = None, storage_options: Mapping[str, Any] | None = None,
+              index_root: Any = None, *, writing: bool = False) -> tuple[LakeStore, str, list[str] | None]:  # fmt: skip
+    """:func:`resolve` for a lake: its store seen through the lake's index root
+    (:func:`arrowidx.lake.layout.index_root_of`: ``index_root`` when given, a path or URI on
+    the same store; else the old ``<root>/_arrowidx/`` or the sidecar ``_<folder>.arrowidx/``
+    beside the data folder). ``writing``: build, delete and the writers (an old layout is
+    warned about, a folder with no sidecar possible refused)."""
+    store, root, files = resolve(source, filesystem, storage_options)
+    return lake_store(store, root, index_path(store, index_root, storage_options), writing=writing), root, files
+
+
+def index_path(store: Store, index_root: Any, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """``index_root=`` as a path on ``store`` (a URI must name the same bucket)."""
+    if index_root is None:
+        return None
+    if not isinstance(index_root, (str, os.PathLike)):
+        raise OptionError(f"index_root: expected a folder path or URI, got a {type(index_root).__name__}")
+    text = os.fspath(index_root)
+    from ..objectstore import is_object_store_uri, open_store
+
+    if is_object_store_uri(text):
+        other, path = open_store(text, storage_options)
+        if other is not (store.inner if isinstance(store, LakeStore) else store):
+            raise OptionError(f"index_root={text!r}: not on the data's store ({store.describe()}); put the indexes on the same store")
+        return path.rstrip("/")
+    if "://" in text:
+        _, path = pafs.FileSystem.from_uri(text)
+        return path.rstrip("/")
+    if local_path(store.fs, "/") is not None and "://" not in text:
+        return os.path.abspath(text)
+    return text.rstrip("/")
+
+
 def manifest_root(store: Store, folder: str) -> str:
-    """The nearest folder at or above ``folder`` holding an arrowidx manifest (else ``folder``):
-    the root of a Hive layout whose files all sit in one partition folder."""
+    """The nearest folder at or above ``folder`` whose indexes exist (sidecar or old
+    ``_arrowidx/``; else ``folder``): the root of a Hive layout whose files all sit in one
+    partition folder."""
     probe = folder
     while True:
-        if store.list(join(probe, META_DIR), recursive=False, hidden=True, missing_ok=True):
+        side = sidecar_of(probe)
+        if any(store.list(p, recursive=False, hidden=True, missing_ok=True) for p in (legacy_root(probe), side) if p):
             return probe
         parent = posixpath.dirname(probe)
         if not parent or parent == probe:
             return folder
         probe = parent
+
+
+def index_locations(folder: str) -> list[str]:
+    """Where the indexes of the local data folder ``folder`` may be, without ``index_root=``:
+    its sidecar and the old ``<folder>/_arrowidx`` (for tools that clean up after a build)."""
+    folder = os.path.abspath(folder)
+    return [p for p in (sidecar_of(folder), legacy_root(folder)) if p]

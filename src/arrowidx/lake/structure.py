@@ -45,6 +45,7 @@ from ..storage import Store
 from .filetable import FileOverlay, FileTable, Segment, SegmentRef, check_segment, update_segments
 from .lakeindex import Keyed, LakeIndex, new_schema
 from .lakeindex import update as update_lake_index
+from .layout import physical
 
 PACKED_DIR = "_arrowidx/index"
 
@@ -81,14 +82,15 @@ def _join(root: str, rel: str) -> str:
 def open_segment(store: Store, root: str, ref: SegmentRef) -> Segment:
     """One segment, read, checked and opened once per process (it is named by its content)."""
     path = _join(root, ref.file)
+    where = physical(store, path)  # (errors name the file where it is: the index root's)
 
     def make() -> tuple[Segment, int]:
         try:
             data = store.get(path, "file-table segment")
         except FileNotFoundError:
-            raise CorruptIndexError("file-table segment is missing (deleted or never written)", source=path) from None
-        check_segment(data, ref, path)
-        return Segment(data, path), ref.size + 1024
+            raise CorruptIndexError("file-table segment is missing (deleted or never written)", source=where) from None
+        check_segment(data, ref, where)
+        return Segment(data, where), ref.size + 1024
 
     return facts.MANIFESTS.get(("segment", store.key, path, ref.size, ref.xxh64), make)
 

@@ -37,7 +37,7 @@ from .commit import (
 from .filetable import SEGMENT_DIR
 from .lakeindex import RUN_DIR as LAKE_INDEX_DIR
 from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
-from .source import resolve
+from .source import open_lake
 from .tombstones import expire
 
 DEFAULT_RETENTION = timedelta(days=7)
@@ -105,6 +105,7 @@ def vacuum(
     filesystem: pafs.FileSystem | None = None,
     dry_run: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    index_root: Any = None,
 ) -> VacuumReport:
     """Remove what no retained manifest version references (``older_than``: seconds, a
     ``timedelta`` or text such as ``"12h"`` or ``"7d"``; default 7 days). Never removes the
@@ -113,7 +114,7 @@ def vacuum(
     (``report.tombstones_dropped``).
     ``storage_options``: endpoint, region and credentials of an object-store URI."""
     cutoff_ms = (time.time() - parse_duration(older_than)) * 1000
-    store, root, _ = resolve(source, filesystem, storage_options)
+    store, root, _ = open_lake(source, filesystem, storage_options, index_root)
     current_manifest(store, root)  # a missing newest version: refused (MissingManifestError), nothing removed
     dropped = _drop_tombstones(store, root, cutoff_ms, dry_run)
     listed = store.list(join(root, META_DIR), hidden=True, missing_ok=True)  # one listing of everything of ours

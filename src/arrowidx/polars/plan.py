@@ -29,19 +29,36 @@ from .translate import translate
 OPEN_WEIGHT = 4 << 20  # what one open dataset counts against the budget (at most 16 kept)
 
 
+def _read_as_polars(data: IndexedDataset, hidden_prefixes: tuple[str, ...], missing_columns: str = "raise") -> IndexedDataset:
+    """``data``'s files as Polars finds them: in a folder, 0-byte files skipped and names
+    starting with ``_`` or ``.`` read; files named with a ``hidden_file_prefix`` skipped;
+    a column missing from a file raises or is NULL (``missing_columns``), as Polars reads it."""
+    lake = data.lake
+    lake.missing_columns = missing_columns
+    if lake.source is not None or (lake.only is not None and not hidden_prefixes):
+        return data
+    if lake.only is None:
+        lake.skip_empty, lake.hidden_files = True, True
+    lake.hidden_prefixes = hidden_prefixes
+    data.refresh()  # (listed again, with Polars' rules)
+    return data
+
+
 def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: str,
-                 storage_options: dict[str, Any] | None = None, partitioning: Any = "hive") -> IndexedDataset:  # fmt: skip
+                 storage_options: dict[str, Any] | None = None, partitioning: Any = "hive",
+                 index_root: Any = None, hidden_prefixes: tuple[str, ...] = (), missing_columns: str = "raise") -> IndexedDataset:  # fmt: skip
     """An opened dataset, shared between scans of the same path so that opened indexes,
     footers and deletion vectors stay cached (each cache entry is keyed by the data file's
     size and modification time, and each execution re-reads the manifest)."""
     if filesystem is not None or not isinstance(source, (str, os.PathLike)):
         data = _open_dataset(source, filesystem=filesystem, on_corrupt=on_corrupt, storage_options=storage_options,
-                             partitioning=partitioning)  # fmt: skip
+                             partitioning=partitioning, index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-        return data
+        return _read_as_polars(data, hidden_prefixes, missing_columns)
     path = os.fspath(source)
     options = tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items()))
-    key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning))
+    key = ("polars dataset", os.path.abspath(path) if "://" not in path else path, on_corrupt, options, repr(partitioning),
+           None if index_root is None else os.fspath(index_root), hidden_prefixes, missing_columns)  # fmt: skip
     held = facts.OPEN.peek(key)
     if held is not None:
         with held.lake.planning_lock:
@@ -49,9 +66,10 @@ def open_dataset(source: Any, filesystem: pafs.FileSystem | None, on_corrupt: st
         return held
 
     def make() -> tuple[IndexedDataset, int]:
-        data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning)
+        data = _open_dataset(source, on_corrupt=on_corrupt, storage_options=storage_options, partitioning=partitioning,
+                             index_root=index_root)  # fmt: skip
         data.lake.footers_from_fragments = False  # Polars reads the files: footers are read by arrowidx alone
-        return data, OPEN_WEIGHT
+        return _read_as_polars(data, hidden_prefixes, missing_columns), OPEN_WEIGHT
 
     return facts.OPEN.get(key, make)
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from .. import facts
 from .._roaring import bitmap_of, positions_of
+from ..errors import NotParquetError
 from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.plan import index_pruned
@@ -28,6 +29,7 @@ from ..lake.plans import FilePlan
 from ..lake.scan import CHANGED_RETRIES, IndexedDataset
 from ..statistics import opaque_polars, polars_parts
 from ..storage import ObjectChangedError
+from .arguments import UNSET, ScanArguments, engine_source, polars_decides
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -38,14 +40,39 @@ _ROW_INDEX = "__arrowidx_row"
 def scan(
     source: Any,
     *,
+    n_rows: int | None = None,
+    row_index_name: str | None = None,
+    row_index_offset: int = 0,
+    parallel: str = "auto",
+    use_statistics: bool = True,
+    hive_partitioning: bool | None = None,
+    glob: bool = True,
+    hidden_file_prefix: Any = None,
+    schema: Any = None,
+    hive_schema: Any = None,
+    try_parse_hive_dates: bool = True,
+    low_memory: bool = False,
+    cache: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    credential_provider: Any = "auto",
+    include_file_paths: str | None = None,
+    missing_columns: str = "raise",
+    extra_columns: str = "raise",
+    cast_options: Any = None,
+    decryption: Any = None,
     filesystem: pafs.FileSystem | None = None,
     on_corrupt: str = "raise",
     reader: str = "auto",
     on_scan: Callable[[ScanReport], None] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    partitioning: Any = "hive",
+    partitioning: Any = UNSET,
+    index_root: Any = None,
+    **private: Any,
 ) -> pl.LazyFrame:
     """A ``pl.LazyFrame`` over an indexed Parquet dataset (see the module docstring).
+
+    Takes ``pl.scan_parquet``'s arguments, by name, with its defaults (what each does here:
+    :mod:`arrowidx.polars.arguments`; bytes and file objects go to ``pl.scan_parquet``
+    unchanged). arrowidx's own:
 
     ``reader``: ``"polars"`` reads the kept row groups with Polars' Parquet reader (local
     files only), ``"pyarrow"`` with pyarrow (any ``pyarrow.fs`` filesystem), ``"auto"``
@@ -55,21 +82,43 @@ def scan(
     (``s3://bucket/lake``; see docs/object-stores.md). ``partitioning``: Hive folders
     (``dt=2024-01-02/``) are columns by default, as in ``pl.scan_parquet(hive_partitioning=True)``;
     None turns that off, a ``pa.Schema`` or ``{name: type}`` gives their types (see
-    :func:`arrowidx.dataset`).
+    :func:`arrowidx.dataset`); by default, as ``hive_partitioning`` says. ``index_root``:
+    where the indexes are when not beside the data folder (as given to :func:`arrowidx.build`).
     """
+    arguments = ScanArguments.of({
+        "n_rows": n_rows, "row_index_name": row_index_name, "row_index_offset": row_index_offset,
+        "parallel": parallel, "use_statistics": use_statistics, "hive_partitioning": hive_partitioning,
+        "glob": glob, "hidden_file_prefix": hidden_file_prefix, "schema": schema, "hive_schema": hive_schema,
+        "try_parse_hive_dates": try_parse_hive_dates, "low_memory": low_memory, "cache": cache,
+        "storage_options": storage_options, "credential_provider": credential_provider,
+        "include_file_paths": include_file_paths, "missing_columns": missing_columns,
+        "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
+    })  # fmt: skip
+    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes):  # data, or nothing to plan: Polars' own answer or error
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    arguments.check_supported()
+    partitioning = arguments.partitioning(source, partitioning)
     data = (
         source
         if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning)
+        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
+                          arguments.missing_columns)  # fmt: skip
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
+    if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
+        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
     if reader == "polars" and not local:
         raise ValueError(
             "reader='polars' reads local files only; use reader='pyarrow' for other filesystems"
         )
-    src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+    try:
+        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+    except NotParquetError:
+        if isinstance(source, IndexedDataset):
+            raise
+        return pl.scan_parquet(source, **arguments.polars_kwargs())  # its schema is not Parquet: Polars' own error, at collect()
     kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
     params = _io_source_parameters()
     if "is_pure" in params:  # one read per query plan; repeated scans may share it
@@ -77,7 +126,37 @@ def scan(
     if "explain_name" in params:
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
-    return pl.io.plugins.register_io_source(src, **kwargs)
+    return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
+
+
+def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: Any) -> pl.LazyFrame:
+    """The lake's rows with a column ``name`` holding each row's file path (Polars'
+    ``include_file_paths``: a file named in ``source`` as it was spelt there, a file found
+    in a folder or by a glob by its full path): the files scanned one by one (each planned
+    with the indexes) and concatenated in the lake's order."""
+    if name in data.schema.names:
+        raise pl.exceptions.DuplicateError(f'column name for file paths "{name}" conflicts with column name from file')
+    items = source if isinstance(source, (list, tuple)) else [source]
+    spelt = {}
+    for item in items:
+        if isinstance(item, (str, os.PathLike)) and isinstance(os.fspath(item), str):
+            text = os.fspath(item)
+            local = text[len("file://") :] if text.startswith("file://") else text
+            spelt.setdefault(os.path.abspath(local) if "://" not in local else local, text)
+    uris = any(text.startswith("file://") for text in spelt.values())
+    if uris:
+        spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
+    lake = data.lake
+    parts = []
+    for rel in data.files:
+        one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
+                             partitioning=lake.partitioning, only=[rel])  # fmt: skip
+        path = join(data.root, rel)
+        shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
+        parts.append(scan(one, **options).with_columns(pl.lit(shown, pl.String).alias(name)))
+    if not parts:
+        return pl.LazyFrame(schema={**polars_schema(data, False), name: pl.String})
+    return pl.concat(parts, how="vertical_relaxed")
 
 
 @functools.cache
@@ -109,6 +188,21 @@ _FEW_ROWS = 2  # bitmaps this small are read row by row rather than by row group
 _NARROW_SHARE = 4  # whole files are narrowed (_Source._narrow) when they hold at most 1/4 of the lake's rows
 
 
+class PolarsNotParquetError(NotParquetError, pl.exceptions.ComputeError):
+    """A data file that is not Parquet, in a Polars scan: arrowidx's error naming the file,
+    and Polars' own class for it (``pl.scan_parquet`` raises ``ComputeError``)."""
+
+
+def _polars_errors(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """``frames``, a data file that is not Parquet raised as Polars raises it too."""
+    try:
+        yield from frames
+    except PolarsNotParquetError:
+        raise
+    except NotParquetError as e:
+        raise PolarsNotParquetError(e.detail, source=e.source) from None
+
+
 class _Source:
     """The IO source Polars calls: ``(with_columns, predicate, n_rows, batch_size)``."""
 
@@ -122,7 +216,7 @@ class _Source:
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        return self._run_again_if_changed(with_columns, predicate, n_rows, batch_size)
+        return _polars_errors(self._run_again_if_changed(with_columns, predicate, n_rows, batch_size))
 
     def _run_again_if_changed(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         """:meth:`_run`; a data file found replaced or gone when read (planned from the
@@ -469,7 +563,8 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
     read again are not resolved again (~0.1-0.4 ms a file)."""
     lake = data.lake
     partitions = None if data.partitioning is None else str(data.partitioning.schema)
-    key = ("polars scan", data.store.key, data.root, tuple(lake.identity(rel) for rel in rels), row_index, partitions)
+    missing = lake.missing_columns  # Polars' missing_columns: "raise" (its default) or "insert"
+    key = ("polars scan", data.store.key, data.root, tuple(lake.identity(rel) for rel in rels), row_index, partitions, missing)
 
     def make() -> tuple[pl.LazyFrame, int]:
         extra = {"row_index_name": _ROW_INDEX} if row_index else {}
@@ -477,7 +572,10 @@ def _files_scan(data: IndexedDataset, rels: list[str], *, row_index: bool = Fals
         if data.partitioning is not None:  # Hive partition columns: each file's values as literals
             scan = _partitioned_scan(data, rels, paths, row_index)
         else:
-            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False, **extra)
+            if missing == "insert":  # every file read against the lake's columns, the missing ones NULL
+                extra["schema"] = polars_schema(data, True)
+            scan = pl.scan_parquet(paths if len(paths) > 1 else paths[0], glob=False, hive_partitioning=False,
+                                   missing_columns=missing, **extra)  # fmt: skip
         return scan, 4096 * len(rels)
 
     return facts.POLARS_SCANS.get(key, make)

@@ -24,9 +24,9 @@ from ..lake.commit import (
     retry_on_conflict,
     with_commit_retries,
 )
-from ..lake.layout import META_DIR, join
+from ..lake.layout import META_DIR, join, physical
 from ..lake.manifest import FileEntry, Manifest
-from ..lake.source import discover, resolve
+from ..lake.source import discover, open_lake
 from ..lake.tombstones import bury
 from ..options import check_option_keys, in_manifest_threshold, parse_index_options
 from ..storage import Store
@@ -140,6 +140,7 @@ def build(
     incremental: bool = True,
     partitions: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    index_root: Any = None,
 ) -> BuildReport:
     """Index every data file of ``source`` on the Spark cluster; commit the manifest on the driver.
 
@@ -148,7 +149,8 @@ def build(
     data are kept), but the files are indexed by Spark tasks. ``source`` must be reachable
     under the same path (or URI) from every executor. ``partitions`` is the number of tasks
     (default: two per core, never more than one per file). ``storage_options``: endpoint,
-    region and credentials of an object-store URI (docs/object-stores.md).
+    region and credentials of an object-store URI (docs/object-stores.md). ``index_root``: where
+    the indexes go when not beside the data folder (as for :func:`arrowidx.build`).
 
     When another writer commits first, the build plans again and commits on top of it,
     reusing the files already indexed (no second Spark job for them); a build that fails for
@@ -159,7 +161,8 @@ def build(
     uploads = Uploads()
 
     def attempt() -> BuildReport:
-        plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, storage_options=storage_options)
+        plan = plan_build(source, options, filesystem=filesystem, incremental=incremental, storage_options=storage_options,
+                          index_root=index_root)  # fmt: skip
         if will_commit(plan):
             require_commit(plan.store, plan.root)  # a store that cannot commit refuses before any upload
         built: list[FileEntry] = []
@@ -289,6 +292,7 @@ def write(
     max_rows_per_file: int | None = None,
     parquet_options: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    index_root: Any = None,
     _task_hook: Callable[[int, int], None] | None = None,
 ) -> WriteReport:
     """Write ``df`` as Parquet files with their indexes, and commit them in one manifest version.
@@ -319,7 +323,7 @@ def write(
     _check_parquet_options(parquet_options or {})
     ensure_worker_python(df.sparkSession)
     start = time.perf_counter()
-    store, root, explicit = resolve(path, filesystem, storage_options)
+    store, root, explicit = open_lake(path, filesystem, storage_options, index_root, writing=True)
     fs = store.fs  # pyarrow writes and moves the data files through it
     if explicit is not None:
         raise ArrowIdxError("write needs one dataset directory, not a list of files")
@@ -343,16 +347,17 @@ def write(
                 " with mode='overwrite'"
             )
     threshold = in_manifest_threshold(options)
-    staging = join(root, f"{STAGING_DIR}/{uuid.uuid4().hex}")
+    staging = physical(store, join(root, f"{STAGING_DIR}/{uuid.uuid4().hex}"))  # in the index root
     fs.create_dir(staging, recursive=True)
     report = WriteReport(root=root, version=current.version, mode=mode)
+    staging_parent = physical(store, join(root, STAGING_DIR))
     task = _WriteTask(store, staging, options, threshold, row_group_size, max_rows_per_file, dict(parquet_options or {}), _task_hook)
     moved: list[str] = []
     try:
         entries = _gather(df.mapInArrow(task, _MANIFEST_ROWS))
         for entry in entries:  # only the files of successful attempts: move them into place
             for rel in [entry.path] + ([entry.index.file] if entry.index and entry.index.file else []):
-                dst = join(root, rel)
+                dst = physical(store, join(root, rel))  # (an index file: in the index root)
                 fs.create_dir(posixpath.dirname(dst), recursive=True)
                 fs.move(join(staging, rel), dst)
                 moved.append(dst)
@@ -368,7 +373,7 @@ def write(
             _delete_quietly(store, dst)
         raise
     finally:
-        report.orphans_removed = _remove_staging(fs, root, staging)
+        report.orphans_removed = _remove_staging(fs, staging_parent, staging)
     if mode == "overwrite":
         report.replaced = _delete_replaced(store, root, previous, manifest)
     report.version = manifest.version
@@ -408,15 +413,14 @@ def _delete_quietly(store: Store, path: str) -> bool:
         return False
 
 
-def _remove_staging(fs, root: str, staging: str) -> int:
-    """Delete this write's staging folder (and the staging parent when it is empty)."""
+def _remove_staging(fs, parent: str, staging: str) -> int:
+    """Delete this write's staging folder (and the staging ``parent`` when it is empty)."""
     leftovers = 0
     try:
         leftovers = sum(1 for i in fs.get_file_info(pafs.FileSelector(staging, recursive=True)) if i.type == pafs.FileType.File)
         fs.delete_dir(staging)
     except OSError:
         pass
-    parent = join(root, STAGING_DIR)
     try:
         if not fs.get_file_info(pafs.FileSelector(parent)):
             fs.delete_dir(parent)

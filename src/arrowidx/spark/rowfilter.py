@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 
 from ..lake.commit import latest_version
 from ..lake.scan import IndexedDataset
-from ..lake.source import resolve
+from ..lake.source import open_lake
 from .datasets import dataset_at
 
 # --------------------------------------------------------------------------------------
@@ -47,8 +47,9 @@ class DeletionAndIndexFilter:
         file_path_column: str = "file_path",
         row_index_column: str = "row_index",
         drop_metadata: bool = False,
+        index_root: Any = None,
     ):
-        self.store, self.root, _ = resolve(path, filesystem)
+        self.store, self.root, _ = open_lake(path, filesystem, None, index_root)
         self.version = latest_version(self.store, self.root)
         self.filter = filter
         self.file_path_column = file_path_column
@@ -124,6 +125,7 @@ def apply_deletions_and_index(
     file_path_column: str = "file_path",
     row_index_column: str = "row_index",
     drop_metadata: bool = False,
+    index_root: Any = None,
 ) -> DeletionAndIndexFilter:
     """A function for ``mapInArrow`` that applies ``path``'s deletion vectors and indexes.
 
@@ -138,7 +140,8 @@ def apply_deletions_and_index(
     may not match). The manifest version is fixed when the function is made (on the
     driver). Files the manifest does not list, or that changed since they were indexed, pass
     through untouched. ``drop_metadata=True`` removes the two metadata columns (then give
-    ``mapInArrow`` the schema without them).
+    ``mapInArrow`` the schema without them). ``index_root``: where the indexes are when not
+    beside the data folder (as given to :func:`arrowidx.build`).
     """
     return DeletionAndIndexFilter(
         path,
@@ -147,10 +150,11 @@ def apply_deletions_and_index(
         file_path_column=file_path_column,
         row_index_column=row_index_column,
         drop_metadata=drop_metadata,
+        index_root=index_root,
     )
 
 
-def with_deletions_and_index(df, path: Any, filter: pc.Expression | None = None, *, filesystem=None):
+def with_deletions_and_index(df, path: Any, filter: pc.Expression | None = None, *, filesystem=None, index_root=None):
     """``df`` (read by ``spark.read.parquet(path)``) minus deleted rows and rows the index rules out.
 
     The same columns and schema as ``df``; a shortcut for the select + ``mapInArrow`` of
@@ -161,6 +165,7 @@ def with_deletions_and_index(df, path: Any, filter: pc.Expression | None = None,
     fp, ri = "__arrowidx_file_path", "__arrowidx_row_index"
     selected = df.select("*", F.col("_metadata.file_path").alias(fp), F.col("_metadata.row_index").alias(ri))
     fn = apply_deletions_and_index(
-        path, filter, filesystem=filesystem, file_path_column=fp, row_index_column=ri, drop_metadata=True
+        path, filter, filesystem=filesystem, file_path_column=fp, row_index_column=ri, drop_metadata=True,
+        index_root=index_root,
     )
     return selected.mapInArrow(fn, df.schema)

@@ -33,7 +33,7 @@ from ..filters import Filter, user_columns, user_filter
 from ..lake.plan import index_pruned
 from ..lake.read import column_bytes
 from ..lake.scan import IndexedDataset
-from ..lake.source import resolve
+from ..lake.source import open_lake
 from ..sizes import parse_memory_size
 from .build import FORMAT_NAME
 from .datasets import dataset_at
@@ -121,7 +121,7 @@ def load_filter(options: Mapping[str, str], schema: pa.Schema) -> Filter:
 STORAGE_PREFIX = "storage."  # data source options "storage.<key>": an object store's storage_options
 
 #: The data source's options a user gives (``.option(key, value)``, or ``**options`` of :func:`read`).
-USER_OPTIONS = ("where", "filter", "on_corrupt", "maxPartitionBytes", "minPartitions")
+USER_OPTIONS = ("where", "filter", "on_corrupt", "maxPartitionBytes", "minPartitions", "index_root")
 #: Options :func:`read` sets itself for the files it hands to the data source.
 READ_OPTIONS = ("files", "version", "sessionTimeZone")
 ON_CORRUPT = ("raise", "fallback")
@@ -191,14 +191,14 @@ def absolute(path: str) -> str:
 
 
 def planning_dataset(
-    path: str, on_corrupt: str = "raise", storage_options: Mapping[str, str] | None = None
+    path: str, on_corrupt: str = "raise", storage_options: Mapping[str, str] | None = None, index_root: str | None = None
 ) -> IndexedDataset:
     """The dataset to plan on, kept by the planning process across queries
     (:data:`arrowidx.facts.OPEN`; its opened
     indexes, footers and deletion vectors are cached per file identity) and refreshed: the
     manifest re-read when its version changed, the files listed and stat-ed again. What is
     kept only saves time: every query refreshes it."""
-    store, root, _ = resolve(path, None, storage_options)
+    store, root, _ = open_lake(path, None, storage_options, index_root)
     key = ("spark planning dataset", store.key, root, on_corrupt)
     data = facts.OPEN.peek(key)
     if data is not None:
@@ -220,6 +220,7 @@ class _Reader(DataSourceReader):
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
         self.options = {k: str(options[k]) for k in ("where", "filter", "sessionTimeZone") if options.get(k)}
         self.storage = storage_options_of(options)
+        self.index_root = options.get("index_root") or None
         # set by arrowidx.spark.read for the files Spark's own reader cannot serve: only these
         # files, at the manifest version read() planned on
         self.files = json.loads(options["files"]) if options.get("files") else None
@@ -228,11 +229,11 @@ class _Reader(DataSourceReader):
     @_said_to_spark
     def partitions(self) -> list[FilePartition]:
         if self.files is not None:
-            store, root, _ = resolve(self.path, None, self.storage)
+            store, root, _ = open_lake(self.path, None, self.storage, self.index_root)
             data = dataset_at(store, root, self.version, self.on_corrupt)
             data.restat(list(self.files))
         else:
-            data = planning_dataset(self.path, self.on_corrupt, self.storage)
+            data = planning_dataset(self.path, self.on_corrupt, self.storage, self.index_root)
         _check_columns(self.schema.fieldNames(), data.schema, data.root, ".schema(...)")  # a user's .schema(...)
         where = load_filter(self.options, data.schema)
         expr = where.pushdown
@@ -266,7 +267,7 @@ class _Reader(DataSourceReader):
 
         if not isinstance(partition, FilePartition):
             return  # Spark's placeholder when nothing survived pruning
-        store, root, _ = resolve(self.path, None, self.storage)
+        store, root, _ = open_lake(self.path, None, self.storage, self.index_root)
         data = dataset_at(store, root, partition.version, self.on_corrupt)
         data.restat(list(partition.paths))  # only the files this task reads, looked at freshly
         where = load_filter(self.options, data.schema)
@@ -328,7 +329,7 @@ class ArrowIdxDataSource(DataSource):
     @_said_to_spark
     def schema(self):
         self._check_path()
-        store, root, _ = resolve(absolute(self._path()), None, storage_options_of(self.options))
+        store, root, _ = open_lake(absolute(self._path()), None, storage_options_of(self.options), self.options.get("index_root") or None)
         data = IndexedDataset(store, root)
         load_filter(self.options, data.schema)  # a bad where or filter fails the load, not a later query
         return arrow_to_spark_schema(data.schema)
@@ -378,7 +379,8 @@ def read(
     its file listing when called. SQL text is parsed here: text that is not valid SQL for
     the dataset raises :class:`~arrowidx.sql.WhereError` in this call, before any job.
     ``options`` are the data source's (``on_corrupt``, ``maxPartitionBytes``,
-    ``minPartitions``).
+    ``minPartitions``, ``index_root``: where the indexes are when not beside the data folder,
+    as given to :func:`arrowidx.build`).
 
     ``storage_options``: endpoint, region and credentials of an object-store URI
     (``s3://bucket/lake``; docs/object-stores.md), passed to the executors as the data
@@ -391,7 +393,8 @@ def read(
     check_source_options(options, call="arrowidx.spark.read", accepted=USER_OPTIONS)
     path = absolute(path)
     on_corrupt = str(options.get("on_corrupt", "raise"))
-    data = planning_dataset(path, on_corrupt, storage_options)
+    index_root = options.get("index_root") or None
+    data = planning_dataset(path, on_corrupt, storage_options, index_root)
     schema = data.schema
     names = list(schema.names) if columns is None else user_columns(columns, schema, data.root)
     _check_columns(names, schema, data.root)

@@ -1,0 +1,60 @@
+"""The argument layer of :func:`arrowidx.dataset` and its reads: ``pyarrow.dataset``'s own
+arguments, taken as pyarrow takes them, and what each becomes for arrowidx (issue 49).
+
+* ``format``: Parquet only (``"parquet"`` or a ``ParquetFileFormat``); another is refused;
+* ``filesystem`` as a URI string (``"file:///data"``, ``"s3://..."``): the filesystem it names;
+* ``partitioning`` as pyarrow's partitioning factory (``ds.partitioning(flavor="hive")``,
+  ``ds.HivePartitioning.discover()``): the partitioning pyarrow discovers with it, its
+  types as pyarrow infers them;
+* scan settings that never change an answer (``use_threads``, ``batch_size``,
+  ``batch_readahead``, ``fragment_readahead``, ``memory_pool``, ``cache_metadata``) are
+  accepted on ``to_table``, ``to_batches``, ``scanner``, ``count_rows``; any other is refused
+  by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import OptionError
+
+#: scan settings of pyarrow's ``Dataset.to_table``/``scanner``/... that never change the rows
+SCAN_SETTINGS = frozenset({"use_threads", "batch_size", "batch_readahead", "fragment_readahead", "memory_pool",
+                           "cache_metadata"})  # fmt: skip
+
+
+def check_format(fmt: Any) -> None:
+    """Refuse a ``format`` other than Parquet, naming it."""
+    if fmt is None or fmt == "parquet" or type(fmt).__name__ == "ParquetFileFormat":
+        return
+    raise OptionError(f"format={fmt!r}: arrowidx indexes Parquet files only; read other formats with pyarrow.dataset")
+
+
+def filesystem_of(filesystem: Any) -> Any:
+    """``filesystem`` as pyarrow takes it: a URI string names the filesystem."""
+    if isinstance(filesystem, str):  # (pyarrow: the URI's filesystem, rooted at its path)
+        import pyarrow.fs as pafs
+
+        fs, prefix = pafs.FileSystem.from_uri(filesystem)
+        return pafs.SubTreeFileSystem(prefix, fs) if prefix.strip("/") else fs
+    return filesystem
+
+
+def partitioning_of(partitioning: Any, source: Any, filesystem: Any) -> Any:
+    """A pyarrow partitioning factory as the partitioning pyarrow discovers with it (its
+    folders read and typed by pyarrow itself); anything else unchanged."""
+    if type(partitioning).__name__ != "PartitioningFactory":
+        return partitioning
+    import pyarrow.dataset as ds
+
+    return ds.dataset(source, filesystem=filesystem, format="parquet", partitioning=partitioning).partitioning
+
+
+def check_scan_settings(settings: dict[str, Any], call: str) -> None:
+    """Accept pyarrow's scan settings that never change an answer; refuse others by name."""
+    for name, value in settings.items():
+        if name in SCAN_SETTINGS:
+            continue
+        if name == "fragment_scan_options" and value is None:
+            continue
+        raise TypeError(f"{call}() got an unexpected keyword argument {name!r}")
