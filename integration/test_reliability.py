@@ -38,6 +38,7 @@ from arrowidx.lake import manifest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tests package
 from tests.conftest import index_dir, rows_in_memory, tables_equal  # noqa: E402
+from tests.manifest_json import as_format3  # noqa: E402
 from tests.test_lake import OPTIONS, alive, write_lake  # noqa: E402
 
 FIRST = pc.field("status") == "paid"
@@ -316,7 +317,12 @@ def test_corruption_sweep(template, tmp_path):
     cases: list[tuple[str, str, bytes]] = []
     text = open(manifest, "rb").read()
     cases += [("manifest", manifest, d) for d in _damages(text, rng, 30)]
-    cases += [("manifest", manifest, d) for d in _manifest_edits(text)]
+    inline = json.dumps(as_format3(json.loads(text), root)).encode()  # (entries edited field by field: listed inline)
+    cases += [("manifest", manifest, d) for d in _manifest_edits(inline)]
+    named = {index_dir(root, ref.file.split("/", 1)[1]) for ref in arrowidx.dataset(root).manifest.segments}
+    for path in sorted(glob.glob(os.path.join(meta, "segments", "*.arrow"))):  # the file table's segments
+        kind = "segment" if path in named else "segment of an older version"
+        cases += [(kind, path, d) for d in _damages(open(path, "rb").read(), rng, 12)]
     cases += [("LATEST", latest, d) for d in _damages(open(latest, "rb").read(), rng, 4)]
     cases += [("LATEST", latest, (f"set to {v}", v)) for v in (b"0", b"1", b"2", b"99", b"\xff")]
     for path in indexes[:2]:
@@ -373,6 +379,7 @@ def test_corruption_sweep(template, tmp_path):
     assert outcomes["LATEST"]["correct"] + outcomes["LATEST"]["error naming the file"] == outcomes["LATEST"]["reads"]
     assert outcomes["LATEST"]["correct"] >= outcomes["LATEST"]["reads"] - 8
     assert outcomes["index"]["correct"] >= outcomes["index"]["reads"] // 2  # every fallback read is correct
+    assert outcomes["segment"]["error naming the file"] == outcomes["segment"]["reads"]  # each damage is refused
     # damage to a vector in use always raises (checked per case above); damage elsewhere in a
     # deletion file (its version byte, vectors of files no longer listed) changes no answer
     assert outcomes["deletion"]["correct"] < outcomes["deletion"]["reads"]
@@ -423,7 +430,7 @@ def test_embedded_base64_garbage_in_a_manifest(template, tmp_path):
     root = fresh_copy(template, tmp_path)
     arrowidx.build(root, {**OPTIONS, "file-index.in-manifest-threshold": "1000000"}, progress=False)
     path = sorted(glob.glob(index_dir(root, "manifest-*.json")))[-1]
-    d = json.load(open(path))
+    d = as_format3(json.load(open(path)), root)  # (the entry edited: listed inline)
     ref = d["files"][0]["index"]
     ref["embedded"] = "!" * len(ref["embedded"])
     open(path, "wb").write(_reseal(d))

@@ -159,6 +159,7 @@ def test_a_lake_written_before_the_lake_index_reads_and_the_next_build_adds_one(
     text = open(written).read() if os.path.exists(written) else ""
     assert "lake_index" not in text and '"fid"' not in text
     assert load_manifest(store, root).lake_index is None
+    assert all(e.fid is None for e in load_manifest(store, root).files.values())  # (format 4: in its segments)
     assert_reads(root, [0, 3 * ROWS + 4, 3 * ROWS + 5, 39 * ROWS, 10**6], deleted=(3 * ROWS + 4,))
     assert len(files_asked(root, pc.field("id") == 5)) == 40  # every file's index asked, as before
 

@@ -12,7 +12,9 @@ values and random filters return what ``Table.filter`` returns on every row in m
 
 from __future__ import annotations
 
+import json
 import os
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -24,8 +26,10 @@ from hypothesis import strategies as st
 
 import arrowidx
 from arrowidx import facts
+from arrowidx.lake import filetable
 from arrowidx.lake import plan as plan_module
 
+from .conftest import index_dir
 from .differential_support import (
     BY_NAME,
     TempLake,
@@ -79,6 +83,15 @@ def _check(lake, expr: pc.Expression, polars_expr) -> None:
 @fuzz_settings(30)
 @given(lake_specs(names=COLUMNS, big=False, min_rows=1), st.data())
 def test_reads_through_the_lake_index_return_what_table_filter_returns(spec, data):
+    # the manifest's entries in one merged file-table segment, or in several (a commit's
+    # changes and removals each in a segment of its own, merged only past three)
+    many = data.draw(st.booleans(), label="many segments")
+    with mock.patch.object(filetable, "MERGE_FACTOR", 0 if many else filetable.MERGE_FACTOR), \
+            mock.patch.object(filetable, "MAX_SEGMENTS", 3 if many else filetable.MAX_SEGMENTS):  # fmt: skip
+        _reads_through_the_lake_index(spec, data)
+
+
+def _reads_through_the_lake_index(spec, data) -> None:
     with TempLake(spec) as lake:
         if data.draw(st.booleans(), label="needle delete"):  # planned through the lake index too
             name = data.draw(st.sampled_from(lake.columns))
@@ -103,6 +116,8 @@ def test_reads_through_the_lake_index_return_what_table_filter_returns(spec, dat
                 rids = pa.array(np.arange(lake.next_rid, lake.next_rid + table.num_rows, dtype=np.int64))
                 lake.next_rid += table.num_rows
                 pq.write_table(table.set_column(0, "rid", rids), path)
+        newest = max(n for n in os.listdir(index_dir(lake.root)) if n.startswith("manifest-"))
+        assert "segments" in json.load(open(index_dir(lake.root, newest))), "not read through a file table"
         for expr, polars_expr in _needles(lake, data):
             _check(lake, expr, polars_expr)
         for _ in range(2):

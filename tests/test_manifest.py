@@ -38,6 +38,7 @@ from arrowidx.lake.source import open_lake
 from arrowidx.storage import SINGLE_WRITER_ENV, as_store
 
 from .conftest import index_dir, tables_equal
+from .manifest_json import as_format3
 from .test_lake import OPTIONS, alive, write_lake
 
 DELETED = pc.field("status") == "paid"
@@ -64,7 +65,7 @@ def edit(root, change, reseal=True):
     """Apply ``change`` to the newest manifest's JSON; ``reseal`` recomputes its checksum (so
     the field validation, not the checksum, must catch the problem)."""
     path = manifest_file(root)
-    d = json.load(open(path))
+    d = as_format3(json.load(open(path)), root)  # (entries inline: edited field by field)
     d = change(d) or d
     if reseal and isinstance(d, dict):
         d["checksum"] = checksum(manifest_module.canonical({k: v for k, v in d.items() if k != "checksum"}))
@@ -429,7 +430,7 @@ def test_entries_without_fingerprints_still_read(tmp_path):
     """Version-1 manifests (no checksums, no fingerprints) stay readable."""
     root = small_lake(str(tmp_path))
     path = manifest_file(root)
-    d = json.load(open(path))
+    d = as_format3(json.load(open(path)), root)
     d.pop("checksum")
     d["format_version"] = 1
     for f in d["files"]:

@@ -22,6 +22,7 @@ from arrowidx.lake.commit import check_latest, metadata_listing
 from arrowidx.storage import as_store
 
 from .conftest import index_dir
+from .manifest_json import manifest_entries
 
 IDS = list(range(10))
 
@@ -36,7 +37,7 @@ def lost(tmp_path):
     arrowidx.delete(root, "id < 3", progress=False)
     arrowidx.delete(root, "id = 7", progress=False)
     third = index_dir(root, "manifest-00000003.json")
-    dv = json.load(open(third))["files"][0]["deletion"]["file"]
+    dv = manifest_entries(third, root)[0]["deletion"]["file"]
     os.remove(third)
     return root, dv
 

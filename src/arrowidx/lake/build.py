@@ -63,7 +63,7 @@ from .footer import NO_DATA_FILES, content_xxh64, read_footer
 from .freshness import check_stale_option, entry_is_fresh, load_index_bytes, same_content
 from .lakeindex import FileKeys
 from .layout import INDEX_DIR, file_infos, join, write_atomic
-from .manifest import FileEntry, IndexRef, Manifest, checksum, schema_to_b64
+from .manifest import SEGMENTS_FORMAT, FileEntry, IndexRef, Manifest, checksum, schema_to_b64
 from .source import open_lake
 from .structure import commit_lake_index, keyed_columns
 from .tombstones import bury, drop, reapply
@@ -390,6 +390,7 @@ def commit_build(plan: BuildPlan, built: list[FileEntry], writer: str = "") -> B
     report = BuildReport(root=plan.root, version=plan.base_version, unchanged=plan.unchanged, removed=plan.removed,
                          options=dict(plan.options), restamped=plan.restamped)  # fmt: skip
     upgrade = any(e.keys is not None for e in manifest.files.values())  # (keys of files indexed before)
+    upgrade = upgrade or manifest.read_format < SEGMENTS_FORMAT  # entries listed inline: into a file table
     if not built and not plan.removed and not plan.restamped and manifest.options == plan.options and plan.base_version > 0 \
             and not upgrade:  # fmt: skip
         report.changed = False

@@ -48,7 +48,7 @@ from .layout import (
     read_bytes,
     write_atomic,
 )
-from .manifest import Manifest
+from .manifest import Manifest, check_fids, check_paths, entry_from_dict, stored_fields
 
 COMMIT_TRIES = 8  # build/delete re-plan this many times when another writer commits first
 
@@ -152,7 +152,10 @@ def load_manifest(store: Store, root: str) -> Manifest:
     version = latest_version(store, root)
     if version == 0:
         return Manifest()
-    return read_manifest(store, root, version)
+    manifest = read_manifest(store, root, version)
+    if manifest.table is not None:  # entries copied when the writer reads them (the table is shared)
+        manifest.files = manifest.copy().files
+    return manifest
 
 
 def read_manifest(store: Store, root: str, version: int) -> Manifest:
@@ -161,13 +164,35 @@ def read_manifest(store: Store, root: str, version: int) -> Manifest:
     path = join(root, manifest_path(version))
     ensure_inside(store, root, path, "manifest")
     try:
-        return Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
+        manifest = Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
+        return open_files(store, root, manifest) if manifest.segments else manifest
     except CorruptManifestError as e:
         advice = _damaged_manifest_advice(store, root, version)
         if not advice:
             raise
         message = e.detail[len(e.field) + 2 :] if e.field and e.detail.startswith(f"{e.field}: ") else e.detail
         raise CorruptManifestError(f"{message}; {advice}", source=e.source, field=e.field) from None
+
+
+def open_files(store: Store, root: str, manifest: Manifest) -> Manifest:
+    """``manifest`` (format 4) with ``files`` the file table its segments hold: the segments
+    read and checked against their size and XXH64 (a segment that is not the one named is a
+    :class:`~arrowidx.errors.CorruptIndexError` naming it), their vector columns checked for
+    every file at once (paths distinct, fids below ``next_fid``); each entry is validated
+    when it is first asked for, as a format-3 manifest's entries are."""
+    from .structure import open_table
+
+    source, schemas = manifest.source, {}
+
+    def entry_of(d: dict):
+        return entry_from_dict(d, source, f"files[{d.get('path')!r}]", True, schemas)
+
+    table = open_table(store, root, manifest.segments, entry_of)
+    check_paths(table.table.column("path"), source)
+    if manifest.lake_index is not None:
+        check_fids(table.fids, manifest.next_fid, source)
+    manifest.files, manifest.table = table, table
+    return manifest
 
 
 def _damaged_manifest_advice(store: Store, root: str, version: int) -> str:
@@ -266,6 +291,10 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
             write_atomic(store, join(root, rel), blob, root=root)
             written.append(join(root, rel))
             fault_point("artifact-written")
+        for rel, blob in commit_segments(store, root, manifest).items():
+            write_atomic(store, join(root, rel), blob, root=root)
+            written.append(join(root, rel))
+            fault_point("segment-written")
         data = manifest.to_json().encode()
         fault_point("before-commit")
         if not store.create(final, data):
@@ -279,12 +308,45 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
         _remove_quietly(store, written)  # referenced by no committed manifest
         raise
     manifest.source = final
+    manifest.table = None  # (its entries are what the new segments hold: a later commit of this object writes them all)
     try:
         store.put(join(root, LATEST), str(manifest.version).encode())
     except (OSError, ArrowIdxError):
         pass  # only a hint: readers never need it
     fault_point("latest-written")
     return manifest
+
+
+def commit_segments(store: Store, root: str, manifest: Manifest) -> dict[str, bytes]:
+    """Set ``manifest.segments`` to the file-table segments of its entries, and return the
+    segments to write first (``{path relative to the root: bytes}``): the segments of the
+    version it was copied from plus one of the entries it changed and the paths it removed,
+    merged as :mod:`.filetable` says. A manifest not read from segments (format 3, or made
+    anew) writes all its entries in one segment (the upgrade)."""
+    import uuid
+
+    from .filetable import FileOverlay, update_segments
+    from .structure import open_segment
+
+    files, table = manifest.files, manifest.table
+    if table is None or not manifest.segments:
+        base_refs, changed, removed = [], list(files.values()), []
+    elif isinstance(files, FileOverlay) and files.base is table:
+        base_refs = manifest.segments
+        changed, removed = files.changes(lambda a, b: a == b)
+    else:  # every entry compared with the version read
+        base_refs = manifest.segments
+        changed = [e for rel, e in files.items() if rel not in table or table[rel] != e]
+        removed = [rel for rel in table.paths if rel not in files]
+    base = [open_segment(store, root, ref) for ref in base_refs]
+    artifacts: dict[str, bytes] = {}
+    if not changed and not removed and not base_refs:
+        manifest.segments = []
+        return artifacts
+    update = update_segments(list(base_refs), base, [stored_fields(e) for e in changed], removed, uuid.uuid4().hex[:8],
+                             artifacts.__setitem__)  # fmt: skip
+    manifest.segments = update.refs
+    return artifacts
 
 
 def _remove_quietly(store: Store, paths: list[str]) -> None:

@@ -46,7 +46,7 @@ from .freshness import (
     load_index_bytes,
 )
 from .layout import ensure_inside, file_infos, is_index_path, join
-from .manifest import FileEntry, Manifest
+from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
     hive_partitioning,
     kept_by_partitions,
@@ -211,8 +211,12 @@ class LakeFiles:
         if not listing:  # the manifest's files, as it recorded them
             entries = self.committed.files
             rels = sorted(r for r in entries if not self._prefixed(r))
-            self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns, entries[rel].stamp)
-                           for rel in rels}  # fmt: skip
+            if hasattr(entries, "identities"):  # a file table: its vector columns, no entry materialised
+                self._infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
+                               for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
+            else:
+                self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
+                                               entries[rel].stamp) for rel in rels}  # fmt: skip
             self._keys, self._identities = {}, (None, [])
             self._listed_now = True
             return self._partitioned(rels)
@@ -372,8 +376,11 @@ class LakeFiles:
                 other = facts.executor().submit(self.store.stat, paths[half:])
                 infos = self.store.stat(paths[:half]) + other.result()
             self._infos.update(zip(files, infos))
-        infos = self._infos
-        identities = [self.identity_of(rel, infos[rel]) for rel in files]
+        infos, token = self._infos, self._token
+        identities = [  # (identity_of, inline: every file of the lake)
+            (rel, None, None, token) if (i := infos[rel]) is None else (rel, i.size, i.mtime_ns, i.stamp if token is None else token)
+            for rel in files
+        ]  # fmt: skip
         self._keys.update(zip(files, identities))
         self._identities = (files, identities)
 
@@ -409,7 +416,8 @@ class LakeFiles:
         """The full paths of :attr:`files` (built once per file list)."""
         files = self.files
         if self._absolute[0] is not files:
-            self._absolute = (files, [join(self.root, rel) for rel in files])
+            prefix = join(self.root, "x")[:-1]  # (join of each file, as one prefix)
+            self._absolute = (files, [prefix + rel for rel in files])
         return self._absolute[1]
 
     def fresh(self, entry: FileEntry | None) -> bool:
@@ -599,7 +607,11 @@ class LakeFiles:
         """Every column some file's index covers, in the current manifest."""
         key = (self.manifest.version, len(self.manifest.files))
         if self._indexed[0] != key:
-            schemas = {e.index.schema: e.index for e in self.manifest.files.values() if e.index is not None}
+            files = self.manifest.files
+            if hasattr(files, "distinct"):  # a file table: its distinct index schemas, no entry materialised
+                schemas = {text: IndexRef({}, text, 0) for text in files.distinct("index_schema")}
+            else:
+                schemas = {e.index.schema: e.index for e in files.values() if e.index is not None}
             self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
         return self._indexed[1]
 
@@ -643,7 +655,10 @@ class LakeFiles:
         manifest, deletes = self._manifest_deletes
         if manifest is not self.manifest:
             manifest = self.manifest
-            deletes = any(e.deletion is not None for e in manifest.files.values())
+            if hasattr(manifest.files, "column"):  # a file table: its column of deleted rows, every file at once
+                deletes = bool((manifest.files.column("deleted") > 0).any())
+            else:
+                deletes = any(e.deletion is not None for e in manifest.files.values())
             self._manifest_deletes = (manifest, deletes)
         return deletes
 

@@ -1,22 +1,23 @@
 """The file table: every data file a manifest version names, kept in columnar segments.
 
-Up to format 2 a manifest lists each data file as a JSON object (its size, stamp,
-fingerprint, index and deletion references): 1.1 KB a file, 22 MB and ~0.7 s of parsing for
-a lake of 20,000 small files, rewritten whole by every commit. From format 3 the manifest
-names *segments*: Arrow IPC files ``_arrowidx/segments/<xxh64>-<writer>.arrow`` (named by
-their content and by the writer that made them, each checked against the size and XXH64
-the manifest records). A commit writes one segment holding the entries it changed and the
-paths it removed; a reader takes, per path, its row in the newest segment that has it.
-Segments are merged like the lake index's runs (a newer one holding a quarter of the rows
-of the one before it, or more than :data:`MAX_SEGMENTS`), so a commit that changes a few
-files writes about that much, and a reader reads a few segments.
+Up to format 3 a manifest lists each data file as a JSON object (its size, stamp,
+fingerprint, index and deletion references): 1.1 KB a file, 23 MB and ~0.7 s of parsing
+and checking for a lake of 20,000 small files, rewritten whole by every commit. From format
+4 the manifest names *segments*: Arrow IPC files ``_arrowidx/segments/<xxh64>-<writer>.arrow``
+(named by their content and by the writer that made them, each checked against the size and
+XXH64 the manifest records). A commit writes one segment holding the entries it changed and
+the paths it removed (:func:`arrowidx.lake.commit.commit_segments`); a reader takes, per
+path, its row in the newest segment that has it. Segments are merged like the lake index's
+runs (a newer one holding a quarter of the rows of the one before it, or more than
+:data:`MAX_SEGMENTS`), so a commit that changes a few files writes about that much, and a
+reader reads a few segments.
 
 Columns (one row per entry; the vector columns are what planning reads for every file at
 once, the rest is materialised only for the files a query reads):
 
 =================  ======================================================================
 ``path``           the data file, relative to the root
-``fid``            the file id the lake index keys it under (new for each content)
+``fid``            the file id the lake index keys it under (null: not keyed)
 ``removed``        a tombstone: the path left the lake in this segment's commit
 ``size`` ``rows``  bytes and rows of the data file when indexed
 ``mtime_ns``       its modification time (null: unknown)
@@ -27,15 +28,15 @@ once, the rest is materialised only for the files a query reads):
 ``index_options``  the index options, JSON (dictionary-encoded: shared)
 =================  ======================================================================
 
-Index containers are never embedded here (a format-2 manifest embeds small ones): a commit
-packs them into one index file and the entries point into it (``index.offset``), so a
-segment stays ~100 bytes a file (LZ4-compressed Arrow IPC) and a needle reads the
-containers of the files it plans only.
+Small index containers stay embedded in the entry (base64, as format 3 embeds them), so a
+segment is ~500 bytes a file with a bloom filter of 500 keys; what planning reads of every
+file is the vector columns, the ``entry`` column is decoded for the files a query uses.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,9 +60,9 @@ SCHEMA = pa.schema([
     ("rows", pa.int64()), ("mtime_ns", pa.int64()), ("stamp", pa.string()), ("deleted", pa.int64()),
     ("entry", pa.string()), ("index_schema", _DICT), ("index_options", _DICT),
 ])  # fmt: skip
-_REQUIRED = ("path", "fid", "removed", "size", "rows", "deleted", "entry")
+_REQUIRED = ("path", "removed", "size", "rows", "deleted", "entry")  # (fid: null for a file the lake index does not key)
 #: The columns planning reads for every file at once; the rest is decoded per batch.
-VECTORS = ("path", "fid", "removed", "size", "rows", "mtime_ns", "stamp", "deleted")
+VECTORS = ("path", "fid", "removed", "size", "rows", "mtime_ns", "stamp", "deleted", "index_schema")
 #: Rows per record batch of a segment: an entry asked for decodes its batch alone.
 BATCH_ROWS = 1024
 
@@ -72,23 +73,21 @@ BATCH_ROWS = 1024
 
 
 def encode_segment(entries: list[dict], removed: list[str] = ()) -> bytes:
-    """A segment of ``entries`` (dicts as ``dataclasses.asdict`` of a manifest entry, with
-    its ``fid``) and the ``removed`` paths, sorted by path."""
+    """A segment of ``entries`` (dicts as the manifest stores an entry, with its ``fid``
+    when it has one) and the ``removed`` paths, sorted by path."""
     rows = sorted(entries, key=lambda d: d["path"])
     index = [d.get("index") or {} for d in rows]
     rest = []
     for d in rows:  # per entry: a commit writes what it changed
-        if (d.get("index") or {}).get("embedded") is not None:
-            raise ValueError(f"{d['path']}: a file-table entry cannot embed its index (pack it first)")
         e = {k: v for k, v in d.items() if k not in ("path", "fid", "size", "rows", "mtime_ns", "stamp") and v is not None}
         if e.get("index"):
-            e["index"] = {k: v for k, v in e["index"].items() if k not in ("schema", "options", "embedded") and v is not None}
+            e["index"] = {k: v for k, v in e["index"].items() if k not in ("schema", "options") and v is not None}
         rest.append(json.dumps(e, sort_keys=True, separators=(",", ":")))
     gone = sorted(removed)
     n, m = len(rows), len(gone)
     columns = {
         "path": [d["path"] for d in rows] + gone,
-        "fid": [d["fid"] for d in rows] + [0] * m,
+        "fid": [d.get("fid") for d in rows] + [None] * m,
         "removed": [False] * n + [True] * m,
         "size": [d["size"] for d in rows] + [0] * m,
         "rows": [d["rows"] for d in rows] + [0] * m,
@@ -137,6 +136,7 @@ class Segment:
         lengths = [len(c) for c in self.vectors.column(0).chunks]
         self._starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         self._batches: dict[int, pa.RecordBatch] = {}
+        self._lock = threading.Lock()  # (an IPC file reader is not shared between threads)
 
     @property
     def num_rows(self) -> int:
@@ -148,7 +148,8 @@ class Segment:
         batch = self._batches.get(b)
         if batch is None:
             try:
-                batch = self._batches[b] = self._full.get_batch(b)
+                with self._lock:
+                    batch = self._batches[b] = self._full.get_batch(b)
             except (pa.ArrowException, OSError, ValueError) as e:
                 raise CorruptIndexError(f"file-table segment batch {b} does not decode: {e}", source=self.source) from None
             if batch.column("entry").null_count:
@@ -159,7 +160,8 @@ class Segment:
     def table(self) -> pa.Table:
         """Every row and column (merges rewrite whole segments)."""
         try:
-            table = self._full.read_all()
+            with self._lock:
+                table = self._full.read_all()
         except (pa.ArrowException, OSError, ValueError) as e:
             raise CorruptIndexError(f"file-table segment does not decode: {e}", source=self.source) from None
         if table.column("entry").null_count:
@@ -291,9 +293,35 @@ class FileTable(Mapping):
         return self._fids
 
     def column(self, name: str) -> np.ndarray:
-        """A null-free int64 column for every file at once (``fid``, ``size``, ``rows``,
-        ``deleted``), from its buffers (``to_numpy`` would import pandas)."""
-        return _ints(self.table.column(name), np.int64)
+        """An int64 column for every file at once (``fid``: -1 where null, ``size``,
+        ``rows``, ``deleted``), from its buffers (``to_numpy`` would import pandas)."""
+        column = self.table.column(name)
+        if column.null_count:
+            column = pc.fill_null(column, -1)
+        return _ints(column, np.int64)
+
+    def rows_of(self, paths: list[str]) -> np.ndarray:
+        """The row of each of ``paths`` (-1: not in the table)."""
+        if self._rows is None:
+            self._rows = {p: i for i, p in enumerate(self.paths)}
+        return np.fromiter(map(self._rows.get, paths, [-1] * len(paths)), np.int64, len(paths))
+
+    def valid(self, name: str) -> np.ndarray:
+        """Where column ``name`` is not null, for every file at once (``index_schema``: the
+        file has an index; ``stamp``: the store stamped it when it was indexed)."""
+        column = self.table.column(name)
+        if not column.null_count:
+            return np.ones(len(self), bool)
+        return _bools(pc.is_valid(column))
+
+    def distinct(self, name: str) -> list:
+        """The distinct non-null values of column ``name`` over every file."""
+        return [v for v in pc.unique(self.table.column(name).combine_chunks()).to_pylist() if v is not None]
+
+    def identities(self, rows: np.ndarray) -> list[tuple]:
+        """``(path, size, mtime_ns, stamp)`` of ``rows``: the data files as indexed."""
+        taken = self.table.select(["path", "size", "mtime_ns", "stamp"]).take(_array(np.asarray(rows, np.int64)))
+        return list(zip(*(taken.column(n).to_pylist() for n in ("path", "size", "mtime_ns", "stamp"))))
 
     def rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
         """The rows of the live files among ``fids`` (others, no longer live, are left out)."""
@@ -357,6 +385,15 @@ def _array(values: np.ndarray) -> pa.Array:
     """An int32/int64 numpy array as Arrow, from its buffer (``pa.array`` imports pandas)."""
     type = pa.int32() if values.dtype == np.int32 else pa.int64()
     return pa.Array.from_buffers(type, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))])
+
+
+def _bools(column: pa.ChunkedArray) -> np.ndarray:
+    """A null-free boolean column as numpy, from its bit buffers."""
+    parts = [np.unpackbits(np.frombuffer(c.buffers()[1], np.uint8), bitorder="little")[c.offset : c.offset + len(c)]
+             for c in column.chunks if len(c)]  # fmt: skip
+    if not parts:
+        return np.empty(0, bool)
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(bool)
 
 
 def _ints(column: pa.ChunkedArray, dtype) -> np.ndarray:

@@ -39,7 +39,11 @@ from ..storage import ObjectInfo
 from .layout import DELETION_DIR, INDEX_DIR, META_DIR
 
 FORMAT = "arrowidx-manifest"
-FORMAT_VERSION = 3  # 2: checksums, fingerprints, exclusive-create commits; 3: content hashes, tombstones
+#: 2: checksums, fingerprints, exclusive-create commits; 3: content hashes, tombstones; 4: the
+#: entries in file-table segments the manifest names (:mod:`.filetable`), not listed inline
+FORMAT_VERSION = 4
+#: the first format whose entries are in file-table segments
+SEGMENTS_FORMAT = 4
 
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _FINGERPRINT = re.compile(r"(\d{1,19}):([0-9a-f]{16})")
@@ -200,6 +204,15 @@ class Manifest:
     #: and the next file id a build gives (both stored only with a lake index)
     lake_index: Any = None
     next_fid: int = 0
+    #: the file-table segments of this version (:class:`.filetable.SegmentRef`, oldest first;
+    #: format 4): ``files`` is then the :class:`.filetable.FileTable` they hold (entries
+    #: materialised when asked for), and a writer's copy a :class:`.filetable.FileOverlay`
+    #: of it. A commit sets them to the segments of what it commits (:mod:`.commit`).
+    segments: list = field(default_factory=list)
+    #: the file table ``segments`` hold, as read (None: a format-3 manifest, or new)
+    table: Any = field(default=None, compare=False, repr=False)
+    #: the format it was read in (a build upgrades an older one; never stored)
+    read_format: int = field(default=FORMAT_VERSION, compare=False, repr=False)
 
     def __repr__(self) -> str:
         indexed = sum(e.index is not None for e in self.files.values())
@@ -212,7 +225,12 @@ class Manifest:
     def copy(self) -> Manifest:
         """A copy whose files, entries and tombstones a writer may change (index and deletion
         references are shared: they are replaced, never changed)."""
-        files = {rel: dataclasses.replace(e) for rel, e in self.files.items()}
+        if isinstance(self.files, dict):
+            files = {rel: dataclasses.replace(e) for rel, e in self.files.items()}
+        else:  # a file table, or a copy of one: entries copied when a writer reads them
+            from .filetable import FileOverlay
+
+            files = FileOverlay(self.files, dataclasses.replace)
         return dataclasses.replace(self, files=files, options=dict(self.options), tombstones=list(self.tombstones))
 
     def referenced_files(self) -> set[str]:
@@ -221,6 +239,7 @@ class Manifest:
         out = {e.index.file for e in self.files.values() if e.index is not None and e.index.file is not None}
         out |= {e.deletion.file for e in self.files.values() if e.deletion is not None}
         out |= {run.file for run in self.lake_index.runs} if self.lake_index is not None else set()
+        out |= {ref.file for ref in self.segments}
         return out | {t.deletion.file for t in self.tombstones}
 
     def _payload(self) -> dict:
@@ -230,7 +249,7 @@ class Manifest:
             "version": self.version,
             "created_ms": self.created_ms,
             "options": self.options,
-            "files": [e.to_dict() for e in self.files.values()],
+            "segments": [ref.to_json() for ref in self.segments],
             "tombstones": [stored_fields(t) for t in self.tombstones],
         }
         if self.lake_index is not None:  # (a reader before the lake index ignores both: it plans file by file)
@@ -246,7 +265,9 @@ class Manifest:
     @classmethod
     def from_json(cls, text: str | bytes, source: str, expect_version: int | None = None) -> Manifest:
         """Parse and validate a manifest; any problem is a :class:`CorruptManifestError`
-        naming ``source`` and the field."""
+        naming ``source`` and the field. Format 4: its entries are in the segments it names
+        (:attr:`segments`), opened by :func:`arrowidx.lake.commit.read_manifest`; ``files``
+        is empty here."""
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
@@ -373,53 +394,27 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
     created_ms = _int(d, "created_ms", source, "", optional=True) or 0
     options = _str_map(_dict(d, "options", source, "", optional=True) or {}, source, "options")
     raw_files = d.get("files")
-    if not isinstance(raw_files, list):
-        raise CorruptManifestError(f"expected a list, got {_show(raw_files)}", source=source, field="files")
     schemas: dict[str, pa.Schema] = {}
     files: dict[str, FileEntry] = {}
-    for i, f in enumerate(raw_files):
-        where = f"files[{i}]."
-        if not isinstance(f, dict):
-            raise CorruptManifestError(f"expected an object, got {_show(f)}", source=source, field=f"files[{i}]")
-        path = check_rel(f.get("path"), source, f"{where}path")
-        if path in files:
-            raise CorruptManifestError(f"data file {path!r} is listed twice", source=source, field=f"{where}path")
-        size = _int(f, "size", source, where)
-        mtime_ns = _int(f, "mtime_ns", source, where, low=-(2**62), optional=True)
-        rows = _int(f, "rows", source, where)
-        fingerprint = _str(f, "fingerprint", source, where, optional=True)
-        stamp = _str(f, "stamp", source, where, optional=True)
-        content = _hex(f, "content_xxh64", source, where, required=False)
-        if fingerprint is not None:
-            m = _FINGERPRINT.fullmatch(fingerprint)
-            if m is None or int(m.group(1)) != size:
-                raise CorruptManifestError(f"fingerprint {fingerprint[:40]!r} is not '<size>:<xxh64>' for size {size}",
-                                           source=source, field=f"{where}fingerprint")  # fmt: skip
-        index = None
-        raw = _dict(f, "index", source, where, optional=True)
-        if raw is not None:
-            w = f"{where}index."
-            index_options = _str_map(_dict(raw, "options", source, w), source, f"{w}options")
-            schema_text = _str(raw, "schema", source, w)
-            index_size = _int(raw, "size", source, w)
-            embedded = _str(raw, "embedded", source, w, optional=True)
-            index_file = _str(raw, "file", source, w, optional=True)
-            if (embedded is None) == (index_file is None):
-                raise CorruptManifestError("exactly one of 'embedded' and 'file' must be set", source=source, field=f"{w}file")
-            if index_file is not None:
-                check_rel(index_file, source, f"{w}file", under=INDEX_DIR)
-            if embedded is not None and len(embedded) != 4 * ((index_size + 2) // 3):
-                raise CorruptManifestError(f"{len(embedded)} base64 characters cannot hold {index_size} bytes",
-                                           source=source, field=f"{w}embedded")  # fmt: skip
-            index = IndexRef(index_options, schema_text, index_size, embedded, index_file, _hex(raw, "xxh64", source, w, strict),
-                             _layout(raw, index_size, source, w), _decode_schema(schema_text, source, f"{w}schema", schemas))  # fmt: skip
-        deletion = None
-        raw = _dict(f, "deletion", source, where, optional=True)
-        if raw is not None:
-            deletion = _deletion(raw, rows, source, f"{where}deletion.", strict)
-        fid = _int(f, "fid", source, where, optional=True)
-        files[path] = FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content, fid,
-                                listed=(source, f"files[{i}]"))  # fmt: skip
+    segments = []
+    if fmt >= SEGMENTS_FORMAT:
+        from .filetable import SegmentRef
+
+        raw_segments = d.get("segments")
+        if not isinstance(raw_segments, list):
+            raise CorruptManifestError(f"expected a list, got {_show(raw_segments)}", source=source, field="segments")
+        segments = [SegmentRef.from_json(r, source, f"segments[{i}]") for i, r in enumerate(raw_segments)]
+    else:
+        if not isinstance(raw_files, list):
+            raise CorruptManifestError(f"expected a list, got {_show(raw_files)}", source=source, field="files")
+        for i, f in enumerate(raw_files):
+            where = f"files[{i}]"
+            if not isinstance(f, dict):
+                raise CorruptManifestError(f"expected an object, got {_show(f)}", source=source, field=where)
+            entry = entry_from_dict(f, source, where, strict, schemas)
+            if entry.path in files:
+                raise CorruptManifestError(f"data file {entry.path!r} is listed twice", source=source, field=f"{where}.path")
+            files[entry.path] = entry
     lake_index, next_fid = None, 0
     if d.get("lake_index") is not None:
         from .lakeindex import LakeIndex  # (numpy and the key types: only for a lake that has one)
@@ -429,8 +424,79 @@ def _validate(d: Any, source: str, expect_version: int | None) -> Manifest:
         fids = [e.fid for e in files.values() if e.fid is not None]
         if fids and (max(fids) >= next_fid or len(set(fids)) != len(fids)):
             raise CorruptManifestError("file ids ('fid') must be distinct and below 'next_fid'", source=source, field="next_fid")
-    return Manifest(version, files, options, created_ms, source, _tombstones(d, source), lake_index, next_fid)
+    return Manifest(version, files, options, created_ms, source, _tombstones(d, source), lake_index, next_fid, segments,
+                    read_format=fmt)  # fmt: skip
 
+
+#: a data-file path that is not a normalised relative path inside the root, outside META_DIR
+#: (what :func:`check_rel` refuses), for every path of a file table at once (RE2)
+_BAD_PATH = r"\x00|\\|^/|^[A-Za-z]:|://|(^|/)\.\.?(/|$)|//|/$|^$|^" + re.escape(META_DIR) + r"(/|$)"
+
+
+def check_paths(paths: Any, source: str) -> None:
+    """Every path of a file table (an Arrow string column) is a data-file path
+    :func:`check_rel` accepts, checked at once; the first bad one raises its error."""
+    import pyarrow.compute as pc
+
+    bad = pc.match_substring_regex(paths, _BAD_PATH)
+    if pc.any(bad).as_py():
+        first = pc.filter(paths, bad)[0].as_py()
+        check_rel(first, source, f"files[{first!r}].path")
+        raise CorruptManifestError(f"path {first!r} is not a normalised path inside the dataset root", source=source,
+                                   field=f"files[{first!r}].path")  # fmt: skip
+
+
+def check_fids(fids: Any, next_fid: int, source: str) -> None:
+    """The file ids of a file table (numpy, -1: none) are distinct and below ``next_fid``."""
+    import numpy as np
+
+    keyed = fids[fids >= 0]
+    if len(keyed) and (int(keyed.max()) >= next_fid or len(np.unique(keyed)) != len(keyed)):
+        raise CorruptManifestError("file ids ('fid') must be distinct and below 'next_fid'", source=source, field="next_fid")
+
+
+def entry_from_dict(f: dict, source: str, at: str, strict: bool = True, schemas: dict | None = None) -> FileEntry:
+    """One entry (a manifest's ``files[i]``, or a file-table row's dict), validated;
+    problems are a :class:`CorruptManifestError` naming ``source`` and the field below ``at``."""
+    schemas = {} if schemas is None else schemas
+    where = f"{at}."
+    path = check_rel(f.get("path"), source, f"{where}path")
+    size = _int(f, "size", source, where)
+    mtime_ns = _int(f, "mtime_ns", source, where, low=-(2**62), optional=True)
+    rows = _int(f, "rows", source, where)
+    fingerprint = _str(f, "fingerprint", source, where, optional=True)
+    stamp = _str(f, "stamp", source, where, optional=True)
+    content = _hex(f, "content_xxh64", source, where, required=False)
+    if fingerprint is not None:
+        m = _FINGERPRINT.fullmatch(fingerprint)
+        if m is None or int(m.group(1)) != size:
+            raise CorruptManifestError(f"fingerprint {fingerprint[:40]!r} is not '<size>:<xxh64>' for size {size}",
+                                       source=source, field=f"{where}fingerprint")  # fmt: skip
+    index = None
+    raw = _dict(f, "index", source, where, optional=True)
+    if raw is not None:
+        w = f"{where}index."
+        index_options = _str_map(_dict(raw, "options", source, w), source, f"{w}options")
+        schema_text = _str(raw, "schema", source, w)
+        index_size = _int(raw, "size", source, w)
+        embedded = _str(raw, "embedded", source, w, optional=True)
+        index_file = _str(raw, "file", source, w, optional=True)
+        if (embedded is None) == (index_file is None):
+            raise CorruptManifestError("exactly one of 'embedded' and 'file' must be set", source=source, field=f"{w}file")
+        if index_file is not None:
+            check_rel(index_file, source, f"{w}file", under=INDEX_DIR)
+        if embedded is not None and len(embedded) != 4 * ((index_size + 2) // 3):
+            raise CorruptManifestError(f"{len(embedded)} base64 characters cannot hold {index_size} bytes",
+                                       source=source, field=f"{w}embedded")  # fmt: skip
+        index = IndexRef(index_options, schema_text, index_size, embedded, index_file, _hex(raw, "xxh64", source, w, strict),
+                         _layout(raw, index_size, source, w), _decode_schema(schema_text, source, f"{w}schema", schemas))  # fmt: skip
+    deletion = None
+    raw = _dict(f, "deletion", source, where, optional=True)
+    if raw is not None:
+        deletion = _deletion(raw, rows, source, f"{where}deletion.", strict)
+    fid = _int(f, "fid", source, where, optional=True)
+    return FileEntry(path, size, mtime_ns, rows, index, deletion, fingerprint, stamp, content, fid,
+                     listed=(source, at))  # fmt: skip
 
 def _deletion(raw: dict, rows: int, source: str, w: str, strict: bool) -> DeletionRef:
     """A ``deletion`` object (of an entry or a tombstone), validated."""

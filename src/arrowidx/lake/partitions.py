@@ -35,10 +35,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INT = re.compile(r"[-+]?\d{1,18}")
 
 
-def _pairs(rel: str) -> list[tuple[str, str]]:
-    """The ``key=value`` folders of a file's relative path, outermost first."""
+def _folder_pairs(folder: str) -> list[tuple[str, str]]:
+    """The ``key=value`` parts of a folder (relative to the root), outermost first."""
     out = []
-    for part in posixpath.dirname(rel).split("/"):
+    for part in folder.split("/"):
         key, sep, value = part.partition("=")
         if not sep or not key:
             return []  # a folder that is not key=value: pyarrow's hive rule reads none above it either
@@ -120,8 +120,8 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
     # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
-    for rel in files:
-        for key, value in _pairs(rel):
+    for folder in dict.fromkeys(map(posixpath.dirname, files)):  # (each folder once: the values' types are the same)
+        for key, value in _folder_pairs(folder):
             keys.setdefault(key, []).append(value)
     if not keys:
         return None

@@ -30,6 +30,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -115,9 +116,26 @@ class IndexedFiles:
     describes)."""
 
     def __init__(self, entries: list[FileEntry]):
-        self.entries = entries
+        self._entries: list[FileEntry] | Callable[[], list[FileEntry]] = entries
         self.paths = [e.path for e in entries]
         self.identities = [(e.path, e.size, e.mtime_ns, e.stamp) for e in entries]
+
+    @classmethod
+    def of_rows(cls, table: Any, rows: np.ndarray) -> IndexedFiles:
+        """The files at ``rows`` of a manifest's file table (:class:`.filetable.FileTable`):
+        paths and identities from its vector columns, entries materialised only when plans
+        are wanted (:attr:`members`)."""
+        out = cls([])
+        out.identities = table.identities(rows)
+        out.paths = [i[0] for i in out.identities]
+        out._entries = lambda: [table.entry_at(r) for r in rows.tolist()]
+        return out
+
+    @property
+    def entries(self) -> list[FileEntry]:
+        if callable(self._entries):
+            self._entries = self._entries()
+        return self._entries
 
     @property
     def members(self) -> list[IndexedMember]:
@@ -479,6 +497,17 @@ class Planner:
         planned one by one (``by_keys_alone``: the caller checks them, :meth:`route`)."""
         lake = self.lake
         entries = lake.manifest.files
+        if hasattr(entries, "rows_of"):  # a file table: every file at once, no entry materialised
+            rows = entries.rows_of(lake.files)
+            rows = rows[rows >= 0]
+            rows = rows[(entries.fids[rows] >= 0) & entries.valid("index_schema")[rows] & entries.valid("stamp")[rows]]
+            if not len(rows):
+                return None
+            keep = lake.manifest.lake_index.may_hold(expr, lake.schema, entries.fids[rows], lake.store, lake.root)
+            if keep is None or keep.all():
+                return None
+            ruled = IndexedFiles.of_rows(entries, rows[~keep])
+            return self._still_indexed(ruled, by_keys_alone)
         candidates = [e for e in map(entries.get, lake.files)
                       if e is not None and e.fid is not None and e.index is not None and e.stamp is not None]  # fmt: skip
         if not candidates:
@@ -487,7 +516,11 @@ class Planner:
         keep = lake.manifest.lake_index.may_hold(expr, lake.schema, fids, lake.store, lake.root)
         if keep is None or keep.all():
             return None
-        ruled = IndexedFiles([candidates[i] for i in np.flatnonzero(~keep).tolist()])
+        return self._still_indexed(IndexedFiles([candidates[i] for i in np.flatnonzero(~keep).tolist()]), by_keys_alone)
+
+    def _still_indexed(self, ruled: IndexedFiles, by_keys_alone: bool) -> tuple[IndexedFiles, np.ndarray]:
+        """``ruled`` and the mask of its files still the ones indexed (all, ``by_keys_alone``)."""
+        lake = self.lake
         if by_keys_alone:
             return ruled, np.ones(len(ruled.paths), bool)
         now = list(map(lake.identity, ruled.paths))

@@ -1,4 +1,10 @@
-"""The lake-level structure a commit writes with each manifest (format 3), and a reader opens.
+"""The lake-level structure a commit writes with each manifest (format 4), and a reader opens.
+
+Commits today write the file table through :func:`arrowidx.lake.commit.commit_segments`
+(segments of the manifest's own entries, small containers embedded as before) and the lake
+index through :func:`commit_lake_index`; readers open segments with :func:`open_table`.
+:func:`commit_structure` (file ids given per commit, small containers packed into one index
+file) is the fuller design, tested but not yet what builds commit.
 
 Two parts, each a list of immutable files the manifest names (with their sizes and
 checksums), each changed by a commit in proportion to what the commit changed:
@@ -39,13 +45,14 @@ from ..storage import Store
 from .filetable import FileOverlay, FileTable, Segment, SegmentRef, check_segment, update_segments
 from .lakeindex import Keyed, LakeIndex, new_schema
 from .lakeindex import update as update_lake_index
+from .layout import physical
 
 PACKED_DIR = "_arrowidx/index"
 
 
 @dataclass
 class Structure:
-    """What a format-3 manifest names besides its options: its segments, its lake index,
+    """What a format-4 manifest names besides its options: its segments, its lake index,
     and the next file id to give."""
 
     segments: list[SegmentRef] = field(default_factory=list)
@@ -75,14 +82,15 @@ def _join(root: str, rel: str) -> str:
 def open_segment(store: Store, root: str, ref: SegmentRef) -> Segment:
     """One segment, read, checked and opened once per process (it is named by its content)."""
     path = _join(root, ref.file)
+    where = physical(store, path)  # (errors name the file where it is: the index root's)
 
     def make() -> tuple[Segment, int]:
         try:
             data = store.get(path, "file-table segment")
         except FileNotFoundError:
-            raise CorruptIndexError("file-table segment is missing (deleted or never written)", source=path) from None
-        check_segment(data, ref, path)
-        return Segment(data, path), ref.size + 1024
+            raise CorruptIndexError("file-table segment is missing (deleted or never written)", source=where) from None
+        check_segment(data, ref, where)
+        return Segment(data, where), ref.size + 1024
 
     return facts.MANIFESTS.get(("segment", store.key, path, ref.size, ref.xxh64), make)
 

@@ -34,6 +34,7 @@ from .commit import (
     read_manifest,
     with_commit_retries,
 )
+from .filetable import SEGMENT_DIR
 from .lakeindex import RUN_DIR as LAKE_INDEX_DIR
 from .layout import DELETION_DIR, INDEX_DIR, LATEST, META_DIR, join, manifest_path, write_atomic
 from .source import open_lake
@@ -144,7 +145,7 @@ def vacuum(
         rel = posixpath.relpath(info.path, root)
         folder = posixpath.dirname(rel)
         if not (folder == META_DIR or folder.startswith((INDEX_DIR + "/", DELETION_DIR + "/"))
-                or folder in (INDEX_DIR, DELETION_DIR, LAKE_INDEX_DIR)):  # fmt: skip
+                or folder in (INDEX_DIR, DELETION_DIR, LAKE_INDEX_DIR, SEGMENT_DIR)):  # fmt: skip
             continue
         name = posixpath.basename(rel)
         old = info.mtime_ns is None or info.mtime_ns / 1e6 < cutoff_ms
