@@ -160,6 +160,24 @@ def test_a_reader_of_an_older_format_refuses_a_format4_manifest(tmp_path, monkey
     assert info.value.field == "format_version"
 
 
+def test_a_manifest_of_a_newer_format_says_upgrade_and_never_advises_a_rollback(tmp_path):
+    """A lake a newer arrowidx wrote is not damaged: reading it must not suggest accepting a
+    rollback (which brings deleted rows back), only an upgrade."""
+    root = str(tmp_path / "lake")
+    write_files(root, 0, 3)
+    arrowidx.build(root, OPTIONS, progress=False)
+    arrowidx.delete(root, pc.field("id") == 1, progress=False)
+    path = newest(root)
+    d = json.loads(open(path).read())
+    d["format_version"] = manifest_module.FORMAT_VERSION + 1
+    open(path, "w").write(json.dumps(d))
+    facts.clear()
+    with pytest.raises(CorruptManifestError) as info:
+        arrowidx.dataset(root).to_table(filter=pc.field("id") == 2)
+    message = str(info.value)
+    assert "upgrade arrowidx" in message and "rollback" not in message, message
+
+
 def test_a_damaged_segment_is_named(tmp_path):
     root = str(tmp_path / "lake")
     write_files(root, 0, 5)

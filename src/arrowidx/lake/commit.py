@@ -167,6 +167,8 @@ def read_manifest(store: Store, root: str, version: int) -> Manifest:
         manifest = Manifest.from_json(read_bytes(store, path, "manifest"), path, expect_version=version)
         return open_files(store, root, manifest) if manifest.segments else manifest
     except CorruptManifestError as e:
+        if e.field == "format_version":  # written by a newer arrowidx: not damaged (never advise a rollback)
+            raise
         advice = _damaged_manifest_advice(store, root, version)
         if not advice:
             raise
