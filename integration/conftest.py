@@ -1,10 +1,29 @@
 """Spark for the integration run: one local SparkSession, and one standalone cluster
 (master, worker and executor in their own JVMs), each started once (Spark start-up is the
-slow part)."""
+slow part); a moto S3 server per module that asks for ``s3``."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from s3_support import S3Server  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A moto S3 server on 127.0.0.1 for the module's tests (``integration/s3_support.py``),
+    stopped after them; skipped where moto is not installed or cannot start."""
+    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
+    try:
+        server = S3Server()
+    except (RuntimeError, OSError) as e:
+        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

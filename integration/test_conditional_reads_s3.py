@@ -18,18 +18,6 @@ from arrowidx.objectstore import open_store
 from arrowidx.storage import ObjectChangedError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_support import S3Server  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
-    try:
-        server = S3Server()
-    except (RuntimeError, OSError) as e:
-        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
-    yield server
-    server.stop()
 
 
 def test_if_match_reads_the_listed_object_and_refuses_a_replaced_one(s3):

@@ -97,14 +97,8 @@ class S3:
 
 
 @pytest.fixture(scope="module")
-def s3_server():
-    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
-    try:
-        server = S3Server()
-    except (RuntimeError, OSError) as e:
-        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
-    yield server
-    server.stop()
+def s3_server(s3):
+    return s3
 
 
 # -- the readers that know nothing of arrowidx --------------------------------------------------

@@ -22,21 +22,9 @@ from arrowidx.lake import plan as plan_module
 from arrowidx.objectstore import ObjectStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_support import S3Server  # noqa: E402
 
 FILES, ROWS = 24, 50
 OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "tag"}
-
-
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
-    try:
-        server = S3Server()
-    except (RuntimeError, OSError) as e:
-        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
-    yield server
-    server.stop()
 
 
 def _body(table: pa.Table) -> bytes:

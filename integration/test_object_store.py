@@ -43,18 +43,6 @@ OPTIONS = {"file-index.bloom-filter.columns": "id,user_id", "file-index.bitmap.c
 FILES, ROWS = 4, 3000
 
 
-@pytest.fixture(scope="session")
-def s3():
-    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
-    pytest.importorskip("obstore", reason="obstore is a dependency of arrowidx: pip install -e .")
-    try:
-        server = S3Server()
-    except (RuntimeError, OSError) as e:
-        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def aws_env(s3, monkeypatch):
     """Only the standard AWS_* variables name the server (and no single-writer escape hatch)."""

@@ -18,21 +18,8 @@ from arrowidx import paimon  # noqa: E402
 from arrowidx.cli import main as cli  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_support import S3Server  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parents[1] / "tests" / "paimon_tables" / "dv-0.9.0" / "db.db" / "append_dv"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto", reason="install the test extra: pip install -e '.[test]' (moto[server])")
-    pytest.importorskip("obstore", reason="obstore is a dependency of arrowidx: pip install -e .")
-    try:
-        server = S3Server()
-    except (RuntimeError, OSError) as e:
-        pytest.skip(f"cannot start moto_server on 127.0.0.1: {e}")
-    yield server
-    server.stop()
 
 
 def _vectors(table) -> dict[str, bytes]:
