@@ -17,9 +17,7 @@ Paimon 0.9.0 comes from PyPI (the ``pypaimon==0.2.0`` sdist); master needs ``$PA
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -34,6 +32,7 @@ pytest.importorskip("fastavro")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench" / "paimon_writer"))
 import javahelpers  # noqa: E402
+from paimon_java_support import copy_table, java_version, shared_tables  # noqa: E402
 from tests.test_paimon_delete import random_filter, written  # noqa: E402 - the generator JavaDelete writes with
 
 from arrowidx import paimon  # noqa: E402
@@ -42,33 +41,9 @@ TABLES = ROOT / "tests" / "paimon_tables"
 COMPACT = ["compaction.min.file-num=2"]  # (the tables' partitions hold 4 files: Java's default waits for 5)
 
 
-def _shared() -> Path | None:
-    for parent in ROOT.parents:
-        if (parent / "shared" / "paimon-tables").is_dir():
-            return parent / "shared" / "paimon-tables"
-    return None
-
-
-def _version(version: str) -> str:
-    try:
-        javahelpers.compiled(version)
-    except javahelpers.JavaUnavailable as e:
-        pytest.skip(f"Paimon {version}: {e}")
-    return version
-
-
 @pytest.fixture(scope="module", params=["0.9.0", "master"])
 def version(request):
-    return _version(request.param)
-
-
-def _copy(src: Path, warehouse: Path, table: str) -> str:
-    dst = warehouse / "db.db" / table
-    shutil.copytree(src / "db.db" / table, dst)
-    for root, dirs, files in os.walk(dst):
-        for name in dirs + files:
-            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
-    return str(dst)
+    return java_version(request.param)
 
 
 class JavaDeletes:
@@ -142,8 +117,8 @@ def test_java_reads_the_delete_as_its_own(version, java_deletes, tmp_path):
     for kind, table in CASES[version]:
         source = _source(version, kind, tmp_path, table)
         ours, theirs = tmp_path / f"{kind}-{table}-arrowidx", tmp_path / f"{kind}-{table}-java"
-        path = _copy(source, ours, table)
-        _copy(source, theirs, table)
+        path = copy_table(source, ours, table)
+        copy_table(source, theirs, table)
         start = paimon.open_table(path).snapshot_id
         original = javahelpers.read_table(version, str(ours), f"db.{table}", "latest", [])["full"]
         for sql, terms in DELETES:
@@ -168,7 +143,7 @@ def test_deleted_rows_stay_deleted_through_java_writes_and_compactions(version, 
     and a full compaction of every bucket): the deleted rows never come back."""
     for kind, table in CASES[version][:2]:
         warehouse = tmp_path / table
-        path = _copy(_source(version, kind, tmp_path, table), warehouse, table)
+        path = copy_table(_source(version, kind, tmp_path, table), warehouse, table)
         report = paimon.delete(path, "status = 'rare' OR amount < 30")
         assert report.committed
         live = paimon.open_table(path).count_rows()
@@ -185,11 +160,11 @@ def test_level0_versions_stay_deleted_after_java_compacts_them(tmp_path):
     """dv_level0 (0.9.0): keys 500..599 have versions in level-0 files batch reads do not see.
     Deleting such a key deletes those versions too: when Java compacts the level-0 files the
     key stays deleted, as after Java's own DELETE; other level-0 rows appear as Java wrote them."""
-    version = _version("0.9.0")
+    version = java_version("0.9.0")
     results = []
     for who in ("arrowidx", "java"):
         warehouse = tmp_path / who
-        path = _copy(TABLES / "more-0.9.0", warehouse, "dv_level0")
+        path = copy_table(TABLES / "more-0.9.0", warehouse, "dv_level0")
         if who == "arrowidx":
             report = paimon.delete(path, "id IN (500, 501, 1500)")
             assert report.rows_deleted == 3 and report.superseded == 2
@@ -207,7 +182,7 @@ def test_java_appends_while_arrowidx_deletes(version, tmp_path, monkeypatch):
     again on the new snapshots), every appended row is there, the deleted ones are not."""
     kind, table = CASES[version][0]
     warehouse = tmp_path / "w"
-    path = _copy(_source(version, kind, tmp_path, table), warehouse, table)
+    path = copy_table(_source(version, kind, tmp_path, table), warehouse, table)
     before = paimon.open_table(path).count_rows()
     java = subprocess.Popen(javahelpers.command(version, "PaimonCheck", str(warehouse), "append", f"db.{table}", "4", "500", "10000000"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -232,7 +207,7 @@ def test_java_compacts_while_arrowidx_deletes(version, tmp_path, monkeypatch):
     reads the compacted files (the successors) and deletes there."""
     kind, table = CASES[version][0]
     warehouse = tmp_path / "w"
-    path = _copy(_source(version, kind, tmp_path, table), warehouse, table)
+    path = copy_table(_source(version, kind, tmp_path, table), warehouse, table)
     javahelpers.run(version, "JavaDelete", "delete", str(warehouse), f"db.{table}", "amount:lt:10")  # vectors to compact
     before = {f.name for f in paimon.open_table(path).files}
     go = tmp_path / "go"
@@ -261,10 +236,10 @@ def test_arrowidx_commits_while_java_compacts(tmp_path):
     and its commit: Java's conflict check refuses the compaction (the files' vectors changed),
     so no deleted row comes back. (Paimon 0.9.0 has no such check: its compaction would undo
     a delete committed meanwhile, Java's own DELETE's too.)"""
-    version = _version("master")
+    version = java_version("master")
     kind, table = CASES[version][0]
     warehouse = tmp_path / "w"
-    path = _copy(_source(version, kind, tmp_path, table), warehouse, table)
+    path = copy_table(_source(version, kind, tmp_path, table), warehouse, table)
     javahelpers.run(version, "JavaDelete", "delete", str(warehouse), f"db.{table}", "amount:lt:10")
     go = tmp_path / "go"
     java = subprocess.Popen(javahelpers.command(version, "JavaDelete", "compact", str(warehouse), f"db.{table}", str(go), *COMPACT),
@@ -286,7 +261,7 @@ def test_arrowidx_commits_while_java_compacts(tmp_path):
 def test_javas_own_primary_key_tables(version, tmp_path):
     """shared/paimon-tables: Java's pk_dv (and master's pk_dv64), deletion vectors from
     Java's own compactions already there: Java reads arrowidx's delete as its own."""
-    shared = _shared()
+    shared = shared_tables()
     if shared is None:
         pytest.skip("shared/paimon-tables not found")
     names = ["pk_dv"] + (["pk_dv64"] if version == "master" else [])
@@ -295,8 +270,8 @@ def test_javas_own_primary_key_tables(version, tmp_path):
         for table in names:
             src = shared / f"paimon-{version}"
             ours, theirs = tmp_path / f"{table}-a", tmp_path / f"{table}-j"
-            path = _copy(src, ours, table)
-            _copy(src, theirs, table)
+            path = copy_table(src, ours, table)
+            copy_table(src, theirs, table)
             paimon.delete(path, "name = 'updated2' OR id < 40")
             java.delete(theirs, table, ["name:eq:updated2"])
             java.delete(theirs, table, ["id:lt:40"])

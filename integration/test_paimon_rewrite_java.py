@@ -16,8 +16,6 @@ Paimon 0.9.0 comes from PyPI (the ``pypaimon==0.2.0`` sdist); master needs ``$PA
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,41 +27,17 @@ pytest.importorskip("fastavro")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench" / "paimon_writer"))
 import javahelpers  # noqa: E402
+from paimon_java_support import copy_table, java_version, shared_tables  # noqa: E402
 
 from arrowidx import paimon  # noqa: E402
 
-
-def _shared() -> Path | None:
-    for parent in ROOT.parents:
-        if (parent / "shared" / "paimon-tables").is_dir():
-            return parent / "shared" / "paimon-tables"
-    return None
-
-
-SHARED = _shared()
+SHARED = shared_tables()
 SHAPES = ROOT / "tests" / "paimon_tables" / "shapes-0.9.0"
-
-
-def _version(version: str) -> str:
-    try:
-        javahelpers.compiled(version)
-    except javahelpers.JavaUnavailable as e:
-        pytest.skip(f"Paimon {version}: {e}")
-    return version
 
 
 @pytest.fixture(scope="module", params=["0.9.0", "master"])
 def version(request):
-    return _version(request.param)
-
-
-def _copy(src: Path, warehouse: Path, table: str) -> str:
-    dst = warehouse / "db.db" / table
-    shutil.copytree(src / "db.db" / table, dst)
-    for root, dirs, files in os.walk(dst):
-        for name in dirs + files:
-            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
-    return str(dst)
+    return java_version(request.param)
 
 
 def _read(version: str, warehouse: Path, table: str, snapshot: str, queries: list[str]) -> dict:
@@ -110,7 +84,7 @@ def _source(name: str) -> Path:
 def test_java_reads_the_rewritten_table(version, tmp_path):
     for source, table, options, column, queries in CASES[version]:
         warehouse = tmp_path / f"{source}-{table}"
-        path = _copy(_source(source), warehouse, table)
+        path = copy_table(_source(source), warehouse, table)
         needle = _needle(path, column)
         old = paimon.open_table(path).snapshot_id
         qs = [needle, *queries]
@@ -137,14 +111,14 @@ def test_java_reads_the_rewritten_table(version, tmp_path):
 def test_same_bytes_as_javas_own_rewrite(tmp_path):
     """Java master's FileIndexProcessor and arrowidx rewrite two copies of a table with the
     same options: the same index files (names and bytes) and manifest index fields."""
-    version = _version("master")
+    version = java_version("master")
     options = {"file-index.bloom-filter.columns": "id,name,status", "file-index.in-manifest-threshold": "500b"}
     # Java's default size, given (without `items` arrowidx sizes each filter for its file's rows)
     options |= {f"file-index.bloom-filter.{c}.items": "1000000" for c in ("id", "name", "status")}
     states = []
     for who in ("java", "arrowidx"):
         warehouse = tmp_path / who
-        path = _copy(_source("master"), warehouse, "append_idx")
+        path = copy_table(_source("master"), warehouse, "append_idx")
         if who == "java":
             javahelpers.run(version, "JavaRewrite", "rewrite", str(warehouse), "db.append_idx", *[f"{k}={v}" for k, v in options.items()])
         else:
@@ -169,11 +143,11 @@ def test_java_writer_appends_while_arrowidx_rewrites(tmp_path, monkeypatch):
     ``go-2``), and the rewrite commits only after that append landed (the hook waits for
     ``committed-2``): its first attempt conflicts, its second (the files exist) commits;
     then the writer's last two appends follow."""
-    version = _version("0.9.0")
+    version = java_version("0.9.0")
     warehouse = tmp_path / "w"
     gate = tmp_path / "gate"
     gate.mkdir()
-    path = _copy(_source("0.9.0"), warehouse, "append_idx")
+    path = copy_table(_source("0.9.0"), warehouse, "append_idx")
     rows_before = paimon.open_table(path).count_rows()
     java = subprocess.Popen(javahelpers.command(version, "PaimonCheck", str(warehouse), "append", "db.append_idx", "4", "500", "10000000",
                                                 str(gate)),
