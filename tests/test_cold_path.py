@@ -139,3 +139,35 @@ def test_the_index_registry_imports_a_format_on_first_lookup():
     assert bloom == "True bloom-filter False"
     assert every == "True True"
     assert unknown == "KeyError"
+
+
+def test_a_few_planning_reads_on_a_local_disk_start_no_thread(tmp_path):
+    """Index windows above the average that goes to the I/O pool (120 kB each) but few (3 files,
+    360 kB in all) are read in the planning thread: a needle's process starts no
+    ``arrowidx-io`` thread (starting them cost a first needle ~4 ms); the rows are
+    ``Table.filter``'s. (A float column: the lake index keys no float, so every file's own
+    index is read, as on a lake of large files.)"""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    import arrowidx
+    from arrowidx.lake import files
+
+    tables = [pa.table({"x": [float(v) for v in range(i * 1000, (i + 1) * 1000)]}) for i in range(3)]
+    for i, t in enumerate(tables):
+        pq.write_table(t, str(tmp_path / f"part-{i}.parquet"))
+    arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "x", "file-index.bloom-filter.x.items": "200000"},
+                   progress=False)  # fmt: skip
+    opened = arrowidx.dataset(str(tmp_path))
+    windows = [opened.manifest.files[f"part-{i}.parquet"].index.layout["x"]["bloom-filter"][1] for i in range(3)]
+    assert min(windows) > files.QUICK_READ_BYTES and sum(windows) < files.QUICK_TOTAL_BYTES  # (the case named)
+    want = pa.concat_tables(tables).filter(pc.field("x") == 1500.0).column("x").to_pylist()
+    code = (
+        "import threading, arrowidx, pyarrow.compute as pc\n"
+        f"t = arrowidx.dataset({str(tmp_path)!r}).to_table(filter=pc.field('x') == 1500.0)\n"
+        "print(t.column('x').to_pylist())\n"
+        "print(sorted(t.name for t in threading.enumerate() if t.name.startswith('arrowidx-io')))\n"
+    )
+    rows, threads = _needle_process(code)
+    assert rows == str(want) == "[1500.0]"
+    assert threads == "[]"
