@@ -58,3 +58,11 @@ def check_scan_settings(settings: dict[str, Any], call: str) -> None:
         if name == "fragment_scan_options" and value is None:
             continue
         raise TypeError(f"{call}() got an unexpected keyword argument {name!r}")
+
+
+def check_schema(schema: Any) -> None:
+    """``schema=`` is a ``pa.Schema`` (or None), as pyarrow takes it."""
+    import pyarrow as pa
+
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"schema= takes a pyarrow.Schema, got {type(schema).__name__}")

@@ -148,7 +148,7 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: An
         spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
     lake = data.lake
     parts = []
-    for rel in data.files:
+    for rel in data.lake.files:
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
                              partitioning=lake.partitioning, only=[rel])  # fmt: skip
         path = join(data.root, rel)
@@ -349,7 +349,7 @@ class _Source:
 
         wave: list[str] = []
         rows = 0
-        for rel in self.data.files:
+        for rel in self.data.lake.files:
             entry = manifest.get(rel)
             n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
