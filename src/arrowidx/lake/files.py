@@ -557,7 +557,9 @@ class LakeFiles:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
-            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
+            first = self.files[0]  # (a format given reads the file with its read options: pyarrow's types for them)
+            found = self.fragment(first).physical_schema if self.given_format is not None else self.footer(first).schema.to_arrow_schema()
+            self._schema = with_partition_fields(found, self.partitioning)
         return self._schema
 
     def columns_of(self, expr) -> set[str]:
