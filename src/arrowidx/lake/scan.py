@@ -225,7 +225,7 @@ class IndexedDataset:
         return self.planner.explain(filter)
 
     def __repr__(self) -> str:
-        indexed = sum(1 for rel in self.files if rel in self.manifest.files)
+        indexed = sum(1 for rel in self.lake.files if rel in self.manifest.files)
         options = ", ".join(f"{k[len('file-index.'):-len('.columns')]}: {v}" for k, v in sorted(self.manifest.options.items()) if k.endswith(".columns"))
         return (
             f"IndexedDataset({self.root!r}, manifest v{self.manifest.version}, {len(self.files)} file(s),"
