@@ -187,3 +187,16 @@ def test_a_relative_path_with_a_local_filesystem_is_the_working_directorys(lake,
         os.chdir(cwd)
     assert data.files == ds.dataset(lake).files
     assert data.to_table().equals(ds.dataset(lake).to_table())
+
+
+def test_filter_takes_sql_text_and_pyarrows_consumers_apply_it(lake):
+    data, plain = arrowidx.dataset(lake), ds.dataset(lake)
+    want = plain.to_table(filter=(pc.field("b") == 1.0) & (pc.field("a") < 7))
+    assert data.filter("b = 1.0").to_table(filter=pc.field("a") < 7).equals(want)
+    assert data.filter(pc.field("b") == 1.0).to_table(filter="a < 7").equals(want)
+    assert ds.Scanner.from_dataset(data.filter("b = 1.0 AND a < 7")).to_table().equals(want)
+    for filtered in (plain.filter(pc.field("a") > 10), data.filter(pc.field("a") > 10)):  # (as pyarrow refuses it)
+        with pytest.raises(ValueError, match="from filtered or projected Datasets is currently not supported"):
+            ds.dataset([filtered])
+    with pytest.raises(arrowidx.errors.OptionError, match="more than a pyarrow expression"):
+        data.filter("a % 2 = 0")
