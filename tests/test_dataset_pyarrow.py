@@ -200,3 +200,14 @@ def test_filter_takes_sql_text_and_pyarrows_consumers_apply_it(lake):
             ds.dataset([filtered])
     with pytest.raises(arrowidx.errors.OptionError, match="more than a pyarrow expression"):
         data.filter("a % 2 = 0")
+
+
+def test_a_file_listed_twice_is_read_twice_and_join_is_pyarrows(lake):
+    f2 = os.path.join(lake, "f2.parquet")
+    data, plain = arrowidx.dataset([f2, f2]), ds.dataset([f2, f2])
+    assert data.files == plain.files and data.count_rows() == plain.count_rows() == 8
+    assert data.to_table(filter=pc.field("a") > 9).equals(plain.to_table(filter=pc.field("a") > 9))
+    right = ds.dataset(pa.table({"a": [1, 9, 11], "tag": ["x", "y", "z"]}))
+    flat = pa.schema([("a", pa.int64()), ("b", pa.float64())])  # (pyarrow joins no struct columns)
+    joined = arrowidx.dataset(lake, schema=flat).join(right, "a", join_type="inner").to_table().sort_by("a")
+    assert joined.equals(ds.dataset(lake, schema=flat).join(right, "a", join_type="inner").to_table().sort_by("a"))

@@ -22,6 +22,7 @@ it): only ``arrowidx.dataset`` loads it; the other adapters use ``IndexedDataset
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterator
 from typing import Any
@@ -32,6 +33,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from ..errors import ArrowIdxError, OptionError
+from ..filters import user_filter
 from ..storage import Store
 from .dataset_arguments import check_scan_settings
 from .layout import join
@@ -118,7 +120,7 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         takes them). Made with ``Scanner.from_batches``: it reads once (make another for a
         second read); ``ds.write_dataset(data.scanner())`` writes exactly these rows."""
         check_scan_settings(settings, "scanner")
-        return self._scanner(_combined(self._filter, filter), columns, settings)
+        return self._scanner(_combined(self._filter, filter, lambda: self.schema), columns, settings)
 
     def _scanner(self, filter, columns, settings: dict[str, Any]) -> ds.Scanner:
         read, projection = self._projection(columns)
@@ -128,20 +130,20 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
 
     def to_table(self, filter=None, columns=None, **settings: Any) -> pa.Table:
         check_scan_settings(settings, "to_table")
-        filter = _combined(self._filter, filter)
+        filter = _combined(self._filter, filter, lambda: self.schema)
         if self._projection(columns)[1] is None:
             return IndexedDataset.to_table(self, filter, columns)
         return self._scanner(filter, columns, settings).to_table()
 
     def to_batches(self, filter=None, columns=None, **settings: Any) -> Iterator[pa.RecordBatch]:
         check_scan_settings(settings, "to_batches")
-        filter = _combined(self._filter, filter)
+        filter = _combined(self._filter, filter, lambda: self.schema)
         if self._projection(columns)[1] is None:
             return IndexedDataset.to_batches(self, filter, columns)
         return self._scanner(filter, columns, settings).to_batches()
 
     def count_rows(self, filter=None, **settings: Any) -> int:
-        return IndexedDataset.count_rows(self, _combined(self._filter, filter), **settings)
+        return IndexedDataset.count_rows(self, _combined(self._filter, filter, lambda: self.schema), **settings)
 
     def head(self, num_rows: int, columns=None, filter=None, **settings: Any) -> pa.Table:
         """The first ``num_rows`` rows (pyarrow's ``Dataset.head``), reading only as far as needed."""
@@ -155,9 +157,15 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         """This dataset with ``expression`` applied to every read (pyarrow's ``Dataset.filter``)."""
         if expression is None:
             raise TypeError("filter() takes an expression, not None")
+        if isinstance(expression, str):  # SQL text: its pyarrow expression, which pyarrow's consumers apply too
+            where = user_filter(expression, lambda: self.schema, "filter()")
+            if where.residual is not None:
+                raise OptionError(f"filter({expression!r}): this SQL needs more than a pyarrow expression to evaluate"
+                                  " (functions, arithmetic...); pass it to to_table(filter=...) or scanner(filter=...)")  # fmt: skip
+            expression = where.pushdown if where.pushdown is not None else pc.scalar(True)
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new._filter = _combined(self._filter, expression)
+        new._filter = _combined(self._filter, expression, None)
         ds.FileSystemDataset.__init__(new, self._fragments, self._arrow_schema, self.format, self._guarded)
         new._set_scan_filter()
         return new
@@ -255,15 +263,15 @@ def _top_level(column: str, schema: pa.Schema) -> str:
     return first if schema.get_field_index(first) >= 0 else column
 
 
-def _combined(first, second):
-    """Two filters as one (both must hold)."""
+def _combined(first: pc.Expression | None, second: Any, schema: Any) -> Any:
+    """A dataset's filter (an Expression, or None) and a read's (an Expression or SQL text), as
+    one: both must hold, the SQL text with its own meaning (``schema``: the dataset's)."""
     if first is None or second is None:
         return second if first is None else first
-    if isinstance(first, pc.Expression) and isinstance(second, pc.Expression):
+    if isinstance(second, pc.Expression):
         return first & second
-    if isinstance(first, str) and isinstance(second, str):
-        return f"({first}) AND ({second})"
-    raise OptionError("a dataset filtered with an expression takes an expression as its filter (not SQL text), and the other way round")
+    where = user_filter(second, schema)
+    return dataclasses.replace(where, pushdown=first if where.pushdown is None else first & where.pushdown)
 
 
 def _in_memory(data: Any) -> Any:
