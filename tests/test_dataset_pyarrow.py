@@ -211,3 +211,19 @@ def test_a_file_listed_twice_is_read_twice_and_join_is_pyarrows(lake):
     flat = pa.schema([("a", pa.int64()), ("b", pa.float64())])  # (pyarrow joins no struct columns)
     joined = arrowidx.dataset(lake, schema=flat).join(right, "a", join_type="inner").to_table().sort_by("a")
     assert joined.equals(ds.dataset(lake, schema=flat).join(right, "a", join_type="inner").to_table().sort_by("a"))
+
+
+def test_a_formats_int96_unit_holds_on_every_read_path(tmp_path):
+    """The late-materialising read (a needle: strings read as dictionaries) keeps the given
+    format's other read options (INT96 timestamps coerced to ms, as pyarrow reads them)."""
+    import datetime
+
+    stamps = [datetime.datetime(2024, 1, 1) + datetime.timedelta(microseconds=1234 * i) for i in range(1000)]
+    names = [f"n{i % 50}" for i in range(1000)]
+    pq.write_table(pa.table({"name": names, "ts": stamps}), tmp_path / "x.parquet", use_deprecated_int96_timestamps=True,
+                   row_group_size=100)  # fmt: skip
+    arrowidx.build(str(tmp_path), {"file-index.bitmap.columns": "name"}, progress=False)
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="ms"))
+    want = ds.dataset(tmp_path, format=fmt).to_table(filter=pc.field("name") == "n7")
+    assert want.schema.field("ts").type == pa.timestamp("ms")
+    assert arrowidx.dataset(tmp_path, format=fmt).to_table(filter=pc.field("name") == "n7").equals(want)

@@ -80,7 +80,10 @@ def dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.P
     facts.interned(("format", id(base)), lambda: base)  # (holds the base: its id stays its own)
 
     def make() -> ds.ParquetFileFormat:
-        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        given = base.read_options  # (a format given by the user: its other read options kept)
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names | set(given.dictionary_columns)),
+                                        coerce_int96_timestamp_unit=given.coerce_int96_timestamp_unit,
+                                        binary_type=given.binary_type, list_type=given.list_type)  # fmt: skip
         return ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
 
     return facts.interned(("dictionary format", id(base), names), make)
