@@ -227,3 +227,25 @@ def test_a_formats_int96_unit_holds_on_every_read_path(tmp_path):
     want = ds.dataset(tmp_path, format=fmt).to_table(filter=pc.field("name") == "n7")
     assert want.schema.field("ts").type == pa.timestamp("ms")
     assert arrowidx.dataset(tmp_path, format=fmt).to_table(filter=pc.field("name") == "n7").equals(want)
+
+
+def test_page_checksums_given_on_the_format_or_the_read_fail_as_pyarrow_fails(tmp_path):
+    """A corrupt page: read without verification, the same (corrupt) rows as pyarrow; with
+    ``page_checksum_verification`` on the format or as ``fragment_scan_options``, pyarrow's OSError."""
+    fmt = ds.ParquetFileFormat()
+    ds.write_dataset(pa.table({"a": [1, 2, 3, 4]}), tmp_path / "d", format=fmt,
+                     file_options=fmt.make_write_options(write_page_checksum=True))  # fmt: skip
+    (path,) = (tmp_path / "d").iterdir()
+    data = bytearray(path.read_bytes())
+    data[31], data[36] = data[36], data[31]  # (pyarrow's own test: the rows read as 1, 3, 2, 4)
+    path.write_bytes(data)
+    arrowidx.build(str(tmp_path / "d"), {"file-index.bitmap.columns": "a"}, progress=False)
+    assert arrowidx.dataset(tmp_path / "d").to_table().equals(ds.dataset(tmp_path / "d").to_table())
+    verify = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+    checked = ds.ParquetFileFormat(default_fragment_scan_options=verify)
+    for read in (lambda: arrowidx.dataset(tmp_path / "d", format=checked).to_table(),
+                 lambda: arrowidx.dataset(tmp_path / "d").to_table(fragment_scan_options=verify),
+                 lambda: arrowidx.dataset(tmp_path / "d").scanner(fragment_scan_options=verify).to_table(),
+                 lambda: ds.dataset(tmp_path / "d").to_table(fragment_scan_options=verify)):  # fmt: skip
+        with pytest.raises(OSError, match="CRC checksum verification"):
+            read()

@@ -9,7 +9,10 @@ arguments, taken as pyarrow takes them, and what each becomes for arrowidx (issu
 * scan settings that never change an answer (``use_threads``, ``batch_size``,
   ``batch_readahead``, ``fragment_readahead``, ``memory_pool``, ``cache_metadata``) are
   accepted on ``to_table``, ``to_batches``, ``scanner``, ``count_rows``; any other is refused
-  by name.
+  by name; ``fragment_scan_options`` is taken by ``arrowidx.dataset``'s reads
+  (:mod:`arrowidx.lake.dataset_pyarrow`: the read's format gets them);
+* ``format`` as a ``ParquetFileFormat``: its read options and fragment scan options are the
+  reads' (``LakeFiles.given_format``); ``schema``: the dataset schema, files cast to it.
 """
 
 from __future__ import annotations

@@ -119,6 +119,9 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         (``columns``: names, nested paths ``"s.a"`` or a dict of expressions, as pyarrow
         takes them). Made with ``Scanner.from_batches``: it reads once (make another for a
         second read); ``ds.write_dataset(data.scanner())`` writes exactly these rows."""
+        other = self._with_scan_options(settings)
+        if other is not None:
+            return other.scanner(filter, columns, **settings)
         check_scan_settings(settings, "scanner")
         return self._scanner(_combined(self._filter, filter, lambda: self.schema), columns, settings)
 
@@ -128,7 +131,19 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         kept = {k: v for k, v in settings.items() if k in _SCANNER_SETTINGS and v is not None}
         return ds.Scanner.from_batches(reader, columns=projection, **kept)
 
+    def _with_scan_options(self, settings: dict[str, Any]) -> PyarrowDataset | None:
+        """This dataset read with pyarrow's ``fragment_scan_options`` (taken out of
+        ``settings``) as its format's (opened again with that format), or None without them."""
+        options = settings.pop("fragment_scan_options", None)
+        if options is None:
+            return None
+        fmt = ds.ParquetFileFormat(read_options=self.format.read_options, default_fragment_scan_options=options)
+        return PyarrowDataset(self.store, self.root, **{**self._options, "format": fmt, "scan_filter": self._filter})
+
     def to_table(self, filter=None, columns=None, **settings: Any) -> pa.Table:
+        other = self._with_scan_options(settings)
+        if other is not None:
+            return other.to_table(filter, columns, **settings)
         check_scan_settings(settings, "to_table")
         filter = _combined(self._filter, filter, lambda: self.schema)
         if self._projection(columns)[1] is None:
@@ -136,6 +151,9 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         return self._scanner(filter, columns, settings).to_table()
 
     def to_batches(self, filter=None, columns=None, **settings: Any) -> Iterator[pa.RecordBatch]:
+        other = self._with_scan_options(settings)
+        if other is not None:
+            return other.to_batches(filter, columns, **settings)
         check_scan_settings(settings, "to_batches")
         filter = _combined(self._filter, filter, lambda: self.schema)
         if self._projection(columns)[1] is None:
@@ -143,6 +161,9 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         return self._scanner(filter, columns, settings).to_batches()
 
     def count_rows(self, filter=None, **settings: Any) -> int:
+        other = self._with_scan_options(settings)
+        if other is not None:
+            return other.count_rows(filter, **settings)
         return IndexedDataset.count_rows(self, _combined(self._filter, filter, lambda: self.schema), **settings)
 
     def head(self, num_rows: int, columns=None, filter=None, **settings: Any) -> pa.Table:
