@@ -249,3 +249,18 @@ def test_page_checksums_given_on_the_format_or_the_read_fail_as_pyarrow_fails(tm
                  lambda: ds.dataset(tmp_path / "d").to_table(fragment_scan_options=verify)):  # fmt: skip
         with pytest.raises(OSError, match="CRC checksum verification"):
             read()
+
+
+@pytest.mark.parametrize("options", [{"exclude_invalid_files": True}, {"ignore_prefixes": ["skip"], "exclude_invalid_files": True},
+                                     {"ignore_prefixes": [], "exclude_invalid_files": True}, {"ignore_prefixes": ["_", ".", "n"]}])  # fmt: skip
+def test_discovery_options_find_what_pyarrow_finds(tmp_path, options):
+    root = tmp_path / "lake"
+    (root / "_tmp").mkdir(parents=True)
+    for i, name in enumerate(["data.parquet", "skip_me.parquet", ".hidden.parquet", "_tmp/x.parquet"]):
+        pq.write_table(TABLE.slice(3 * i, 3), root / name)
+    arrowidx.build(str(root), {"file-index.bitmap.columns": "a"}, progress=False)
+    (root / "notes.txt").write_text("not parquet")
+    plain = ds.dataset(root, **options)
+    data = arrowidx.dataset(root, partitioning=None, **options)
+    assert data.files == plain.files
+    assert data.to_table(filter=pc.field("a") > 2).equals(plain.to_table(filter=pc.field("a") > 2))

@@ -311,11 +311,13 @@ def _handler(store: Store, root: str, options: dict[str, Any]) -> LakeFilesHandl
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
             partitioning: Any = "hive", index_root: Any = None, format: Any = None,
-            schema: pa.Schema | None = None) -> PyarrowDataset:  # fmt: skip
+            schema: pa.Schema | None = None, ignore_prefixes: list[str] | None = None,
+            exclude_invalid_files: bool = False) -> PyarrowDataset:  # fmt: skip
     """Open an indexed Parquet dataset as a ``pyarrow.dataset.FileSystemDataset``
     (:class:`PyarrowDataset`); the arguments are :func:`arrowidx.lake.scan.dataset`'s."""
     store, root, options = dataset_arguments(source, filesystem=filesystem, on_corrupt=on_corrupt,
                                              on_stale_deletions=on_stale_deletions, storage_options=storage_options,
                                              partitioning=partitioning, index_root=index_root, format=format,
-                                             schema=schema)  # fmt: skip
+                                             schema=schema, ignore_prefixes=ignore_prefixes,
+                                             exclude_invalid_files=exclude_invalid_files)  # fmt: skip
     return PyarrowDataset(store, root, **options)

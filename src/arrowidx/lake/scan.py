@@ -48,6 +48,7 @@ from .dataset_arguments import (
     check_format,
     check_scan_settings,
     check_schema,
+    discovered_files,
     filesystem_of,
     partitioning_of,
 )
@@ -548,7 +549,8 @@ def _reopen(store: Store, root: str, options: dict[str, Any]) -> IndexedDataset:
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
             partitioning: Any = "hive", index_root: Any = None, format: Any = None,
-            schema: pa.Schema | None = None) -> IndexedDataset:  # fmt: skip
+            schema: pa.Schema | None = None, ignore_prefixes: list[str] | None = None,
+            exclude_invalid_files: bool = False) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -563,8 +565,9 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     folder (``_<folder>.arrowidx/``, found from the path; docs/guide.md, "Layout on disk"):
     the same ``index_root=`` given to :func:`arrowidx.build`. ``format``: ``"parquet"`` (or a
     ``ParquetFileFormat``, whose read options are used), as pyarrow takes it; ``schema``: the
-    dataset schema, files read cast to it (pyarrow's ``schema=``); ``filesystem`` may be a URI
-    string and ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
+    dataset schema, files read cast to it (pyarrow's ``schema=``); ``ignore_prefixes``,
+    ``exclude_invalid_files``: pyarrow's discovery (given, the files found are fixed); ``filesystem``
+    may be a URI string and ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
     (:mod:`arrowidx.lake.dataset_arguments`).
 
     ``arrowidx.dataset`` is this dataset as a ``pyarrow.dataset.FileSystemDataset``
@@ -572,12 +575,14 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     store, root, options = dataset_arguments(source, filesystem=filesystem, on_corrupt=on_corrupt,
                                              on_stale_deletions=on_stale_deletions, storage_options=storage_options,
                                              partitioning=partitioning, index_root=index_root, format=format,
-                                             schema=schema)  # fmt: skip
+                                             schema=schema, ignore_prefixes=ignore_prefixes,
+                                             exclude_invalid_files=exclude_invalid_files)  # fmt: skip
     return IndexedDataset(store, root, **options)
 
 
 def dataset_arguments(source: Any, *, filesystem: Any, on_corrupt: str, on_stale_deletions: str, storage_options: Any,
-                      partitioning: Any, index_root: Any, format: Any, schema: Any) -> tuple[Store, str, dict[str, Any]]:  # fmt: skip
+                      partitioning: Any, index_root: Any, format: Any, schema: Any, ignore_prefixes: Any = None,
+                      exclude_invalid_files: bool = False) -> tuple[Store, str, dict[str, Any]]:  # fmt: skip
     """:func:`dataset`'s arguments as ``(store, root, options)`` of :class:`IndexedDataset`."""
     check_format(format)
     check_schema(schema)
@@ -594,5 +599,6 @@ def dataset_arguments(source: Any, *, filesystem: Any, on_corrupt: str, on_stale
                                **{k: v for k, v in given.items() if v is not None}}  # fmt: skip
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
         return store, root, {**options, "source": source}
+    explicit = discovered_files(store, root, explicit, ignore_prefixes, exclude_invalid_files, given["format"])
     only = [posixpath.relpath(p, root) for p in explicit] if explicit is not None else None  # a file or a list of files: only those, in the order given (as pyarrow and Polars read them)
     return store, root, {**options, "partitioning": partitioning, "only": only}
