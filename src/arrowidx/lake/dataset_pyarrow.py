@@ -206,7 +206,10 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         return ds.InMemoryDataset(self.to_table()).join_asof(_in_memory(right_dataset), on, by, tolerance, right_on, right_by)
 
     def replace_schema(self, schema: pa.Schema) -> PyarrowDataset:
-        """This dataset read with ``schema`` (pyarrow's ``Dataset.replace_schema``)."""
+        """This dataset read with ``schema`` (pyarrow's ``Dataset.replace_schema``; a union of
+        datasets calls it on each with the union's schema)."""
+        if schema.equals(self._arrow_schema, check_metadata=True):
+            return self
         return PyarrowDataset(self.store, self.root, **{**self._options, "schema": schema, "scan_filter": self._filter})
 
 
