@@ -264,3 +264,19 @@ def test_discovery_options_find_what_pyarrow_finds(tmp_path, options):
     data = arrowidx.dataset(root, partitioning=None, **options)
     assert data.files == plain.files
     assert data.to_table(filter=pc.field("a") > 2).equals(plain.to_table(filter=pc.field("a") > 2))
+
+
+def test_a_formats_int96_unit_is_judged_on_the_values_read(tmp_path):
+    """INT96 timestamps read in ms (truncated, as pyarrow reads them) match a filter on the ms
+    value: the index, built from the nanosecond values, does not judge it."""
+    import datetime
+
+    start = datetime.datetime(2024, 1, 1)
+    stamps = [start + datetime.timedelta(microseconds=1234 * i) for i in range(1000)]
+    pq.write_table(pa.table({"ts": stamps, "v": range(1000)}), tmp_path / "x.parquet", use_deprecated_int96_timestamps=True)
+    arrowidx.build(str(tmp_path), {"file-index.bitmap.columns": "ts"}, progress=False)
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="ms"))
+    expr = pc.field("ts") == pa.scalar(start + datetime.timedelta(milliseconds=1), pa.timestamp("ms"))
+    want = ds.dataset(tmp_path, format=fmt).to_table().filter(expr)
+    assert want.num_rows == 1
+    assert arrowidx.dataset(tmp_path, format=fmt).to_table(filter=expr).equals(want)

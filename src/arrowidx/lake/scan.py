@@ -379,16 +379,17 @@ class IndexedDataset:
         return out + [c for c in sorted(self.lake.columns_of(filter)) if c not in out]
 
     def _cast_filter(self, filter) -> bool:
-        """Whether ``filter`` reads a column that ``dataset(schema=)`` gives another type than
-        the files have (or that they lack): their indexes and statistics, made of the files'
-        values, do not judge it; the filter is applied to the rows read, cast (pyarrow's meaning)."""
+        """Whether ``filter`` reads a column that ``dataset(schema=)`` (or a ``format=``'s read
+        options: INT96 units...) gives another type than the files have (or that they lack):
+        their indexes and statistics, made of the files' values, do not judge it; the filter is
+        applied to the rows read, cast (pyarrow's meaning). Read as a dictionary is no cast."""
         lake = self.lake
-        if lake.given_schema is None or filter is None or not lake.files:
+        if (lake.given_schema is None and lake.given_format is None) or filter is None or not lake.files:
             return False
         if self._cast is None:
             found = with_partition_fields(lake.footer(lake.files[0]).schema.to_arrow_schema(), lake.partitioning)
-            self._cast = frozenset(f.name for f in lake.given_schema
-                                   if found.get_field_index(f.name) < 0 or not found.field(f.name).type.equals(f.type))  # fmt: skip
+            self._cast = frozenset(f.name for f in self.schema if found.get_field_index(f.name) < 0
+                                   or not _same_values(found.field(f.name).type, f.type))  # fmt: skip
         return bool(self._cast & self.lake.columns_of(filter))
 
     def _read_route(self, route: Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
@@ -529,6 +530,11 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
     for table in tables:
         if table is not None and table.num_rows:
             yield from table.to_batches()
+
+
+def _same_values(found: pa.DataType, read: pa.DataType) -> bool:
+    """Whether a file's column of type ``found`` read as ``read`` keeps its values."""
+    return read.equals(found) or (pa.types.is_dictionary(read) and read.value_type.equals(found))
 
 
 def _masked(batches: Iterator[pa.RecordBatch], filter, names: list[str], columns: list[str] | None) -> Iterator[pa.RecordBatch]:
