@@ -30,6 +30,7 @@ from ..lake.scan import CHANGED_RETRIES, IndexedDataset
 from ..statistics import opaque_polars, polars_parts
 from ..storage import ObjectChangedError
 from .arguments import UNSET, ScanArguments, engine_source, polars_decides
+from .count import asked_for, count_frames, live_rows, source_schema, with_count_column
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -119,14 +120,15 @@ def scan(
         if isinstance(source, IndexedDataset):
             raise
         return pl.scan_parquet(source, **arguments.polars_kwargs())  # its schema is not Parquet: Polars' own error, at collect()
-    kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
+    kwargs: dict[str, Any] = {"schema": source_schema(src.schema), "validate_schema": False}
     params = _io_source_parameters()
     if "is_pure" in params:  # one read per query plan; repeated scans may share it
         kwargs["is_pure"] = True
     if "explain_name" in params:
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
-    return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
+    lf = pl.io.plugins.register_io_source(src, **kwargs).select(list(src.schema))  # (without COUNT_COLUMN)
+    return arguments.shape(lf)
 
 
 def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: Any) -> pl.LazyFrame:
@@ -216,7 +218,37 @@ class _Source:
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        return _polars_errors(self._run_again_if_changed(with_columns, predicate, n_rows, batch_size))
+        asked, columns = asked_for(with_columns, self.schema)
+        if columns == [] and predicate is None:  # pl.len(): no column is read (see arrowidx.polars.count)
+            return _polars_errors(self._count(n_rows, batch_size))
+        frames = _polars_errors(self._run_again_if_changed(columns, predicate, n_rows, batch_size))
+        return with_count_column(frames, asked)
+
+    def _count(self, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+        """The live rows (the first ``n_rows``) as frames of no column of the dataset: the
+        files' row counts (the manifest's, else their footers') minus their deleted rows."""
+        start = time.perf_counter()
+        listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
+        planned = plan_scan(self.data, None, always=listening)  # (plans only when something is deleted, or to report)
+        rows = 0
+        if planned.plans is None:
+            manifest = self.data.manifest.files
+            for rel in self.data.files:
+                entry = manifest.get(rel)
+                n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
+                rows += live_rows(n, 0, n_rows, rows)
+        else:
+            for plan in planned.plans:
+                dv = planned.vectors.get(plan.path)
+                rows += live_rows(plan.rows, dv.cardinality if dv is not None else 0, n_rows, rows)
+        yield from count_frames(rows, batch_size)
+        if listening:
+            report = ScanReport(self.data.root, None, planned.translation, planned.plans, with_columns=[], n_rows=n_rows,
+                                rows_returned=rows, seconds=time.perf_counter() - start)  # fmt: skip
+            if log.isEnabledFor(logging.INFO):
+                log.info("%s", report.summary())
+            if self.on_scan is not None:
+                self.on_scan(report)
 
     def _run_again_if_changed(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         """:meth:`_run`; a data file found replaced or gone when read (planned from the
@@ -286,7 +318,7 @@ class _Source:
         needed = list(
             dict.fromkeys(columns + [c for c in _root_names(predicate) if c in self.schema])
         )
-        if not needed:  # e.g. pl.len(): read one column for the row count
+        if not needed:  # rows of no column with a predicate on none: read one column for the row count
             needed = [next(iter(self.schema))]
         listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
         # A report lists every file's plan; without one, a scan the indexes cannot prune

@@ -1,0 +1,71 @@
+"""Counting rows without reading a column: what ``lf.select(pl.len())`` asks of a scan.
+
+Polars gives an IO source no empty projection: when a query needs no column of the scan
+(``select(pl.len())``, ``with_row_index().select("index")`` aside), it asks for the first
+column of the source's schema. So the source declares one more column first,
+:data:`COUNT_COLUMN` (type Null, never read), and :func:`arrowidx.polars.scan` returns the
+source with the dataset's own columns selected over it (the frame's schema is the
+dataset's). A query needing no column then asks for that one alone, and the source answers
+it from the files' row counts (the manifest's, else the footers') minus the deleted rows:
+no data page is read, as Polars' own Parquet scan answers ``pl.len()`` from footers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import polars as pl
+
+#: the column a scan declares first so that a query needing no column asks for it (never read)
+COUNT_COLUMN = "__arrowidx_len"
+
+
+def source_schema(schema: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """The schema the IO source declares: :data:`COUNT_COLUMN`, then the dataset's columns."""
+    return {COUNT_COLUMN: pl.Null(), **schema}
+
+
+def asked_for(with_columns: list[str] | None, schema: dict[str, pl.DataType]) -> tuple[list[str], list[str] | None]:
+    """``(the columns Polars asked for, the dataset's columns among them)``; the second is
+    None when Polars asked for every column (it gives no list then)."""
+    if with_columns is None:
+        return [COUNT_COLUMN, *schema], None
+    return list(with_columns), [c for c in with_columns if c != COUNT_COLUMN]
+
+
+def nulls(height: int) -> pl.Series:
+    """The :data:`COUNT_COLUMN` of a frame of ``height`` rows (a Null column holds no buffer)."""
+    return pl.repeat(None, height, dtype=pl.Null, eager=True).alias(COUNT_COLUMN)
+
+
+def with_count_column(frames: Iterator[pl.DataFrame], asked: list[str]) -> Iterator[pl.DataFrame]:
+    """``frames`` (the dataset's columns asked for) with :data:`COUNT_COLUMN` where Polars
+    asked for it."""
+    if COUNT_COLUMN not in asked:
+        yield from frames
+        return
+    at = asked.index(COUNT_COLUMN)
+    for df in frames:
+        yield df.insert_column(at, nulls(df.height))
+
+
+def count_frames(rows: int, batch_size: int | None) -> Iterator[pl.DataFrame]:
+    """``rows`` rows of :data:`COUNT_COLUMN` alone, in frames of at most ``batch_size`` rows
+    (always one, maybe empty, so that Polars gets the schema)."""
+    size = batch_size or rows or 1
+    done = 0
+    while True:
+        n = min(size, rows - done)
+        yield nulls(n).to_frame()
+        done += n
+        if done >= rows:
+            return
+
+
+def live_rows(rows: int, deleted: int, n_rows: int | None, counted: int) -> int:
+    """Rows a file adds to a count: its ``rows`` minus ``deleted`` ones, at most what is
+    left of a row limit ``n_rows`` after ``counted`` rows."""
+    live = rows - deleted
+    if n_rows is not None:
+        live = min(live, max(0, n_rows - counted))
+    return live
