@@ -79,11 +79,6 @@ KNOWN_GAPS: dict[str, str] = {
     'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-False-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
     'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-True-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
     'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-True-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletion_skips_file_with_all_rows_deleted': "a Parquet file Polars reads (a crafted footer) is refused by arrowidx's footer check",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[0]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[27]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[38]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[73]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
 }
 
 EXPECTED: dict[str, tuple[str, str]] = {

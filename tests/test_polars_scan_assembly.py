@@ -7,6 +7,7 @@ always ``pl.scan_parquet`` of the same files (minus arrowidx's deleted rows, by 
 from __future__ import annotations
 
 import os
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -18,6 +19,7 @@ from polars.testing import assert_frame_equal
 
 import arrowidx
 from arrowidx import polars as apl
+from arrowidx.errors import OptionError
 
 from .counting_reads import CountingReads, chunk_reads, reads
 
@@ -124,3 +126,59 @@ def test_a_footer_longer_than_the_file_is_still_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptIndexError, match="a.parquet.*past the start"):
         apl.scan(path).select(pl.len()).collect()
+
+
+def _position_deletes(path, positions) -> str:
+    """An Iceberg position-delete file (as Polars' own test writes them)."""
+    pl.DataFrame({"pos": positions}, schema={"pos": pl.Int64}).select(pl.lit("").alias("file_path"), "pos").write_parquet(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("own", [None, np.arange(0, 300, 5)], ids=["no deletes of arrowidx", "deletes of arrowidx"])
+def test_polars_position_deletes_with_arrowidx_deletes(tmp_path, own):
+    """Polars' _deletion_files (rows by position, per file index) and arrowidx's deletion
+    vectors: a row deleted by either is gone. The reference: Polars' scan with the same
+    _deletion_files, minus arrowidx's deleted ids."""
+    _lake(tmp_path / "lake", own)
+    files = {0: [_position_deletes(tmp_path / "d0", [1, 2, 5, 7, 50])],
+             2: [_position_deletes(tmp_path / "d1", [0, 99, 400]), _position_deletes(tmp_path / "d2", [3, 5])]}  # fmt: skip
+    deletion_files = ("iceberg", (files, {}))
+    want = pl.scan_parquet(tmp_path / "lake" / "*.parquet", _deletion_files=deletion_files)
+    if own is not None:
+        want = want.filter(~pl.col("id").is_in(own))
+    got = apl.scan(tmp_path / "lake", _deletion_files=deletion_files)
+    for q in (*QUERIES.values(), lambda lf: lf.filter(pl.col("k").is_in([0, 3])), lambda lf: lf.head(120).filter(pl.col("k") == 0)):
+        assert_frame_equal(q(got).collect(), q(want).collect())
+    kwargs = {"include_file_paths": "path", "row_index_name": "i"}
+    got = apl.scan(tmp_path / "lake" / "*.parquet", _deletion_files=deletion_files, **kwargs)
+    want = pl.scan_parquet(tmp_path / "lake" / "*.parquet", _deletion_files=deletion_files, **kwargs)
+    if own is not None:
+        want, got = want.filter(~pl.col("id").is_in(own)).drop("i"), got.drop("i")
+    assert_frame_equal(got.collect(), want.collect())
+
+
+def test_polars_only_deletion_files(tmp_path):
+    """Puffin deletion vectors (or a Delta callback) are Polars' to apply: the scan is
+    Polars' own when arrowidx deleted nothing, refused by name when it did."""
+    _lake(tmp_path / "lake")
+    deletion_files = ("iceberg", ({}, {0: str(tmp_path / "no.puffin")}))
+    lf = apl.scan(tmp_path / "lake", _deletion_files=deletion_files)
+    assert "arrowidx" not in lf.explain()
+    arrowidx.delete(tmp_path / "lake", pc.field("id") == 3, progress=False)
+    with pytest.raises(OptionError, match="_deletion_files"):
+        apl.scan(tmp_path / "lake", _deletion_files=deletion_files)
+
+
+def test_a_file_whose_every_row_is_deleted_is_not_opened(tmp_path):
+    """As Polars: a file whose rows _deletion_files deletes all is not read (here its data
+    pages are gone, so reading it would fail)."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    for i in range(3):
+        pl.DataFrame({"x": range(i * 5, i * 5 + 5)}).write_parquet(root / f"{i}.parquet")
+    _footer_only(root / "1.parquet")
+    deletion_files = ("iceberg", ({1: [_position_deletes(tmp_path / "d", [0, 1, 2, 3, 4])]}, {}))
+    want = pl.scan_parquet(root, _deletion_files=deletion_files).collect()
+    assert_frame_equal(apl.scan(root, _deletion_files=deletion_files).collect(), want)
+    with pytest.raises(pl.exceptions.ComputeError):
+        apl.scan(root).collect()

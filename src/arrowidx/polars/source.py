@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .. import facts
 from .._roaring import bitmap_of, positions_of
-from ..errors import NotParquetError
+from ..errors import NotParquetError, OptionError
 from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.plan import index_pruned
@@ -31,6 +31,7 @@ from ..statistics import opaque_polars, polars_parts
 from ..storage import ObjectChangedError
 from .arguments import UNSET, ScanArguments, engine_source, polars_decides
 from .count import asked_for, count_frames, live_rows, source_schema, with_count_column
+from .deletion_files import PositionDeletes, polars_only
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -107,15 +108,25 @@ def scan(
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
+    deletes = None
+    if arguments.deletion_files is not None:
+        if polars_only(arguments.deletion_files):  # Puffin deletion vectors, a Delta callback: Polars' to apply
+            if data.lake.has_deletions():
+                raise OptionError(
+                    "arrowidx.polars.scan cannot apply Polars' _deletion_files of Puffin deletion vectors or a Delta"
+                    f" callback together with the rows deleted from {data.root} by arrowidx.delete"
+                )
+            return pl.scan_parquet(source, **arguments.polars_kwargs())
+        deletes = PositionDeletes.of(arguments.deletion_files, storage_options)
     if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
-        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, reader=reader, on_scan=on_scan))
+        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, deletes, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
     if reader == "polars" and not local:
         raise ValueError(
             "reader='polars' reads local files only; use reader='pyarrow' for other filesystems"
         )
     try:
-        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan, deletes=deletes)
     except NotParquetError:
         if isinstance(source, IndexedDataset):
             raise
@@ -131,7 +142,7 @@ def scan(
     return arguments.shape(lf)
 
 
-def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: Any) -> pl.LazyFrame:
+def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: PositionDeletes | None, **options: Any) -> pl.LazyFrame:
     """The lake's rows with a column ``name`` holding each row's file path (Polars'
     ``include_file_paths``: a file named in ``source`` as it was spelt there, a file found
     in a folder or by a glob by its full path): the files scanned one by one (each planned
@@ -150,7 +161,11 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: An
         spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
     lake = data.lake
     parts = []
-    for rel in data.files:
+    for i, rel in enumerate(data.files):
+        if deletes is not None and deletes.files.get(i):  # (the file's deletes, as the first of its scan)
+            options["_deletion_files"] = ("iceberg", ({0: list(deletes.files[i])}, {}))
+        else:
+            options.pop("_deletion_files", None)
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
                              partitioning=lake.partitioning, only=[rel])  # fmt: skip
         path = join(data.root, rel)
@@ -210,8 +225,9 @@ class _Source:
 
     WAVE_ROWS = 32_000_000  # rows read per parallel wave (bounds memory with the streaming engine)
 
-    def __init__(self, data: IndexedDataset, *, native: bool, on_scan):
+    def __init__(self, data: IndexedDataset, *, native: bool, on_scan, deletes: PositionDeletes | None = None):
         self.data = data
+        self.deletes = deletes  # Polars' _deletion_files: rows deleted by position besides arrowidx's
         self.native = native
         self.on_scan = on_scan
         self.arrow_schema = data.schema
@@ -229,7 +245,7 @@ class _Source:
         files' row counts (the manifest's, else their footers') minus their deleted rows."""
         start = time.perf_counter()
         listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
-        planned = plan_scan(self.data, None, always=listening)  # (plans only when something is deleted, or to report)
+        planned = self._plan(None, always=listening)  # (plans only when something is deleted, or to report)
         rows = 0
         if planned.plans is None:
             manifest = self.data.manifest.files
@@ -266,6 +282,13 @@ class _Source:
                     raise
 
     # -- planning --------------------------------------------------------------------------------
+    def _plan(self, predicate, *, always: bool):
+        """:func:`plan_scan`, with Polars' positional deletes (``_deletion_files``) added to the
+        deletion vectors (every file planned then)."""
+        if self.deletes is None:
+            return plan_scan(self.data, predicate, always=always)
+        return self.deletes.merged(plan_scan(self.data, predicate, always=True), self.data.files)
+
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
         """The row ranges to read per file, cut at the first ``n_rows`` live rows."""
         remaining = n_rows
@@ -288,8 +311,8 @@ class _Source:
                     remaining = 0
                 else:
                     remaining -= live
-            if plan.skipped or not plan.row_groups:
-                continue
+            if plan.skipped or not plan.row_groups or deleted.size >= plan.rows:
+                continue  # (a file whose every row is deleted is not opened)
             offsets = plan.row_group_offsets
             if plan.result.kind == "bitmap" and len(plan.result.bitmap) <= _FEW_ROWS:
                 # A handful of rows: slice just them (Polars then decodes less than a row group).
@@ -325,7 +348,7 @@ class _Source:
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
-        planned = plan_scan(self.data, predicate, always=always)
+        planned = self._plan(predicate, always=always)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
