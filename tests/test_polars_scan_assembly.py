@@ -182,3 +182,34 @@ def test_a_file_whose_every_row_is_deleted_is_not_opened(tmp_path):
     assert_frame_equal(apl.scan(root, _deletion_files=deletion_files).collect(), want)
     with pytest.raises(pl.exceptions.ComputeError):
         apl.scan(root).collect()
+
+
+@pytest.mark.parametrize("hive", [False, True], ids=["flat", "hive"])
+@pytest.mark.parametrize("file_paths", [None, "path"])
+@pytest.mark.parametrize("row_index", [None, "i"])
+def test_missing_columns_insert_with_file_paths_and_hive(tmp_path, hive, file_paths, row_index):
+    """missing_columns='insert' where a later file lacks a column: with each row's file
+    path, a row index, Hive folders: Polars' columns, order, types and values."""
+    a = pl.DataFrame({"col": [5, 10, 1996], "missing": [420, 2000, 9]})
+    b = pl.DataFrame({"col": [13, 37]})
+    root = tmp_path / "lake"
+    if hive:
+        (root / "h=0").mkdir(parents=True)
+        (root / "h=1").mkdir()
+        a.write_parquet(root / "h=0" / "a.parquet")
+        b.write_parquet(root / "h=1" / "b.parquet")
+        source = root
+    else:
+        root.mkdir()
+        a.write_parquet(root / "a.parquet")
+        b.write_parquet(root / "b.parquet")
+        source = root / "*.parquet"
+    kwargs = {"missing_columns": "insert", "include_file_paths": file_paths, "row_index_name": row_index, "hive_partitioning": hive}
+    want = pl.scan_parquet(source, **kwargs)
+    arrowidx.build(root, {"file-index.bitmap.columns": "col,missing"}, progress=False)
+    got = apl.scan(source, **kwargs)
+    assert got.collect_schema() == want.collect_schema()
+    for q in (lambda lf: lf, lambda lf: lf.select(pl.col("missing")), lambda lf: lf.filter(pl.col("missing").is_null()),
+              lambda lf: lf.filter(pl.col("col") == 13), lambda lf: lf.select(pl.len())):  # fmt: skip
+        for engine in ("in-memory", "streaming"):
+            assert_frame_equal(q(got).collect(engine=engine), q(want).collect(engine=engine))

@@ -160,6 +160,7 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: Posi
     if uris:
         spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
     lake = data.lake
+    full = polars_schema(data, isinstance(data.fs, pafs.LocalFileSystem) and options.get("reader") != "pyarrow")
     parts = []
     for i, rel in enumerate(data.files):
         if deletes is not None and deletes.files.get(i):  # (the file's deletes, as the first of its scan)
@@ -170,7 +171,11 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: Posi
                              partitioning=lake.partitioning, only=[rel])  # fmt: skip
         path = join(data.root, rel)
         shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
-        parts.append(scan(one, **options).with_columns(pl.lit(shown, pl.String).alias(name)))
+        part = scan(one, **options)
+        if lake.missing_columns == "insert":  # the file's frame in the lake's columns, those it lacks NULL (as Polars)
+            have = part.collect_schema()
+            part = part.with_columns([pl.lit(None, full[c]).alias(c) for c in full if c not in have]).select(list(full))
+        parts.append(part.with_columns(pl.lit(shown, pl.String).alias(name)))
     if not parts:
         return pl.LazyFrame(schema={**polars_schema(data, False), name: pl.String})
     return pl.concat(parts, how="vertical_relaxed")
@@ -640,10 +645,14 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     """Files of a Hive layout, each with its partition values as columns (in the dataset's
     types), one after the other, with the row index over them all."""
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    extra: dict[str, Any] = {}
+    if data.lake.missing_columns == "insert":  # every file read against the first file's columns, those it lacks NULL
+        first = join(data.root, data.files[0])
+        extra = {"missing_columns": "insert", "schema": dict(pl.scan_parquet(first, glob=False, hive_partitioning=False).collect_schema())}
     frames = []
     for rel, path in zip(rels, paths):
         values = partition_values(data.lake.partition_expressions.get(rel, pc.scalar(True)))
-        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, **extra)
         constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
         frames.append(lf.with_columns(constants) if constants else lf)
     scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
