@@ -13,6 +13,7 @@ no data page is read, as Polars' own Parquet scan answers ``pl.len()`` from foot
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import polars as pl
 
@@ -62,10 +63,22 @@ def count_frames(rows: int, batch_size: int | None) -> Iterator[pl.DataFrame]:
             return
 
 
-def live_rows(rows: int, deleted: int, n_rows: int | None, counted: int) -> int:
-    """Rows a file adds to a count: its ``rows`` minus ``deleted`` ones, at most what is
-    left of a row limit ``n_rows`` after ``counted`` rows."""
-    live = rows - deleted
-    if n_rows is not None:
-        live = min(live, max(0, n_rows - counted))
-    return live
+def live_rows(data: Any, planned: Any, n_rows: int | None) -> int:
+    """The live rows of ``data`` (the first ``n_rows``): with no plans (``planned.plans``
+    None: nothing deleted), the files' row counts, the manifest's or else their footers';
+    otherwise each planned file's rows minus its deletion vector's (``planned.vectors``)."""
+    rows = 0
+    if planned.plans is None:
+        manifest = data.manifest.files
+        for rel in data.files:
+            entry = manifest.get(rel)
+            rows += entry.rows if entry is not None and entry.rows else data.lake.row_count(rel)
+            if n_rows is not None and rows >= n_rows:
+                break
+    else:
+        for plan in planned.plans:
+            dv = planned.vectors.get(plan.path)
+            rows += plan.rows - (dv.cardinality if dv is not None else 0)
+            if n_rows is not None and rows >= n_rows:
+                break
+    return rows if n_rows is None else min(rows, n_rows)

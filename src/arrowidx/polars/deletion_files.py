@@ -35,9 +35,8 @@ class PositionDeletes:
 
     @classmethod
     def of(cls, value: Any, storage_options: dict[str, Any] | None = None) -> PositionDeletes | None:
-        """The position deletes of ``_deletion_files``; None when it holds none arrowidx
-        applies itself (Puffin deletion vectors, a Delta callback: see :func:`polars_only`)."""
-        if polars_only(value):
+        """The position deletes of ``_deletion_files``; None when there are none."""
+        if value is None:
             return None
         try:
             kind, (positions, _vectors) = value
@@ -87,11 +86,17 @@ class PositionDeletes:
         return planned._replace(vectors=vectors)
 
 
-def polars_only(value: Any) -> bool:
-    """``_deletion_files`` that only Polars applies: Puffin deletion vectors, a Delta callback."""
+def polars_applies(value: Any, data: Any) -> bool:
+    """Whether ``pl.scan_parquet`` is to read the scan with ``_deletion_files`` ``value``:
+    Puffin deletion vectors or a Delta callback, which only Polars applies, on a dataset
+    ``data`` from which arrowidx deleted nothing; refused by name if it did (Polars would
+    bring its deleted rows back)."""
     if not isinstance(value, tuple) or len(value) != 2:
         return False
     kind, body = value
-    if kind != "iceberg":
-        return True
-    return isinstance(body, tuple) and len(body) == 2 and bool(body[1])
+    if kind == "iceberg" and not (isinstance(body, tuple) and len(body) == 2 and body[1]):
+        return False  # position-delete files alone: arrowidx applies them (PositionDeletes)
+    if data.lake.has_deletions():
+        raise OptionError(f"arrowidx.polars.scan cannot apply Polars' _deletion_files of {kind!r} deletion vectors together"
+                          f" with the rows arrowidx.delete deleted from {data.root}; read one or the other")  # fmt: skip
+    return True

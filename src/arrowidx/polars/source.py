@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .. import facts
 from .._roaring import bitmap_of, positions_of
-from ..errors import NotParquetError, OptionError
+from ..errors import NotParquetError
 from ..lake.layout import join
 from ..lake.partitions import partition_values
 from ..lake.plan import index_pruned
@@ -31,7 +31,7 @@ from ..statistics import opaque_polars, polars_parts
 from ..storage import ObjectChangedError
 from .arguments import UNSET, ScanArguments, engine_source, polars_decides
 from .count import asked_for, count_frames, live_rows, source_schema, with_count_column
-from .deletion_files import PositionDeletes, polars_only
+from .deletion_files import PositionDeletes, polars_applies
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -108,16 +108,9 @@ def scan(
     )
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
-    deletes = None
-    if arguments.deletion_files is not None:
-        if polars_only(arguments.deletion_files):  # Puffin deletion vectors, a Delta callback: Polars' to apply
-            if data.lake.has_deletions():
-                raise OptionError(
-                    "arrowidx.polars.scan cannot apply Polars' _deletion_files of Puffin deletion vectors or a Delta"
-                    f" callback together with the rows deleted from {data.root} by arrowidx.delete"
-                )
-            return pl.scan_parquet(source, **arguments.polars_kwargs())
-        deletes = PositionDeletes.of(arguments.deletion_files, storage_options)
+    if polars_applies(arguments.deletion_files, data):  # Puffin deletion vectors, a Delta callback, nothing deleted here
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    deletes = PositionDeletes.of(arguments.deletion_files, storage_options)
     if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
         return arguments.shape(_with_file_paths(data, arguments.file_paths, source, deletes, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
@@ -251,17 +244,7 @@ class _Source:
         start = time.perf_counter()
         listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
         planned = self._plan(None, always=listening)  # (plans only when something is deleted, or to report)
-        rows = 0
-        if planned.plans is None:
-            manifest = self.data.manifest.files
-            for rel in self.data.files:
-                entry = manifest.get(rel)
-                n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
-                rows += live_rows(n, 0, n_rows, rows)
-        else:
-            for plan in planned.plans:
-                dv = planned.vectors.get(plan.path)
-                rows += live_rows(plan.rows, dv.cardinality if dv is not None else 0, n_rows, rows)
+        rows = live_rows(self.data, planned, n_rows)
         yield from count_frames(rows, batch_size)
         if listening:
             report = ScanReport(self.data.root, None, planned.translation, planned.plans, with_columns=[], n_rows=n_rows,
