@@ -213,3 +213,16 @@ def test_missing_columns_insert_with_file_paths_and_hive(tmp_path, hive, file_pa
               lambda lf: lf.filter(pl.col("col") == 13), lambda lf: lf.select(pl.len())):  # fmt: skip
         for engine in ("in-memory", "streaming"):
             assert_frame_equal(q(got).collect(engine=engine), q(want).collect(engine=engine))
+
+
+def test_a_column_named_as_the_count_column(tmp_path):
+    """A dataset with its own column ``__arrowidx_len``: its values, and counts, as Polars."""
+    from arrowidx.polars.count import COUNT_COLUMN
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    pl.DataFrame({COUNT_COLUMN: [1, 2, 3], "x": ["a", "b", "c"]}).write_parquet(root / "a.parquet")
+    arrowidx.build(root, {"file-index.bitmap.columns": "x"}, progress=False)
+    for q in (lambda lf: lf, lambda lf: lf.select(pl.len()), lambda lf: lf.filter(pl.col("x") == "b")):
+        for engine in ("in-memory", "streaming"):
+            assert_frame_equal(q(apl.scan(root)).collect(engine=engine), q(pl.scan_parquet(root)).collect(engine=engine))

@@ -22,16 +22,22 @@ COUNT_COLUMN = "__arrowidx_len"
 
 
 def source_schema(schema: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
-    """The schema the IO source declares: :data:`COUNT_COLUMN`, then the dataset's columns."""
-    return {COUNT_COLUMN: pl.Null(), **schema}
+    """The schema the IO source declares: :data:`COUNT_COLUMN`, then the dataset's columns
+    (the dataset's alone if it has a column of that name: a count then reads a column)."""
+    return schema if COUNT_COLUMN in schema else {COUNT_COLUMN: pl.Null(), **schema}
 
 
-def asked_for(with_columns: list[str] | None, schema: dict[str, pl.DataType]) -> tuple[list[str], list[str] | None]:
-    """``(the columns Polars asked for, the dataset's columns among them)``; the second is
-    None when Polars asked for every column (it gives no list then)."""
+def asked_for(with_columns: list[str] | None, schema: dict[str, pl.DataType]) -> tuple[int | None, list[str] | None]:
+    """``(where Polars wants COUNT_COLUMN among the columns it asked for (None: not at
+    all), the dataset's columns it asked for)``; the second is None when Polars asked for
+    every column (it gives no list then)."""
+    if COUNT_COLUMN in schema:  # (the dataset's own column: see source_schema)
+        return None, with_columns
     if with_columns is None:
-        return [COUNT_COLUMN, *schema], None
-    return list(with_columns), [c for c in with_columns if c != COUNT_COLUMN]
+        return 0, None
+    if COUNT_COLUMN not in with_columns:
+        return None, list(with_columns)
+    return list(with_columns).index(COUNT_COLUMN), [c for c in with_columns if c != COUNT_COLUMN]
 
 
 def nulls(height: int) -> pl.Series:
@@ -39,25 +45,23 @@ def nulls(height: int) -> pl.Series:
     return pl.repeat(None, height, dtype=pl.Null, eager=True).alias(COUNT_COLUMN)
 
 
-def with_count_column(frames: Iterator[pl.DataFrame], asked: list[str]) -> Iterator[pl.DataFrame]:
-    """``frames`` (the dataset's columns asked for) with :data:`COUNT_COLUMN` where Polars
-    asked for it."""
-    if COUNT_COLUMN not in asked:
+def with_count_column(frames: Iterator[pl.DataFrame], at: int | None) -> Iterator[pl.DataFrame]:
+    """``frames`` with :data:`COUNT_COLUMN` inserted at ``at`` (None: as they are)."""
+    if at is None:
         yield from frames
         return
-    at = asked.index(COUNT_COLUMN)
     for df in frames:
         yield df.insert_column(at, nulls(df.height))
 
 
 def count_frames(rows: int, batch_size: int | None) -> Iterator[pl.DataFrame]:
-    """``rows`` rows of :data:`COUNT_COLUMN` alone, in frames of at most ``batch_size`` rows
-    (always one, maybe empty, so that Polars gets the schema)."""
+    """``rows`` rows of no column, in frames of at most ``batch_size`` rows (always one,
+    maybe empty, so that Polars gets the schema)."""
     size = batch_size or rows or 1
     done = 0
     while True:
         n = min(size, rows - done)
-        yield nulls(n).to_frame()
+        yield nulls(n).to_frame().drop(COUNT_COLUMN)
         done += n
         if done >= rows:
             return

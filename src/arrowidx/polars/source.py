@@ -232,11 +232,11 @@ class _Source:
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        asked, columns = asked_for(with_columns, self.schema)
+        at, columns = asked_for(with_columns, self.schema)
         if columns == [] and predicate is None:  # pl.len(): no column is read (see arrowidx.polars.count)
-            return _polars_errors(self._count(n_rows, batch_size))
+            return with_count_column(_polars_errors(self._count(n_rows, batch_size)), at)
         frames = _polars_errors(self._run_again_if_changed(columns, predicate, n_rows, batch_size))
-        return with_count_column(frames, asked)
+        return with_count_column(frames, at)
 
     def _count(self, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         """The live rows (the first ``n_rows``) as frames of no column of the dataset: the
