@@ -54,17 +54,10 @@ def with_count_column(frames: Iterator[pl.DataFrame], at: int | None) -> Iterato
         yield df.insert_column(at, nulls(df.height))
 
 
-def count_frames(rows: int, batch_size: int | None) -> Iterator[pl.DataFrame]:
-    """``rows`` rows of no column, in frames of at most ``batch_size`` rows (always one,
-    maybe empty, so that Polars gets the schema)."""
-    size = batch_size or rows or 1
-    done = 0
-    while True:
-        n = min(size, rows - done)
-        yield nulls(n).to_frame().drop(COUNT_COLUMN)
-        done += n
-        if done >= rows:
-            return
+def count_frames(rows: int) -> Iterator[pl.DataFrame]:
+    """``rows`` rows of no column, as one frame (Polars' batch size hint is not followed: a
+    frame of no column holds no data, and slicing it costs ~0.1 ms a slice, 7 ms for 4M rows)."""
+    yield nulls(rows).to_frame().drop(COUNT_COLUMN)
 
 
 def live_rows(data: Any, planned: Any, n_rows: int | None) -> int:

@@ -234,18 +234,18 @@ class _Source:
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         at, columns = asked_for(with_columns, self.schema)
         if columns == [] and predicate is None:  # pl.len(): no column is read (see arrowidx.polars.count)
-            return with_count_column(_polars_errors(self._count(n_rows, batch_size)), at)
+            return with_count_column(_polars_errors(self._count(n_rows)), at)
         frames = _polars_errors(self._run_again_if_changed(columns, predicate, n_rows, batch_size))
         return with_count_column(frames, at)
 
-    def _count(self, n_rows, batch_size) -> Iterator[pl.DataFrame]:
+    def _count(self, n_rows) -> Iterator[pl.DataFrame]:
         """The live rows (the first ``n_rows``) as frames of no column of the dataset: the
         files' row counts (the manifest's, else their footers') minus their deleted rows."""
         start = time.perf_counter()
         listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
         planned = self._plan(None, always=listening)  # (plans only when something is deleted, or to report)
         rows = live_rows(self.data, planned, n_rows)
-        yield from count_frames(rows, batch_size)
+        yield from count_frames(rows)
         if listening:
             report = ScanReport(self.data.root, None, planned.translation, planned.plans, with_columns=[], n_rows=n_rows,
                                 rows_returned=rows, seconds=time.perf_counter() - start)  # fmt: skip
