@@ -226,3 +226,18 @@ def test_a_column_named_as_the_count_column(tmp_path):
     for q in (lambda lf: lf, lambda lf: lf.select(pl.len()), lambda lf: lf.filter(pl.col("x") == "b")):
         for engine in ("in-memory", "streaming"):
             assert_frame_equal(q(apl.scan(root)).collect(engine=engine), q(pl.scan_parquet(root)).collect(engine=engine))
+
+
+def test_position_deletes_count_files_as_polars_does(tmp_path):
+    """The file index of _deletion_files counts the files Polars reads: a 0-byte file is not
+    one of them (Polars skips it), a hidden one is."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    for name, start in (("a", 0), ("c", 10), ("_d", 20)):
+        pl.DataFrame({"x": range(start, start + 5)}).write_parquet(root / f"{name}.parquet")
+    arrowidx.build(root, {"file-index.bitmap.columns": "x"}, progress=False)
+    (root / "b.parquet").write_bytes(b"")  # (after the build: a build refuses it)
+    for i in range(4):
+        deletion_files = ("iceberg", ({i: [_position_deletes(tmp_path / f"d{i}", [0, 3])]}, {}))
+        want = pl.scan_parquet(root, _deletion_files=deletion_files)
+        assert_frame_equal(apl.scan(root, _deletion_files=deletion_files).collect(), want.collect())
