@@ -280,3 +280,16 @@ def test_a_formats_int96_unit_is_judged_on_the_values_read(tmp_path):
     want = ds.dataset(tmp_path, format=fmt).to_table().filter(expr)
     assert want.num_rows == 1
     assert arrowidx.dataset(tmp_path, format=fmt).to_table(filter=expr).equals(want)
+
+
+def test_polars_scans_it_as_it_scans_the_folder(deleted):
+    pl = pytest.importorskip("polars")
+    from arrowidx import polars as apl
+
+    data = arrowidx.dataset(deleted)
+    for scan in (lambda: apl.scan(deleted), lambda: apl.scan(data)):
+        assert scan().select(pl.len()).collect().item() == 11
+        assert scan().filter(pl.col("a") > 6).select("a").collect()["a"].to_list() == [7, 8, 9, 10, 11]
+        with_paths = apl.scan(data, include_file_paths="p").collect()
+        assert with_paths.height == 11 and 5 not in with_paths["a"].to_list()  # (the deleted row stays deleted)
+        assert sorted(with_paths["p"].unique().to_list()) == sorted(data.files)
