@@ -67,7 +67,7 @@ def live_rows(data: Any, planned: Any, n_rows: int | None) -> int:
     rows = 0
     if planned.plans is None:
         manifest = data.manifest.files
-        for rel in data.files:
+        for rel in data.lake.files:
             entry = manifest.get(rel)
             rows += entry.rows if entry is not None and entry.rows else data.lake.row_count(rel)
             if n_rows is not None and rows >= n_rows:

@@ -79,7 +79,7 @@ def polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
     while that file is unchanged), or Polars' view of the Arrow schema for pyarrow reads."""
     if not native:
         return dict(pl.from_arrow(data.schema.empty_table()).schema)
-    path = join(data.root, data.files[0])
+    path = join(data.root, data.lake.files[0])
     info = data.fs.get_file_info(path)
     partitioning = data.partitioning
 

@@ -155,7 +155,7 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: Posi
     lake = data.lake
     full = polars_schema(data, isinstance(data.fs, pafs.LocalFileSystem) and options.get("reader") != "pyarrow")
     parts = []
-    for i, rel in enumerate(data.files):
+    for i, rel in enumerate(data.lake.files):
         if deletes is not None and deletes.files.get(i):  # (the file's deletes, as the first of its scan)
             options["_deletion_files"] = ("iceberg", ({0: list(deletes.files[i])}, {}))
         else:
@@ -275,7 +275,7 @@ class _Source:
         deletion vectors (every file planned then)."""
         if self.deletes is None:
             return plan_scan(self.data, predicate, always=always)
-        return self.deletes.merged(plan_scan(self.data, predicate, always=True), self.data.files)
+        return self.deletes.merged(plan_scan(self.data, predicate, always=True), self.data.lake.files)
 
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
         """The row ranges to read per file, cut at the first ``n_rows`` live rows."""
@@ -392,7 +392,7 @@ class _Source:
 
         wave: list[str] = []
         rows = 0
-        for rel in self.data.files:
+        for rel in self.data.lake.files:
             entry = manifest.get(rel)
             n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
@@ -630,7 +630,7 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
     extra: dict[str, Any] = {}
     if data.lake.missing_columns == "insert":  # every file read against the first file's columns, those it lacks NULL
-        first = join(data.root, data.files[0])
+        first = join(data.root, data.lake.files[0])
         extra = {"missing_columns": "insert", "schema": dict(pl.scan_parquet(first, glob=False, hive_partitioning=False).collect_schema())}
     frames = []
     for rel, path in zip(rels, paths):
