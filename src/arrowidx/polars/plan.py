@@ -16,6 +16,7 @@ from .. import facts
 from .._roaring import bitmap_of
 from ..lake.files import LakeFiles
 from ..lake.layout import join
+from ..lake.partitions import polars_semantics
 from ..lake.plan import Policy
 from ..lake.plans import FilePlan
 from ..lake.read import every_row_group_matches, is_numeric_range
@@ -86,7 +87,8 @@ def polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
     def make() -> tuple[dict, int]:
         schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
         if partitioning is not None:  # Hive partition columns (their values come from the folders)
-            fields = [f for f in partitioning.schema if f.name not in schema]
+            replace = polars_semantics(data.lake.partitioning_spec)  # (Polars: a column the file holds takes the Hive type, in place)
+            fields = [f for f in partitioning.schema if replace or f.name not in schema]
             schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
         return schema, 256 * (len(schema) + 1)
 

@@ -23,7 +23,7 @@ from .. import facts
 from .._roaring import bitmap_of, positions_of
 from ..errors import NotParquetError
 from ..lake.layout import join
-from ..lake.partitions import partition_values
+from ..lake.partitions import HivePathError, partition_values, polars_semantics
 from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
 from ..lake.scan import CHANGED_RETRIES, IndexedDataset
@@ -94,16 +94,19 @@ def scan(
         "include_file_paths": include_file_paths, "missing_columns": missing_columns,
         "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
     })  # fmt: skip
-    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes):  # data, or nothing to plan: Polars' own answer or error
-        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes) or arguments.hive_refused(source):
+        return pl.scan_parquet(source, **arguments.polars_kwargs())  # data, or nothing to plan: Polars' own answer or error
     arguments.check_supported()
     partitioning = arguments.partitioning(source, partitioning)
-    data = (
-        source
-        if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
-                          arguments.missing_columns)  # fmt: skip
-    )
+    try:
+        data = (
+            source
+            if isinstance(source, IndexedDataset)
+            else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
+                              arguments.missing_columns)  # fmt: skip
+        )
+    except HivePathError:  # Hive folders Polars refuses: its own error, at collect()
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
     if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
@@ -585,11 +588,13 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     """Files of a Hive layout, each with its partition values as columns (in the dataset's
     types), one after the other, with the row index over them all."""
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    replace = polars_semantics(data.lake.partitioning_spec)  # Polars: a column the file holds takes the folder's value
     frames = []
     for rel, path in zip(rels, paths):
         values = partition_values(data.lake.partition_expressions.get(rel, pc.scalar(True)))
         lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
-        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
+        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields
+                     if replace or f.name not in lf.collect_schema()]  # fmt: skip
         frames.append(lf.with_columns(constants) if constants else lf)
     scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
     return scan.with_row_index(_ROW_INDEX) if row_index else scan
