@@ -296,12 +296,12 @@ class _Source:
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
-        planned = plan_scan(self.data, predicate, always=always)
+        planned = plan_scan(self.data, predicate, always=always, partitions=n_rows is None)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
-        if plans is None:
-            frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
+        if plans is None:  # the predicate is applied inside; files their Hive folders rule out are not read
+            frames = self._whole_files(scan_filter, columns or needed, self.data.files if planned.files is None else planned.files)
         else:
             selective = bool(planned.ruled_files) or index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
@@ -339,8 +339,8 @@ class _Source:
         if self.on_scan is not None:
             self.on_scan(report)
 
-    def _whole_files(self, predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
-        """Every non-empty file read whole by Polars (nothing to prune, nothing deleted), in
+    def _whole_files(self, predicate, needed: list[str], files: list[str]) -> Iterator[pl.DataFrame]:
+        """Every non-empty file of ``files`` read whole by Polars (nothing to prune, nothing deleted), in
         waves of at most ``WAVE_ROWS`` rows. Sized from the manifest; footers are read only
         for files it lacks or lists as empty. Per file this is a dict lookup and its stat
         (one call for all: the files' identities key the Polars scan kept for them,
@@ -352,7 +352,7 @@ class _Source:
 
         wave: list[str] = []
         rows = 0
-        for rel in self.data.files:
+        for rel in files:
             entry = manifest.get(rel)
             n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
