@@ -244,12 +244,18 @@ class LakeFiles:
 
     def _first_schema(self, files: list[str]) -> pa.Schema | None:
         """The Arrow schema of the first of ``files`` (None when it is no Parquet file: the
-        read meets that where it reads the file)."""
+        read meets that where it reads the file), read again only when that file changed."""
         info = self._infos.get(files[0])
+        key = (files[0], None) if info is None else (files[0], info.size, info.mtime_ns, info.stamp)
+        known = getattr(self, "_first_schema_known", None)
+        if known is not None and known[0] == key and info is not None:
+            return known[1]
         try:
-            return read_footer(self.store, join(self.root, files[0]), info.size if info is not None else None).metadata.schema.to_arrow_schema()
+            schema = read_footer(self.store, join(self.root, files[0]), info.size if info is not None else None).metadata.schema.to_arrow_schema()
         except (ArrowIdxError, OSError):
-            return None
+            schema = None
+        self._first_schema_known = (key, schema)
+        return schema
 
     def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the

@@ -138,18 +138,33 @@ def polars_partitions(files: list[str], spec: Any, root: str, first_schema: Any)
         spec = PolarsHive(dates=spec == "polars")
     if not files:
         return None, {}
-    folders = list(dict.fromkeys(map(posixpath.dirname, files)))
+    folders = tuple(dict.fromkeys(map(posixpath.dirname, files)))
+    if not any("=" in _polars_path(f, spec, root) for f in folders):
+        return None, {}  # no key=value folder (nothing read, not even the first file's schema)
+    schema = first_schema() if spec.types is None else None
+    first = posixpath.dirname(files[0])
+    key = ("polars hive", spec, root, first, folders, None if schema is None else schema.to_string(show_schema_metadata=False))
+    from .. import facts
+
+    partitioning, by_folder = facts.DERIVED.get(key, lambda: (_polars_folders(folders, first, spec, root, schema), 256 * len(folders)))
+    return partitioning, {rel: by_folder[posixpath.dirname(rel)] for rel in files} if partitioning is not None else {}
+
+
+def _polars_folders(folders: tuple[str, ...], first: str, spec: PolarsHive, root: str,
+                    schema: pa.Schema | None) -> tuple[Any, dict[str, pc.Expression]]:  # fmt: skip
+    """:func:`polars_partitions` per folder (``first``: the first file's; ``schema``: its
+    Arrow schema, None when hive_schema is given or the file unreadable): made once per
+    list of folders (each query refreshes the file list)."""
     pairs = {folder: _polars_pairs(_polars_path(folder, spec, root)) for folder in folders}
-    keys = list(dict.fromkeys(k for k, _ in pairs[posixpath.dirname(files[0])]))
+    keys = list(dict.fromkeys(k for k, _ in pairs[first]))
     if not keys and spec.types is None:
         return None, {}  # the first file has none: no Hive columns (Polars' rule)
     given = dict(spec.types) if spec.types is not None else None
     types: dict[str, pa.DataType | None] = {}
-    schema = first_schema() if given is None else None
     for k in keys:
         if given is not None:
             if k not in given:
-                raise HivePathError(f"{files[0]}: path contains column not present in the given Hive schema: {k!r}")
+                raise HivePathError(f"{first or root}: path contains column not present in the given Hive schema: {k!r}")
             types[k] = _no_dates(given[k], spec.dates)
         elif schema is not None and schema.get_field_index(k) >= 0:
             types[k] = _no_dates(schema.field(k).type, spec.dates)  # the file's own column's type
@@ -169,8 +184,7 @@ def polars_partitions(files: list[str], spec: Any, root: str, first_schema: Any)
         for c in conditions[1:]:
             expr = expr & c
         by_folder[folder] = expr
-    partitioning = ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION)
-    return partitioning, {rel: by_folder[posixpath.dirname(rel)] for rel in files}
+    return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION), by_folder
 
 
 def _polars_values(keys: list[str], types: dict[str, pa.DataType | None], rows: list[list[str]], dates: bool) -> dict[str, pa.Array]:
