@@ -96,6 +96,16 @@ def polars_semantics(spec: Any) -> bool:
     return isinstance(spec, PolarsHive) or (isinstance(spec, str) and spec in POLARS_HIVE)
 
 
+def same_columns(spec: Any, partitioning: Any) -> Any:
+    """The ``partitioning=`` a dataset of some of a lake's files is opened with to get the
+    lake's Hive columns (``spec`` as opened, ``partitioning`` as found): for Polars' Hive
+    columns, the lake's types as a hive_schema (a subset of the folders would infer others)."""
+    if polars_semantics(spec) and partitioning is not None:
+        spec = spec if isinstance(spec, PolarsHive) else PolarsHive(dates=spec == "polars")
+        return PolarsHive(dates=spec.dates, types=tuple((f.name, f.type) for f in partitioning.schema), bases=spec.bases)
+    return partitioning
+
+
 def _polars_pairs(path: str) -> list[tuple[str, str]]:
     """The ``key=value`` folders of ``path`` as Polars parses them (the file name left out;
     one ``=``, no ``*`` in the value; the value percent-decoded, the key as written)."""

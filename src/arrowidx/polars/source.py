@@ -23,7 +23,7 @@ from .. import facts
 from .._roaring import bitmap_of, positions_of
 from ..errors import NotParquetError
 from ..lake.layout import join
-from ..lake.partitions import HivePathError, partition_values, polars_semantics
+from ..lake.partitions import HivePathError, partition_values, polars_semantics, same_columns
 from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
 from ..lake.scan import CHANGED_RETRIES, IndexedDataset
@@ -153,7 +153,7 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: An
     parts = []
     for rel in data.files:
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
-                             partitioning=lake.partitioning, only=[rel])  # fmt: skip
+                             partitioning=same_columns(lake.partitioning_spec, lake.partitioning), only=[rel])  # fmt: skip
         path = join(data.root, rel)
         shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
         parts.append(scan(one, **options).with_columns(pl.lit(shown, pl.String).alias(name)))
