@@ -47,23 +47,6 @@ KNOWN_GAPS: dict[str, str] = {
     'pyarrow_t/tests/test_dataset.py::test_write_dataset_partitioned_dict': 'an IndexedDataset is not a pyarrow Dataset (union datasets, write_dataset, Scanner.from_dataset)',
     'pyarrow_t/tests/test_dataset.py::test_write_dataset_use_threads': 'an IndexedDataset is not a pyarrow Dataset (union datasets, write_dataset, Scanner.from_dataset)',
     'pyarrow_t/tests/test_dataset.py::test_write_dataset_write_page_index': 'a relative path with a filesystem= is not found (resolved against the working directory)',
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-False-True-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-False-True-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-True-False-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-True-False-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-True-True-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[False-True-True-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-False-True-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-False-True-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-False-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-False-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-True-False-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_multiscan.py::test_multiscan_projection[True-True-True-True-True-scan_parquet-write_parquet-parquet-True-True]': "missing_columns='insert' with include_file_paths or a Hive layout: the per-file frames do not line up (an error where Polars answers)",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletion_skips_file_with_all_rows_deleted': "a Parquet file Polars reads (a crafted footer) is refused by arrowidx's footer check",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[0]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[27]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[38]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
-    'tests/unit/io/test_scan_row_deletion.py::test_scan_row_deletions[73]': "Polars' private _deletion_files (Iceberg-style positional deletes) is refused: arrowidx's own deletions could not be applied with it",
 }
 
 EXPECTED: dict[str, tuple[str, str]] = {
@@ -100,8 +83,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
         PLAN_TEXT, "asserts 'ESTIMATED ROWS: 54' in explain(): Polars' Parquet scan node estimates rows from footers"),
     **{
         f"tests/unit/io/test_lazy_count_star.py::{name}": (
-            VERBOSE_LOG, "counts 'project: n' lines of Polars' own reader; behind it a real cost left: select(pl.len())"
-                         " through arrowidx reads one column where Polars reads none")
+            VERBOSE_LOG, "counts 'project: 0' lines of Polars' own reader; select(pl.len()) through arrowidx reads no"
+                         " file at all (row counts from the manifest or footers), so Polars prints none")
         for name in ("test_count_parquet[small.parquet-4]", "test_count_parquet[foods*.parquet-54]")
     },
     "tests/unit/io/test_hive.py::test_hive_filter_in_ir": (

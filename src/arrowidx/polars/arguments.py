@@ -105,6 +105,11 @@ class ScanArguments:
         return self.given.get("include_file_paths")
 
     @property
+    def deletion_files(self) -> Any:
+        """Polars' private ``_deletion_files`` (None: none; see :mod:`arrowidx.polars.deletion_files`)."""
+        return self.private.get("_deletion_files")
+
+    @property
     def missing_columns(self) -> str:
         """``missing_columns``: ``"raise"`` (Polars' default) or ``"insert"`` (NULLs)."""
         value = self.given.get("missing_columns", "raise")
@@ -135,8 +140,9 @@ class ScanArguments:
                     f"arrowidx.polars.scan does not support {name}= (pl.scan_parquet's argument) on a folder or"
                     f" files arrowidx plans; read without it, or with pl.scan_parquet"
                 )
-        if self.private:
-            name = sorted(self.private)[0]
+        private = [k for k in self.private if k != "_deletion_files"]  # (rows deleted by position: applied)
+        if private:
+            name = sorted(private)[0]
             raise OptionError(f"arrowidx.polars.scan does not take Polars' private argument {name}=")
 
     def partitioning(self, source: Any, partitioning: Any) -> Any:
