@@ -136,3 +136,23 @@ def test_files_pruned_by_their_folders_are_never_read(tmp_path, listening):
     if listening:
         pruned = [p.path for p in reports[-1].plans if p.status == "pruned"]
         assert os.path.join("date=2024-01-03", "1") in pruned
+
+
+@pytest.mark.parametrize("folders", [["a=99999999999999999999", "a=1"], ["s=", "s=x"], ["s=", "s=1"], ["t=10:00:00"],
+                                     ["a=1/b=x", "a=2"], ["a=%FF"], ["a=1.5", "a=2"], ["a=x*y"]])  # fmt: skip
+def test_edge_values_as_polars(tmp_path, folders):
+    """Values at the edges of Polars' Hive reading: an integer past Int64 (Int128, which
+    arrowidx leaves to Polars), an empty value ("" for a string, NULL otherwise), a time of
+    day (Polars' error), a key only some files have (Polars' error), a value not UTF-8 once
+    decoded (no column), an Int64 and a Float64 (Float64), a glob character (no column)."""
+    for n, folder in enumerate(folders):
+        _write(tmp_path, folder, pl.DataFrame({"x": [n]}))
+    try:
+        want = pl.scan_parquet(tmp_path).collect()
+    except pl.exceptions.PolarsError as e:
+        with pytest.raises(type(e)):
+            apl.scan(tmp_path).collect()
+        return
+    got = apl.scan(tmp_path).collect()
+    assert got.schema == want.schema
+    assert_frame_equal(got, want, check_row_order=False)

@@ -220,10 +220,12 @@ def _polars_values(keys: list[str], types: dict[str, pa.DataType | None], rows: 
     except pl.exceptions.PolarsError as e:
         raise HivePathError(f"Hive values Polars does not read: {str(e).splitlines()[0]}") from None
     out = {}
-    for n, k in zip(names, keys):
+    for i, (n, k) in enumerate(zip(names, keys)):
         column = frame[n]
-        if column.dtype == pl.String:
-            arrow = column.to_arrow().cast(pa.string())
+        if column.dtype == pl.Time or column.dtype == pl.Int128 or column.dtype.is_nested():
+            raise HivePathError(f"Hive column {k!r}: Polars reads its values as {column.dtype} (left to Polars)")
+        if column.dtype == pl.String:  # an empty value is "" (NULL only for __HIVE_DEFAULT_PARTITION__), as Polars has it
+            arrow = pa.array([None if row[i] == NULL_PARTITION else row[i] for row in rows], pa.string())
         elif types[k] is not None:
             arrow = column.to_arrow().cast(types[k])
         else:
