@@ -69,6 +69,8 @@ def test_a_column_the_file_holds_takes_the_folders_value(tmp_path):
         got = apl.scan(root, on_scan=reports.append, **kwargs).filter(pl.col("x") == 2).collect()
         assert_frame_equal(got, pl.scan_parquet(root, **kwargs).filter(pl.col("x") == 2).collect())
         _same(root, include_file_paths="path", **kwargs)  # (the files scanned one by one: the lake's Hive columns)
+        assert_frame_equal(apl.scan(root, reader="pyarrow", **kwargs).filter(pl.col("x") > 1).collect(),
+                           pl.scan_parquet(root, **kwargs).filter(pl.col("x") > 1).collect(), check_row_order=False)  # fmt: skip
     one = root / "a=1/b=2/data.parquet"
     partial = _write(root, "a=1/b=2", pl.DataFrame({"x": [9], "b": [4], "y": [1]},
                                                      schema={"x": pl.Int32, "b": pl.Int16, "y": pl.Int32}), "p.parquet")  # fmt: skip
