@@ -161,7 +161,9 @@ def plan_scan(data: IndexedDataset, predicate, *, always: bool = True, partition
     (no footer, index or file is touched here; the caller hands the files to Polars as they
     are; the translation is then None when the predicate names no indexed column). Files a
     key directory rules out then get no plan either: only their count and rows are kept
-    (``always``: a report listing every file's plan is wanted).
+    (``always``: a report listing every file's plan is wanted). A filter on Hive columns
+    first rules files out by their folders (:func:`_hive_first`; ``partitions=False``: not
+    with a row limit): only the files kept are planned (``files``), the others never opened.
     """
     lake, planner = data.lake, data.planner
     with lake.planning_lock:
