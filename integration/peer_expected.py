@@ -17,26 +17,6 @@ REASONS = (PLAN_TEXT, VERBOSE_LOG)
 #: node id (as in the suite) -> (reason, what the test reads)
 #: node id -> what is not done yet: a difference in rows, types or errors still to fix
 KNOWN_GAPS: dict[str, str] = {
-    'tests/unit/io/test_scan.py::test_predicate_hive_pruning_with_cast': "a non-Parquet file is read where Polars prunes it first (arrowidx reads every kept file's footer)",
-    'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-1-0]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
-    'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-1-1]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
-    'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-2-0]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
-    'tests/unit/io/test_scan.py::test_scan_path_expansion_sorting_24528[True-2-1]': "the twin's build of a subfolder puts its sidecar in the folder the test scans next (Polars reads every file below a folder)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[False-<lambda>-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[False-scan_func0-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[False-scan_func1-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[False-scan_func2-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[True-<lambda>-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[True-scan_func0-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[True-scan_func1-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_columns_contained_in_file[True-scan_func2-write_parquet]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_dates': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_partition_directory_scan[False-scan_parquet-write_parquet]': 'a list of Hive partition folders: the key=value folders of their common parent become columns too (Polars reads only those below each folder given)',
-    'tests/unit/io/test_hive.py::test_hive_partition_directory_scan[True-scan_parquet-write_parquet]': 'a list of Hive partition folders: the key=value folders of their common parent become columns too (Polars reads only those below each folder given)',
-    'tests/unit/io/test_hive.py::test_hive_write[df0]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_write[df1]': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_hive_write_dates': "Hive column types differ from Polars' (a partition column also in the file with hive_schema, dates with times, nulls)",
-    'tests/unit/io/test_hive.py::test_read_parquet_invalid_hive_schema': 'a hive_schema naming a column no folder has is accepted where Polars raises',
 }
 
 EXPECTED: dict[str, tuple[str, str]] = {

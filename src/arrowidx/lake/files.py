@@ -48,10 +48,10 @@ from .freshness import (
 from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
-    hive_partitioning,
+    discover_partitions,
     kept_by_partitions,
     partition_dataset,
-    partition_expressions,
+    polars_semantics,
     with_partition_fields,
 )
 from .read import statistics_groups
@@ -243,11 +243,26 @@ class LakeFiles:
 
     def _partitioned(self, files: list[str]) -> list[str]:
         """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
-        partitioning = hive_partitioning(files, self.partitioning_spec)
+        partitioning, expressions = discover_partitions(files, self.partitioning_spec, self.root, lambda: self._first_schema(files))
         if partitioning is not None or self.partitioning is not None:
             self.partitioning = partitioning
-            self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
+            self.partition_expressions = expressions
         return files
+
+    def _first_schema(self, files: list[str]) -> pa.Schema | None:
+        """The Arrow schema of the first of ``files`` (None when it is no Parquet file: the
+        read meets that where it reads the file), read again only when that file changed."""
+        info = self._infos.get(files[0])
+        key = (files[0], None) if info is None else (files[0], info.size, info.mtime_ns, info.stamp)
+        known = getattr(self, "_first_schema_known", None)
+        if known is not None and known[0] == key and info is not None:
+            return known[1]
+        try:
+            schema = read_footer(self.store, join(self.root, files[0]), info.size if info is not None else None).metadata.schema.to_arrow_schema()
+        except (ArrowIdxError, OSError):
+            schema = None
+        self._first_schema_known = (key, schema)
+        return schema
 
     def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
@@ -562,7 +577,7 @@ class LakeFiles:
                 raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
             first = self.files[0]  # (a format given reads the file with its read options: pyarrow's types for them)
             found = self.fragment(first).physical_schema if self.given_format is not None else self.footer(first).schema.to_arrow_schema()
-            self._schema = with_partition_fields(found, self.partitioning)
+            self._schema = with_partition_fields(found, self.partitioning, replace=polars_semantics(self.partitioning_spec))
         return self._schema
 
     def columns_of(self, expr) -> set[str]:

@@ -23,7 +23,7 @@ from .. import facts
 from .._roaring import bitmap_of, positions_of
 from ..errors import NotParquetError
 from ..lake.layout import join
-from ..lake.partitions import partition_values
+from ..lake.partitions import HivePathError, partition_values, polars_semantics, same_columns
 from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
 from ..lake.scan import CHANGED_RETRIES, IndexedDataset
@@ -96,16 +96,19 @@ def scan(
         "include_file_paths": include_file_paths, "missing_columns": missing_columns,
         "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
     })  # fmt: skip
-    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes):  # data, or nothing to plan: Polars' own answer or error
-        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes) or arguments.hive_refused(source):
+        return pl.scan_parquet(source, **arguments.polars_kwargs())  # data, or nothing to plan: Polars' own answer or error
     arguments.check_supported()
     partitioning = arguments.partitioning(source, partitioning)
-    data = (
-        source
-        if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
-                          arguments.missing_columns)  # fmt: skip
-    )
+    try:
+        data = (
+            source
+            if isinstance(source, IndexedDataset)
+            else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
+                              arguments.missing_columns)  # fmt: skip
+        )
+    except HivePathError:  # Hive folders Polars refuses: its own error, at collect()
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
     if polars_applies(arguments.deletion_files, data):  # Puffin deletion vectors, a Delta callback, nothing deleted here
@@ -161,7 +164,7 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: Posi
         else:
             options.pop("_deletion_files", None)
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
-                             partitioning=lake.partitioning, only=[rel])  # fmt: skip
+                             partitioning=same_columns(lake.partitioning_spec, lake.partitioning), only=[rel])  # fmt: skip
         path = join(data.root, rel)
         shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
         part = scan(one, **options)
@@ -270,12 +273,12 @@ class _Source:
                     raise
 
     # -- planning --------------------------------------------------------------------------------
-    def _plan(self, predicate, *, always: bool):
+    def _plan(self, predicate, *, always: bool, partitions: bool = True):
         """:func:`plan_scan`, with Polars' positional deletes (``_deletion_files``) added to the
         deletion vectors (every file planned then)."""
         if self.deletes is None:
-            return plan_scan(self.data, predicate, always=always)
-        return self.deletes.merged(plan_scan(self.data, predicate, always=True), self.data.lake.files)
+            return plan_scan(self.data, predicate, always=always, partitions=partitions)
+        return self.deletes.merged(plan_scan(self.data, predicate, always=True, partitions=partitions), self.data.lake.files)
 
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
         """The row ranges to read per file, cut at the first ``n_rows`` live rows."""
@@ -336,12 +339,12 @@ class _Source:
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
-        planned = self._plan(predicate, always=always)
+        planned = self._plan(predicate, always=always, partitions=n_rows is None)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
-        if plans is None:
-            frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
+        if plans is None:  # the predicate is applied inside; files their Hive folders rule out are not read
+            frames = self._whole_files(scan_filter, columns or needed, self.data.lake.files if planned.files is None else planned.files)
         else:
             selective = bool(planned.ruled_files) or index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
@@ -379,8 +382,8 @@ class _Source:
         if self.on_scan is not None:
             self.on_scan(report)
 
-    def _whole_files(self, predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
-        """Every non-empty file read whole by Polars (nothing to prune, nothing deleted), in
+    def _whole_files(self, predicate, needed: list[str], files: list[str]) -> Iterator[pl.DataFrame]:
+        """Every non-empty file of ``files`` read whole by Polars (nothing to prune, nothing deleted), in
         waves of at most ``WAVE_ROWS`` rows. Sized from the manifest; footers are read only
         for files it lacks or lists as empty. Per file this is a dict lookup and its stat
         (one call for all: the files' identities key the Polars scan kept for them,
@@ -392,7 +395,7 @@ class _Source:
 
         wave: list[str] = []
         rows = 0
-        for rel in self.data.lake.files:
+        for rel in files:
             entry = manifest.get(rel)
             n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
@@ -628,6 +631,7 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     """Files of a Hive layout, each with its partition values as columns (in the dataset's
     types), one after the other, with the row index over them all."""
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    replace = polars_semantics(data.lake.partitioning_spec)  # Polars: a column the file holds takes the folder's value
     extra: dict[str, Any] = {}
     if data.lake.missing_columns == "insert":  # every file read against the first file's columns, those it lacks NULL
         first = join(data.root, data.lake.files[0])
@@ -636,7 +640,8 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     for rel, path in zip(rels, paths):
         values = partition_values(data.lake.partition_expressions.get(rel, pc.scalar(True)))
         lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, **extra)
-        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
+        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields
+                     if replace or f.name not in lf.collect_schema()]  # fmt: skip
         frames.append(lf.with_columns(constants) if constants else lf)
     scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
     return scan.with_row_index(_ROW_INDEX) if row_index else scan
