@@ -10,13 +10,15 @@ engine alone alternate, and each row prints the median, the spread (min-max) and
   child) against ``pyarrow.dataset``, and the whole process, over 200, 2,000 and 20,000
   files; and how arrowidx's time grows from the smallest lake to the largest.
 * ``s3``: requests (counted by a proxy in front of a moto server, as bench_s3.py) of a
-  needle in a new process over 1,000 and 10,000 files, and of a delete of one row over
-  1,000 files, against pyarrow.dataset's requests for the same needle.
+  needle in a new process over 1,000 and 10,000 files, of ``--s3-deletes`` deletes of one
+  row in a row over 1,000 files (each round's count: commits add and merge file-table
+  segments), and of the needle again after them, against pyarrow.dataset's requests for the
+  same needle.
 * ``commit``: a build that adds one file to the 20,000-file lake (a hard-linked copy):
   time and bytes written, against a full build of the same lake.
 
     .venv/bin/python bench/bench_scale.py [--only local,s3,commit] [--sizes 200,2000,20000]
-        [--rounds 5] [--s3-files 1000,10000]
+        [--rounds 5] [--s3-files 1000,10000] [--s3-deletes 6]
 """
 
 from __future__ import annotations
@@ -211,7 +213,7 @@ def _s3_run(proxy, env: dict, engine: str, uri: str, what: str, value: int) -> t
     return out["ms"], proxy.since(before), out["rows"]
 
 
-def s3(sizes: list[int], rounds: int) -> None:
+def s3(sizes: list[int], rounds: int, deletes: int = 6) -> None:
     from s3_proxy import CountingProxy
     from s3_support import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
@@ -224,17 +226,28 @@ def s3(sizes: list[int], rounds: int) -> None:
                     "AWS_REGION": REGION, "AWS_ALLOW_HTTP": "true", "PYTHONPATH": SRC})  # fmt: skip
         for files in sizes:
             uri, ids = _s3_lake(server, f"scale-{files}", files)
-            cases = [("needle", "arrowidx"), ("needle", "pyarrow")] + ([("delete", "arrowidx")] if files == min(sizes) else [])
-            for what, engine in cases:
+            needle = int(ids[(files // 3) * ROWS + 7])
+            cases = [("needle", "arrowidx", rounds), ("needle", "pyarrow", rounds)]
+            if files == min(sizes):  # deletes in a row (each commits: segments grow and merge), then needles again
+                cases += [("delete", "arrowidx", max(deletes, 1)), ("needle", "arrowidx", rounds)]
+            done = 0
+            for what, engine, n in cases:
                 runs = []
-                for r in range(rounds):
-                    value = int(ids[(files // 3) * ROWS + 7]) if what == "needle" else int(ids[(r * 997 + 11) % len(ids)])
+                for r in range(n):
+                    value = needle if what == "needle" else int(ids[(r * 997 + 11) % len(ids)])
                     runs.append(_s3_run(proxy, env, engine, uri, what, value))
                 ms = [x[0] / 1000 for x in runs]
-                counts = runs[-1][1]
-                kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k not in ("requests", "bytes"))
-                print(f"{files:>6,} files, {what:6} {engine:8}: {counts.get('requests', 0):5,} requests,"
-                      f" {counts.get('bytes', 0) / 1e6:7.2f} MB, {_ms(ms)}   [{kinds}]", flush=True)  # fmt: skip
+                counts = [x[1] for x in runs]
+                label = f"{what} after {done} deletes" if what == "needle" and done else what
+                per_round = ", ".join(str(c.get("requests", 0)) for c in counts)
+                print(f"{files:>6,} files, {label:24} {engine:8}: {statistics.median(c.get('requests', 0) for c in counts):5,.0f}"
+                      f" requests (each round: {per_round}), {statistics.median(c.get('bytes', 0) for c in counts) / 1e6:7.2f} MB,"
+                      f" {_ms(ms)}", flush=True)  # fmt: skip
+                for r, c in enumerate(counts):
+                    if engine == "arrowidx":  # where they go
+                        kinds = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("requests", "bytes"))
+                        print(f"{'':14}round {r + 1}: {c.get('requests', 0)} [{kinds}]", flush=True)
+                done += n if what == "delete" else 0
     finally:
         proxy.stop()
         server.stop()
@@ -308,6 +321,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="200,2000,20000")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--s3-files", default="1000,10000")
+    parser.add_argument("--s3-deletes", type=int, default=6, help="deletes in a row on the smallest S3 lake")
     args = parser.parse_args()
     only = set(args.only.split(","))
     subprocess.run([PY, "-m", "compileall", "-q", SRC], check=True)  # (bytecode, as an installed package has it)
@@ -316,7 +330,7 @@ def main() -> int:
     if "local" in only:
         local(sizes, args.rounds)
     if "s3" in only:
-        s3([int(s) for s in args.s3_files.split(",")], args.rounds)
+        s3([int(s) for s in args.s3_files.split(",")], args.rounds, args.s3_deletes)
     if "commit" in only:
         commit(max(sizes), max(1, args.rounds // 2))
     return 0
