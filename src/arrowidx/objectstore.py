@@ -23,8 +23,8 @@ standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 
 Commits: :meth:`ObjectStore.create` is put-if-absent. The first commit through a store in a
 process checks that the server honours it (a create of a probe object kept in the index
-folder must be refused: one request; two where the probe is new); a server that accepts both, or a store configured
-without conditional puts (``conditional_put="disabled"``), raises
+folder must be refused: one request; two where the probe is new); a server that accepts
+both, or a store configured without conditional puts (``conditional_put="disabled"``), raises
 :class:`~arrowidx.errors.CommitUnsupportedError` naming the store and the option, before
 anything is uploaded. A create whose response was lost and that was retried finds its own
 bytes in place and counts as created.

@@ -19,7 +19,13 @@ Every file a commit references is written before it, under a name no other write
 (index files by content and writer, deletion files by a fresh uuid), so no committed file is
 ever overwritten and a writer that fails for good removes only its own files. Files written
 *with* the manifest (``artifacts`` of :func:`commit_manifest`: a lake-level structure the
-manifest names) follow the same rule: written first, removed when the commit is refused.
+manifest names, a delete's deletion-vectors files) follow the same rule: written first,
+removed when the commit is refused.
+
+On an object store every request counts (docs/object-stores.md): a commit lists the index
+folder twice, once before it uploads anything (nobody committed since the writer planned)
+and once after its create (no version above its own: :func:`commit_manifest`), writes one
+file-table segment, and reads ``LATEST`` only when its listed ETag does not say what it holds.
 
 See docs/reliability.md for the crash and race tests.
 """
@@ -290,8 +296,10 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
     local disks, put-if-absent on object stores).
 
     ``artifacts``: files to write with the manifest (``{path relative to the root: bytes}``,
-    under ``_arrowidx/``, names no other writer uses: a structure the manifest names), each
-    written completely before the exclusive create and removed again when it is refused.
+    under ``_arrowidx/``, names no other writer uses: a structure the manifest names, a
+    delete's deletion vectors), each written completely before the exclusive create, after
+    the check that no other writer committed since ``base_version`` (one listing), and
+    removed again when the commit is refused.
 
     Raises :class:`CommitConflictError` if another writer committed after ``base_version``
     was read (their work is kept; :func:`retry_on_conflict` plans again), and
@@ -385,17 +393,6 @@ def require_commit(store: Store, root: str) -> None:
     """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
     manifest version (put-if-absent): asked by writers before they upload anything."""
     store.require_create(join(root, manifest_path(1)))
-
-
-def check_base(store: Store, root: str, base_version: int) -> None:
-    """The cheap conflict check a writer makes before uploading what only its own commit
-    would reference (one listing of ``_arrowidx/``): :class:`CommitConflictError` when
-    another writer committed after ``base_version``."""
-    if latest_version(store, root) != base_version:
-        raise CommitConflictError(
-            f"{join(root, META_DIR)}: another build or delete committed after version {base_version};"
-            " nothing was lost: run it again (build and delete retry by themselves)"
-        )
 
 
 def retry_on_conflict(attempt: Callable[[int], T], tries: int = COMMIT_TRIES) -> T:
