@@ -65,7 +65,7 @@ def local_lake(files: int) -> tuple[Path, int]:
     root = DATA / f"scale-{files}x{ROWS}"
     rng = np.random.default_rng(files)
     ids = rng.permutation(files * ROWS).astype(np.int64)
-    if not (root / "_arrowidx").exists():
+    if not _index_folder(root).exists():
         import arrowidx
 
         root.mkdir(parents=True, exist_ok=True)
@@ -267,8 +267,15 @@ print(json.dumps({"s": time.perf_counter() - start, "indexed": len(report.indexe
 """
 
 
+def _index_folder(root: Path) -> Path:
+    """Where the lake at ``root`` keeps its index files: the sidecar beside it, or
+    ``_arrowidx/`` inside where a lake cached before the sidecar has it."""
+    inside = root / "_arrowidx"
+    return inside if inside.exists() else root.parent / f"_{root.name}.arrowidx"
+
+
 def _meta_files(root: Path) -> dict[str, int]:
-    meta = root / "_arrowidx"
+    meta = _index_folder(root)
     return {str(p.relative_to(meta)): p.stat().st_size for p in meta.rglob("*") if p.is_file()} if meta.exists() else {}
 
 
@@ -286,7 +293,10 @@ def commit(files: int, rounds: int) -> None:
     adds, fulls = [], []
     for r in range(rounds):
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work.parent / f"_{work.name}.arrowidx", ignore_errors=True)
         subprocess.run(["cp", "-al", str(base), str(work)], check=True)  # data files are never written: links
+        if not (work / "_arrowidx").exists():  # arrowidx's own files (the sidecar): real copies
+            shutil.copytree(_index_folder(base), work.parent / f"_{work.name}.arrowidx")
         for meta in (work / "_arrowidx").rglob("*"):  # arrowidx's own files: real copies
             if meta.is_file():
                 data = meta.read_bytes()
@@ -303,10 +313,11 @@ def commit(files: int, rounds: int) -> None:
         written = sum(size for name, size in after.items() if before.get(name) != size or name == "LATEST")
         adds.append((got["s"], written, got["indexed"], got["lake_index"]))
         if r == 0:
-            shutil.rmtree(work / "_arrowidx")
+            shutil.rmtree(_index_folder(work))
             full = _build_child(work, OPTIONS)
             fulls.append((full["s"], sum(_meta_files(work).values()), full["indexed"], full["lake_index"]))
     shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work.parent / f"_{work.name}.arrowidx", ignore_errors=True)
     print(f"{'case':52} {'time':>28} {'bytes written':>16} {'of which lake index':>20}")
     row_text = [("add 1 file, incremental build", adds), ("full build", fulls)]
     for label, runs in row_text:
