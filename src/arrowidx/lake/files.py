@@ -48,10 +48,10 @@ from .freshness import (
 from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
-    hive_partitioning,
+    discover_partitions,
     kept_by_partitions,
     partition_dataset,
-    partition_expressions,
+    polars_semantics,
     with_partition_fields,
 )
 from .read import statistics_groups
@@ -84,7 +84,10 @@ def dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.P
     facts.interned(("format", id(base)), lambda: base)  # (holds the base: its id stays its own)
 
     def make() -> ds.ParquetFileFormat:
-        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        given = base.read_options  # (a format given by the user: its other read options kept)
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names | set(given.dictionary_columns)),
+                                        coerce_int96_timestamp_unit=given.coerce_int96_timestamp_unit,
+                                        binary_type=given.binary_type, list_type=given.list_type)  # fmt: skip
         return ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
 
     return facts.interned(("dictionary format", id(base), names), make)
@@ -119,14 +122,18 @@ class LakeFiles:
     footers_from_fragments = True
 
     def __init__(self, store: Store, root: str, *, on_stale_deletions: str = "raise", source: Any = None,
-                 partitioning: Any = "hive", only: list[str] | None = None):  # fmt: skip
+                 partitioning: Any = "hive", only: list[str] | None = None, schema: pa.Schema | None = None,
+                 format: Any = None):  # fmt: skip
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
         self.store = store
         self.fs = store.fs  # (pyarrow reads data files through it)
         self.root = root
         self.source = source
         self.only = only
-        self._format = source.format if source is not None else None
+        self._format = source.format if source is not None else format  # (a ParquetFileFormat given: its read options)
+        #: the dataset schema given (pyarrow's ``dataset(schema=)``): files are read cast to it
+        self.given_schema = schema
+        self.given_format = format  # (a ParquetFileFormat given: reads use its options)
         # facts about data files are shared with every reader of the process when the store
         # stamps changes; else they stay this object's (see arrowidx.facts)
         self._token: int | None = None if store.stamps else facts.identity_token()
@@ -154,7 +161,7 @@ class LakeFiles:
         self._files = self._discover(listing=not self.from_manifest)
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
-        self._schema: pa.Schema | None = source.schema if source is not None else None
+        self._schema: pa.Schema | None = schema if schema is not None else source.schema if source is not None else None
         self._offsets: dict[tuple, np.ndarray] = {}
         self._counts: dict[tuple, list[int]] = {}
         self._nonempty: dict[tuple, list[int]] = {}
@@ -240,11 +247,26 @@ class LakeFiles:
 
     def _partitioned(self, files: list[str]) -> list[str]:
         """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
-        partitioning = hive_partitioning(files, self.partitioning_spec)
+        partitioning, expressions = discover_partitions(files, self.partitioning_spec, self.root, lambda: self._first_schema(files))
         if partitioning is not None or self.partitioning is not None:
             self.partitioning = partitioning
-            self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
+            self.partition_expressions = expressions
         return files
+
+    def _first_schema(self, files: list[str]) -> pa.Schema | None:
+        """The Arrow schema of the first of ``files`` (None when it is no Parquet file: the
+        read meets that where it reads the file), read again only when that file changed."""
+        info = self._infos.get(files[0])
+        key = (files[0], None) if info is None else (files[0], info.size, info.mtime_ns, info.stamp)
+        known = getattr(self, "_first_schema_known", None)
+        if known is not None and known[0] == key and info is not None:
+            return known[1]
+        try:
+            schema = read_footer(self.store, join(self.root, files[0]), info.size if info is not None else None).metadata.schema.to_arrow_schema()
+        except (ArrowIdxError, OSError):
+            schema = None
+        self._first_schema_known = (key, schema)
+        return schema
 
     def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
@@ -260,7 +282,7 @@ class LakeFiles:
             self.committed = committed  # (the file list below is the new version's)
             self.manifest = committed
         files = self._discover(listing=listing or not self.from_manifest)
-        if self.source is None and files[:1] != self._files[:1]:
+        if self.source is None and self.given_schema is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
@@ -557,7 +579,9 @@ class LakeFiles:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
-            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
+            first = self.files[0]  # (a format given reads the file with its read options: pyarrow's types for them)
+            found = self.fragment(first).physical_schema if self.given_format is not None else self.footer(first).schema.to_arrow_schema()
+            self._schema = with_partition_fields(found, self.partitioning, replace=polars_semantics(self.partitioning_spec))
         return self._schema
 
     def columns_of(self, expr) -> set[str]:
