@@ -72,3 +72,102 @@ def test_a_read_imports_no_writer_and_a_polars_needle_no_pandas(tmp_path):
     assert out.stdout.split()[-1] == "False"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1 1 []"
+
+
+def _needle_process(code: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()
+
+
+def test_a_pyarrow_needle_loads_only_what_its_answer_needs(tmp_path):
+    """A needle through ``arrowidx.dataset`` with a ``pc.Expression`` on a bloom-filter column
+    of a local lake that also has bitmap and range-bitmap indexes: its process never loads the
+    SQL compiler, the object-store module, ``difflib`` (error hints), or the formats of the
+    indexes it does not ask (bitmap, BSI, range bitmap); its rows are ``Table.filter``'s minus
+    the deleted ones. A SQL needle (``filter="id = 7"``, the shortcut for plain comparisons)
+    loads the SQL front end but not its bound tree, residual or Polars lowering."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    import arrowidx
+
+    tables = [pa.table({"id": list(range(i * 100, (i + 1) * 100)), "status": ["a", "b"] * 50,
+                        "ts": list(range(100))}) for i in range(3)]  # fmt: skip
+    for i, t in enumerate(tables):
+        pq.write_table(t, str(tmp_path / f"part-{i}.parquet"))
+    arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "status",
+                                   "file-index.range-bitmap.columns": "ts"}, progress=False)  # fmt: skip
+    arrowidx.delete(str(tmp_path), pc.field("id") == 151, progress=False)
+    whole = pa.concat_tables(tables)
+    want = sorted(whole.filter((pc.field("id") == 150) | (pc.field("id") == 151)).column("id").to_pylist())
+    assert want == [150, 151]  # (151 is deleted: the answer below holds 150 alone)
+    never = ["arrowidx.sql", "arrowidx.objectstore", "difflib", "arrowidx.index.bitmap", "arrowidx.index.bsi",
+             "arrowidx.index.range_bitmap", "arrowidx.lake.build", "arrowidx.lake.delete", "sqlglot"]  # fmt: skip
+    code = (
+        "import sys, arrowidx, pyarrow.compute as pc\n"
+        f"t = arrowidx.dataset({str(tmp_path)!r}).to_table(filter=pc.field('id').isin([150, 151]), columns=['id'])\n"
+        "print(sorted(t.column('id').to_pylist()))\n"
+        f"print(sorted(m for m in {never!r} if m in sys.modules))\n"
+    )
+    rows, loaded = _needle_process(code)
+    assert rows == "[150]"
+    assert loaded == "[]"
+    sql = code.replace("filter=pc.field('id').isin([150, 151])", "filter='id = 150'")
+    later = ["arrowidx.sql.residual", "arrowidx.sql.to_polars", "arrowidx.sql.tree", "arrowidx.sql.bind", "sqlglot"]
+    rows, loaded = _needle_process(sql.replace(repr(never), repr(later)))
+    assert rows == "[150]"
+    assert loaded == "[]"
+
+
+def test_the_index_registry_imports_a_format_on_first_lookup():
+    """``arrowidx.index.INDEX_TYPES`` is a mapping of every known type name to its class
+    (the classes themselves, by their ``name``), importing a format's module at its first lookup."""
+    code = (
+        "import sys\n"
+        "from arrowidx.index import INDEX_TYPES\n"
+        "print(sorted(INDEX_TYPES), len(INDEX_TYPES), 'bitmap' in INDEX_TYPES, 'nope' in INDEX_TYPES, INDEX_TYPES.get('nope'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('arrowidx.index.') and m not in ('arrowidx.index.base',)))\n"
+        "cls = INDEX_TYPES['bloom-filter']\n"
+        "from arrowidx.index.bloom import BloomFilterIndex\n"
+        "print(cls is BloomFilterIndex, cls.name, 'arrowidx.index.bitmap' in sys.modules)\n"
+        "print(all(INDEX_TYPES[n].name == n for n in INDEX_TYPES), dict(INDEX_TYPES.items()) == {n: INDEX_TYPES[n] for n in INDEX_TYPES})\n"
+        "try:\n    INDEX_TYPES['nope']\nexcept KeyError:\n    print('KeyError')\n"
+    )
+    names, before, bloom, every, unknown = _needle_process(code)
+    assert names == "['bitmap', 'bloom-filter', 'bsi', 'range-bitmap'] 4 True False None"
+    assert before == "[]"
+    assert bloom == "True bloom-filter False"
+    assert every == "True True"
+    assert unknown == "KeyError"
+
+
+def test_a_few_planning_reads_on_a_local_disk_start_no_thread(tmp_path):
+    """Index windows above the average that goes to the I/O pool (120 kB each) but few (3 files,
+    360 kB in all) are read in the planning thread: a needle's process starts no
+    ``arrowidx-io`` thread (starting them cost a first needle ~4 ms); the rows are
+    ``Table.filter``'s. (A float column: the lake index keys no float, so every file's own
+    index is read, as on a lake of large files.)"""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    import arrowidx
+    from arrowidx.lake import files
+
+    tables = [pa.table({"x": [float(v) for v in range(i * 1000, (i + 1) * 1000)]}) for i in range(3)]
+    for i, t in enumerate(tables):
+        pq.write_table(t, str(tmp_path / f"part-{i}.parquet"))
+    arrowidx.build(str(tmp_path), {"file-index.bloom-filter.columns": "x", "file-index.bloom-filter.x.items": "200000"},
+                   progress=False)  # fmt: skip
+    opened = arrowidx.dataset(str(tmp_path))
+    windows = [opened.manifest.files[f"part-{i}.parquet"].index.layout["x"]["bloom-filter"][1] for i in range(3)]
+    assert min(windows) > files.QUICK_READ_BYTES and sum(windows) < files.QUICK_TOTAL_BYTES  # (the case named)
+    want = pa.concat_tables(tables).filter(pc.field("x") == 1500.0).column("x").to_pylist()
+    code = (
+        "import threading, arrowidx, pyarrow.compute as pc\n"
+        f"t = arrowidx.dataset({str(tmp_path)!r}).to_table(filter=pc.field('x') == 1500.0)\n"
+        "print(t.column('x').to_pylist())\n"
+        "print(sorted(t.name for t in threading.enumerate() if t.name.startswith('arrowidx-io')))\n"
+    )
+    rows, threads = _needle_process(code)
+    assert rows == str(want) == "[1500.0]"
+    assert threads == "[]"

@@ -231,3 +231,21 @@ def test_merges_keep_few_segments_with_tiny_thresholds(tmp_path):
             lake.commit([_entry(f"p{i}", i, rng)], [f"p{i - 3}"] if i >= 3 else [])
             assert len(lake.refs) <= 2
     assert list(lake.table()) == sorted(lake.model)
+
+
+@pytest.mark.parametrize("n, compression", [(1, None), (filetable.PLAIN_ROWS, None), (filetable.PLAIN_ROWS + 1, "lz4"), (300, "lz4")])
+def test_a_small_segment_is_plain_arrow_ipc_and_a_large_one_lz4(n, compression):
+    """A segment of at most ``PLAIN_ROWS`` entries is byte for byte pyarrow's uncompressed
+    IPC file of its rows (no LZ4 set-up on a small lake's first read), a larger one pyarrow's
+    LZ4 one; both give back the entries written."""
+    rng = np.random.default_rng(n)
+    entries = [_entry(f"part-{i:05d}.parquet", i, rng) for i in range(n)]
+    data = encode_segment(entries, [])
+    table = decode_segment(data, "s")
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_file(sink, filetable.SCHEMA, options=options) as writer:
+        writer.write_table(table, max_chunksize=filetable.BATCH_ROWS)
+    assert data == sink.getvalue().to_pybytes()
+    got = FileTable([Segment(data, "s")], lambda d: d)
+    assert {p: got[p] for p in got} == {d["path"]: _stored(d) for d in entries}

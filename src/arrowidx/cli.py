@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import errno
 import json
 import os
@@ -87,6 +86,8 @@ def _dump(obj) -> None:
 def _check_columns(names: list[str], schema: pa.Schema, what: str) -> None:
     for name in names:
         if schema.get_field_index(name) < 0:
+            import difflib  # (only for the error)
+
             close = difflib.get_close_matches(name, schema.names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise UsageError(f"{what} names unknown column {name!r}; {hint}(columns: {', '.join(schema.names)})")
@@ -653,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     path = getattr(args, "path", None)
     if path and "://" not in path and not os.path.exists(path):
         parent = os.path.dirname(os.path.abspath(path))
+        import difflib  # (only for the error)
+
         close = difflib.get_close_matches(os.path.basename(path), os.listdir(parent), n=1) if os.path.isdir(parent) else []
         hint = f"; did you mean {os.path.join(os.path.dirname(path), close[0])!r}?" if close else ""
         print(f"arrowidx: {path}: no such file or directory{hint}", file=sys.stderr)

@@ -167,8 +167,6 @@ def __getattr__(name: str):
 
 
 def _unknown_column_error() -> type:
-    import difflib
-
     import pyarrow as pa
 
     class UnknownColumnError(ArrowIdxError, pa.ArrowInvalid):
@@ -188,6 +186,8 @@ def _unknown_column_error() -> type:
         def naming(cls, column: str, columns: Sequence[str], where: str, argument: str = "filter=") -> UnknownColumnError:
             """The error for ``column`` named by ``argument`` (``filter=``, ``columns=``) of a
             call on ``where`` (a dataset root, a table path), whose columns are ``columns``."""
+            import difflib  # (only when the error is raised)
+
             columns = list(columns)
             close = difflib.get_close_matches(column, columns, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -24,13 +24,15 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import MissingFilterError
-from .sql import Residual, compile_where
+
+if TYPE_CHECKING:  # (the SQL compiler loads with the first SQL text: a pyarrow Expression never needs it)
+    from .sql import Residual
 
 __all__ = ["Filter", "require_delete_filter", "user_columns", "user_filter"]
 
@@ -107,6 +109,8 @@ def user_filter(filter, schema: pa.Schema | Callable[[], pa.Schema], interface: 
 
 
 def _compile(text: str, schema: pa.Schema, interface: str, time_zone: str | None = None) -> Filter:
+    from .sql import compile_where
+
     where = compile_where(text, schema, interface=interface, time_zone=time_zone)
     return Filter(where.pushdown, where.residual, text)
 

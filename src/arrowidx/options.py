@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import warnings
 from collections.abc import Iterable, Mapping
@@ -121,6 +120,8 @@ def known_keys() -> list[str]:
 
 
 def _did_you_mean(key: str, candidates: Iterable[str]) -> str:
+    import difflib  # (only for a misspelled option)
+
     found = difflib.get_close_matches(key, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {found[0]!r}?)" if found else ""
 

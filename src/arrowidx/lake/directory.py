@@ -16,11 +16,14 @@ files it was built from while they are unchanged: the scan plans any other file 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ArrowIdxError
-from ..index.rangebitmap.dictionary import KeyCodec
+
+if TYPE_CHECKING:  # (the range-bitmap code loads with its index type: arrowidx.index)
+    from ..index.rangebitmap.dictionary import KeyCodec
 
 # A directory is built for a column when at least this many files are covered (below it,
 # asking each file's index costs under a millisecond) ...

@@ -66,6 +66,10 @@ PARALLEL_STAT_FILES = 256
 # local disk (bench/bench_cold.py: 1,000 index windows of ~8 KB, a first needle in 250
 # against 430 ms on the pool; 20 windows of ~1 MB, 120 against 85 ms: those stay on the pool).
 QUICK_READ_BYTES = 64 << 10
+# ... and so are reads totalling under this many bytes, whatever their average: a few windows
+# of a few hundred kB cost less than starting the pool's threads, which the first query of a
+# process does (the issue lake's 8 bloom windows of 150 kB: a first needle in ~25 against ~29 ms).
+QUICK_TOTAL_BYTES = 2 << 20
 
 
 def parquet_format() -> ds.ParquetFileFormat:
@@ -696,9 +700,9 @@ class LakeFiles:
     def quick(self, nbytes: int, count: int) -> bool:
         """Whether ``count`` reads of ``nbytes`` in all are done in this thread: on a store
         whose reads are quick (a local disk) when they average under :data:`QUICK_READ_BYTES`
-        (a hand-off to the I/O pool costs more than such a read; larger reads, checksums and
-        footers overlap on the pool)."""
-        return self.store.quick_reads and nbytes < count * QUICK_READ_BYTES
+        or total under :data:`QUICK_TOTAL_BYTES` (a hand-off to the I/O pool costs more than
+        such a read; larger reads, checksums and footers overlap on the pool)."""
+        return self.store.quick_reads and (nbytes < count * QUICK_READ_BYTES or nbytes < QUICK_TOTAL_BYTES)
 
     def prepare(self, files: list[str], columns: frozenset[str]) -> None:
         """Read, on the process's I/O pool (in this thread where reads are quick: a local

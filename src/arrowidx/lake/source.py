@@ -43,10 +43,13 @@ def resolve(source: Any, filesystem: pafs.FileSystem | None = None,
 def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[str] | None]:
     """:func:`resolve` with the object store, or the pyarrow filesystem, found."""
     from ..arrow_input import as_filesystem  # pyarrow or fsspec filesystems (ux, issue 14)
-    from ..objectstore import is_object_store_uri, open_store
 
     uris = [source] if isinstance(source, str) else [os.fspath(p) for p in source] if isinstance(source, (list, tuple)) else []
-    remote = [u for u in uris if is_object_store_uri(u)]
+    remote = []
+    if any("://" in u for u in uris):  # (a local path never loads the object-store module)
+        from ..objectstore import is_object_store_uri, open_store
+
+        remote = [u for u in uris if is_object_store_uri(u)]
     if remote and filesystem is not None:
         raise ArrowIdxError(
             f"{remote[0].split('?', 1)[0]}: give either a URI (with storage_options for its endpoint and"

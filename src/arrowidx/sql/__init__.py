@@ -21,17 +21,31 @@ raises for particular values (they come only from the rows read).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import WhereError, where_error
 from .parse import conjunct_texts, conjuncts, parse, simple_where, sql_text
-from .residual import Residual, can_throw, duckdb_order
-from .tree import Call, Constant, Failure, Node
+
+if TYPE_CHECKING:  # (the bound tree and the residual load with the first clause past the shortcut)
+    from .residual import Residual
+    from .tree import Failure, Node
 
 __all__ = ["Residual", "Where", "WhereError", "compile_where", "parse_where", "where_error"]
 
 _simple_where = simple_where  # (tests replace it to compare both front ends)
+
+
+def __getattr__(name: str) -> Any:
+    # a plain comparison (``--where 'id = 5'``) is compiled by the shortcut of :mod:`.parse`:
+    # its process never loads the bound tree, the residual or its Polars lowering
+    if name == "Residual":
+        from .residual import Residual
+
+        return Residual
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Where:
@@ -66,7 +80,9 @@ def compile_where(
             return Where(simple, None, text)
     from .bind import Binder
     from .fold import rewrite_in_lists
+    from .residual import Residual, can_throw, duckdb_order
     from .to_arrow import ArrowLowering, NoArrow
+    from .tree import Constant
 
     tree, lists, shifts, lifted = parse(text, interface)
     binder = Binder(text, schema, interface, lists, shifts, time_zone)
@@ -132,7 +148,7 @@ def _contradiction(nodes: list[Node]) -> bool:
     (``x BETWEEN 5 AND 3``, ``x = 1 AND x = 2``): DuckDB's FilterCombiner then reads nothing."""
     import math
 
-    from .tree import key
+    from .tree import Call, Constant, key
 
     def order(value):
         return (1, 0) if isinstance(value, float) and math.isnan(value) else (0, value)
@@ -165,6 +181,8 @@ def _contradiction(nodes: list[Node]) -> bool:
 
 
 def _flatten(node: Node) -> list[Node]:
+    from .tree import Call
+
     out, stack = [], [node]
     while stack:
         n = stack.pop()
@@ -176,6 +194,8 @@ def _flatten(node: Node) -> list[Node]:
 
 
 def _planned_failure(node: Node) -> Failure | None:
+    from .tree import Call, Failure
+
     if isinstance(node, Failure):
         return node if node.planned else None
     for a in node.args if isinstance(node, Call) else ():
@@ -188,6 +208,8 @@ def _planned_failure(node: Node) -> Failure | None:
 def unconditional_failure(node: Node, select: bool = True) -> Failure | None:
     """A constant that raises and that every row evaluates (not only the rows reaching a
     CASE branch, a later COALESCE argument, or the right side of AND/OR in a filter)."""
+    from .tree import Call, Failure
+
     if isinstance(node, Failure):
         return node
     if not isinstance(node, Call):
