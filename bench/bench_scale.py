@@ -63,7 +63,7 @@ def local_lake(files: int) -> tuple[Path, int]:
     root = DATA / f"scale-{files}x{ROWS}"
     rng = np.random.default_rng(files)
     ids = rng.permutation(files * ROWS).astype(np.int64)
-    if not (root / "_arrowidx").exists():
+    if not (root / "_arrowidx").exists() and not (root.parent / f"_{root.name}.arrowidx").exists():  # (old layout, or the sidecar)
         import arrowidx
 
         root.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,10 @@ under one identity key.
 A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's listing or stat
 finds it (:meth:`LakeFiles.identity`); every fact about the file is kept under it
 (:meth:`LakeFiles.fact_key`), so a file rewritten in place gets another identity and is read
-again. Where the store stamps nothing, the stamp is a token private to this object
+again. The listing (or a stat of every file, once per query) is kept as columns
+(:class:`~arrowidx.storage.FileStats`): an identity is made only for a file a query plans,
+and the files a lake-level structure rules out are checked against the manifest for all of
+them at once (:meth:`LakeFiles.still_indexed`). Where the store stamps nothing, the stamp is a token private to this object
 (:func:`arrowidx.facts.identity_token`): its facts are then not shared with other readers.
 
 :class:`LakeFiles` answers what :mod:`.plan` asks of a snapshot; it decides nothing itself.
@@ -34,7 +37,7 @@ from ..errors import ArrowIdxError, CorruptIndexError
 from ..expression import columns_named
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
-from ..storage import ObjectChangedError, ObjectInfo, Store, same_object
+from ..storage import FileStats, ObjectChangedError, ObjectInfo, Store, same_object
 from .commit import latest_version, load_manifest_shared
 from .conditional import conditional_filesystem
 from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
@@ -44,6 +47,7 @@ from .freshness import (
     deletion_vector_of,
     entry_is_fresh,
     load_index_bytes,
+    still_indexed,
 )
 from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
@@ -59,9 +63,6 @@ from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
-# From this many files a query's stats (one per file: is it still the file indexed?) are
-# split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
-PARALLEL_STAT_FILES = 256
 # Planning reads that average under this many bytes are done in the calling thread on a
 # local disk (bench/bench_cold.py: 1,000 index windows of ~8 KB, a first needle in 250
 # against 430 ms on the pool; 20 windows of ~1 MB, 120 against 85 ms: those stay on the pool).
@@ -95,6 +96,9 @@ def window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
     if not index.layout:
         return index.size
     return sum(w[1] for c in columns for w in index.layout.get(c, {}).values())
+
+
+_UNKNOWN = object()  # (no info of the file yet this query)
 
 
 def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
@@ -139,9 +143,12 @@ class LakeFiles:
         #: held by an adapter that plans from several threads (one plan of this snapshot at a time)
         self.planning_lock = threading.Lock()
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
-        self._infos: dict[str, ObjectInfo | None] = {}
+        self._infos: dict[str, ObjectInfo | None] = {}  # per path, as this query found it (made from _stats when asked)
+        self._stats: tuple[list[str] | None, FileStats | None] = (None, None)  # files, and their stats this query (columns)
+        self._where: dict[str, int] | None = None  # position of each of _stats' files
+        self._restated: set[str] = set()  # files stat'ed again after _stats (their _infos decide)
         self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
-        self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
+        self._listed_now = False  # _stats came with the listing just made (the first query needs no stats)
         #: plan from the manifest alone (an object store): its entries are the files, with
         #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
         #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
@@ -157,7 +164,6 @@ class LakeFiles:
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
-        self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): columns_of the last expression
@@ -217,26 +223,31 @@ class LakeFiles:
             else:
                 self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
                                                entries[rel].stamp) for rel in rels}  # fmt: skip
-            self._keys, self._identities = {}, (None, [])
+            self._stats, self._where, self._restated, self._keys = (None, None), None, set(), {}
             self._listed_now = True
             return self._partitioned(rels)
-        listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
+        listed = self.store.list_stats(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
+        keep = np.ones(len(listed), bool)
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
-            listed = [i for i in listed if i.size > 0]
+            keep &= listed.size > 0
         if self.hidden_files:  # (Polars' rule: names starting with _ or . are data files too; arrowidx's own are not)
-            listed = [i for i in listed if not is_index_path(posixpath.relpath(i.path, self.root))]
+            keep &= np.fromiter((not is_index_path(rel) for rel in listed.paths), bool, len(listed))
         if self.hidden_prefixes:
-            listed = [i for i in listed if not self._prefixed(i.path)]
-        prefix = self.root.rstrip("/") + "/"
-        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
-        self._infos = dict(zip(rels, listed))
-        self._keys, self._identities = {}, (None, [])
+            keep &= np.fromiter((not self._prefixed(rel) for rel in listed.paths), bool, len(listed))
+        folders = listed.folders
+        if not keep.all():
+            listed, folders = listed.take(np.flatnonzero(keep)), None
+        rels = listed.paths
+        self._infos, self._stats, self._where, self._restated, self._keys = {}, (rels, listed), None, set(), {}
         self._listed_now = True
-        return self._partitioned(rels)
+        return self._partitioned(rels, folders)
 
-    def _partitioned(self, files: list[str]) -> list[str]:
-        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
-        partitioning = hive_partitioning(files, self.partitioning_spec)
+    def _partitioned(self, files: list[str], folders: list[str] | None = None) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`).
+        ``folders``: the folders holding them, when the listing knows them (the partitioning
+        is the folders': one path per folder is asked about, not one per file)."""
+        probe = files if folders is None else [posixpath.join(folder, "f") for folder in folders]
+        partitioning = hive_partitioning(probe, self.partitioning_spec)
         if partitioning is not None or self.partitioning is not None:
             self.partitioning = partitioning
             self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
@@ -304,7 +315,7 @@ class LakeFiles:
             return
         if self.from_manifest:
             return  # never stat'ed: a file read is checked by its conditional read
-        self._infos, self._keys, self._identities = {}, {}, (None, [])
+        self._infos, self._stats, self._where, self._restated, self._keys = {}, (None, None), None, set(), {}
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those; planning from the manifest, none: a file read
@@ -315,7 +326,7 @@ class LakeFiles:
 
     def _restat(self, rels: list[str]) -> None:
         self._infos.update(file_infos(self.store, self.root, rels))
-        self._identities = (None, [])
+        self._restated.update(rels)
         for rel in rels:
             self._keys.pop(rel, None)
 
@@ -333,7 +344,6 @@ class LakeFiles:
         if now is None:  # gone (a listing would not have it)
             self._files = [f for f in self._files if f != rel]
             self._infos.pop(rel, None)
-            self._identities = (None, [])
             self._absolute = (None, [])
             return True
         return now != before
@@ -346,7 +356,8 @@ class LakeFiles:
     def use_infos(self, infos: dict[str, ObjectInfo | None]) -> None:
         """Take ``infos`` (a writer's stats of the files, by relative path) as this query's."""
         self._infos.update(infos)
-        self._keys, self._identities = {}, (None, [])
+        self._restated.update(infos)
+        self._keys = {}
 
     def open_data(self, rel: str) -> pa.NativeFile:
         """The data file opened for reading: conditionally (the object planned, or
@@ -357,32 +368,70 @@ class LakeFiles:
         return self.fs.open_input_file(path)
 
     def info(self, rel: str) -> ObjectInfo | None:
-        """The file as this query's listing or stat found it (None: gone)."""
-        if rel not in self._infos:
-            self.stat_files()
-            if rel not in self._infos:
-                self._infos.update(file_infos(self.store, self.root, [rel]))
-        return self._infos[rel]
+        """The file as this query's listing or stat found it (None: gone). The first file
+        asked about that the query has no stats of stats every file at once."""
+        found = self._infos.get(rel, _UNKNOWN)
+        if found is _UNKNOWN:
+            at = self._position(rel)
+            if at is None and self._stats[1] is None and rel in self._files_set():
+                self.stat_files()
+                at = self._position(rel)
+            found = self._infos[rel] = (self._stats[1].info(at, join(self.root, rel)) if at is not None
+                                        else file_infos(self.store, self.root, [rel])[rel])  # fmt: skip
+        return found
+
+    def _files_set(self) -> set[str] | list[str]:
+        return self.files if len(self.files) < 64 else set(self.files)
+
+    def _position(self, rel: str) -> int | None:
+        """Where ``rel`` is in this query's stats (None: not among them)."""
+        files = self._stats[0]
+        if files is None:
+            return None
+        if self._where is None:
+            self._where = dict(zip(files, range(len(files))))
+        return self._where.get(rel)
 
     def stat_files(self) -> None:
-        """Stat every file in one call, noting each one's identity (:meth:`identity`)."""
+        """Stat every file in one call (columns, no object per file), unless this query
+        has stats of them already (its listing)."""
         files = self.files
-        if not all(rel in self._infos for rel in files):
-            paths = self.absolute_paths()
-            if len(paths) < PARALLEL_STAT_FILES:
-                infos = self.store.stat(paths)
-            else:  # half on the I/O pool: stats release the GIL, so two run at once
-                half = len(paths) // 2
-                other = facts.executor().submit(self.store.stat, paths[half:])
-                infos = self.store.stat(paths[:half]) + other.result()
-            self._infos.update(zip(files, infos))
-        infos, token = self._infos, self._token
-        identities = [  # (identity_of, inline: every file of the lake)
-            (rel, None, None, token) if (i := infos[rel]) is None else (rel, i.size, i.mtime_ns, i.stamp if token is None else token)
-            for rel in files
-        ]  # fmt: skip
-        self._keys.update(zip(files, identities))
-        self._identities = (files, identities)
+        if self._stats[0] is files:
+            return
+        stats = self.store.stat_many(self.absolute_paths())
+        stats.paths = files
+        self._stats, self._where = (files, stats), None
+
+    def file_stats(self) -> FileStats:
+        """This query's stats of :attr:`files`, in their order: the listing's, or one stat
+        of every file (:meth:`stat_files`); taken from a wider listing for a view of some
+        files (:meth:`restricted`)."""
+        files = self.files
+        held, stats = self._stats
+        if held is not files and stats is not None:
+            at = list(map(self._position, files))
+            if None not in at:
+                taken = stats.take(np.array(at, np.int64))
+                self._stats, self._where = (files, taken), None
+                return taken
+        self.stat_files()
+        return self._stats[1]
+
+    def still_indexed(self, positions: np.ndarray, table: Any, rows: np.ndarray) -> np.ndarray:
+        """Of the files at ``positions`` of :attr:`files`, which are still the data files
+        rows ``rows`` of the manifest's file table describe (their identity as indexed:
+        size, modification time and change stamp), decided for every file at once from
+        this query's stats (:func:`~arrowidx.lake.freshness.still_indexed`); a file stat'ed
+        again since is decided by what that found."""
+        if self._token is not None:  # (no change stamps: nothing is the file indexed by its stats alone)
+            return np.zeros(len(positions), bool)
+        same = still_indexed(self.file_stats(), positions, table, rows)
+        if self._restated:
+            files = self.files
+            for k, (at, row) in enumerate(zip(positions.tolist(), rows.tolist())):
+                if files[at] in self._restated:
+                    same[k] = self.identity(files[at]) == table.identities(np.array([row]))[0]
+        return same
 
     def identity_of(self, rel: str, info: ObjectInfo | None) -> tuple:
         """``(rel, size, mtime, stamp)`` of a file as ``info`` describes it: what the facts
@@ -394,18 +443,16 @@ class LakeFiles:
 
     def identity(self, rel: str) -> tuple:
         """The data file's identity as this query found it (:meth:`identity_of`): what is
-        cached of a file is cached under it. The first asked stats every file at once."""
+        cached of a file is cached under it."""
         key = self._keys.get(rel)
         if key is None:
-            if not self._identities[1] and len(self.files) > 1:
-                self.stat_files()  # every file at once
-                key = self._keys.get(rel)
-            if key is None:
-                key = self._keys[rel] = self.identity_of(rel, self.info(rel))
+            key = self._keys[rel] = self.identity_of(rel, self.info(rel))
         return key
 
     def known_identities(self) -> dict[str, tuple]:
-        """The identities found so far this query, by path (none asked anew)."""
+        """The identities of every file this query (stat'ed now if need be), by path."""
+        for rel in self.files:
+            self.identity(rel)
         return self._keys
 
     def fact_key(self, kind: str, rel: str, *more) -> tuple:
@@ -686,19 +733,19 @@ class LakeFiles:
         are read by :meth:`prepare_kept`."""
         if not files:
             return
-        self.identity(files[0])  # stats every file at once (stat_files): their identities are then known
+        identities = list(map(self.identity, files))  # (the first stats every file at once, unless listed this query)
         stamp = None
-        if files is self.files and self._identities[0] is files:
-            stamp = (self.manifest.version, self._identities[1], columns)
+        if files is self.files:
+            stamp = (self.manifest.version, identities, columns)
             if stamp == self._prepared:
                 return  # the same files, unchanged, with the same columns, as when last prepared
         entries = self.manifest.files
         todo = []
-        for rel in files:
+        for rel, identity in zip(files, identities):
             entry = entries.get(rel)
             if entry is None:
                 continue
-            known = self._freshness.get(self.identity(rel))
+            known = self._freshness.get(identity)
             if known is None or known[0] is not entry:
                 todo.append(rel)
             elif known[2] and entry.index is not None and columns:
