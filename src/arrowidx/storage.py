@@ -41,6 +41,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -97,13 +98,14 @@ class FileStats:
     disk the stamp is kept as two columns, ``ino`` and ``ctime_ns`` (the stamp
     ``f"{ino}:{ctime_ns}"`` :class:`LocalStore` gives); other stores keep their
     :class:`ObjectInfo` list. ``folders``: a listing's folders holding files (relative, ``""``
-    for the folder listed)."""
+    for the folder listed; its ``paths`` are then sorted: ``ordered``)."""
 
     def __init__(self, paths: list[str], size: np.ndarray, mtime_ns: np.ndarray, *, ino: np.ndarray | None = None,
                  ctime_ns: np.ndarray | None = None, infos: list[ObjectInfo | None] | None = None,
                  folders: list[str] | None = None):  # fmt: skip
         self.paths, self.size, self.mtime_ns = paths, size, mtime_ns
         self.ino, self.ctime_ns, self.infos, self.folders = ino, ctime_ns, infos, folders
+        self.ordered = folders is not None  # (a listing's paths: sorted)
 
     @classmethod
     def of_infos(cls, paths: list[str], infos: list[ObjectInfo | None], folders: list[str] | None = None) -> FileStats:
@@ -302,6 +304,24 @@ def _first(pair: tuple) -> str:
     return pair[0]
 
 
+def _stat_each(paths: list[str]) -> list[os.stat_result]:
+    """``os.stat`` of each of ``paths`` (OS paths) in one call; a file gone meanwhile: a
+    stat of no file (:data:`_GONE`); another failure names the file."""
+    try:
+        return list(map(os.stat, paths))  # (one call per file, nothing else: a file gone is rare)
+    except OSError:
+        pass
+    out = []
+    for path in paths:
+        try:
+            out.append(os.stat(path))
+        except (FileNotFoundError, NotADirectoryError):
+            out.append(_GONE)
+        except OSError as e:
+            raise storage_error(e, path) from None
+    return out
+
+
 _GONE = os.stat_result((0,) * 10, {"st_atime_ns": 0, "st_mtime_ns": 0, "st_ctime_ns": 0})  # (no file: mode 0, not a regular file)
 
 
@@ -333,8 +353,9 @@ class LocalStore(Store):
 
     def _walk(self, folder: str, recursive: bool, hidden: bool, missing_ok: bool) -> tuple[list[str], list[os.stat_result], list[str]]:
         """The regular files under ``folder`` (paths relative to it, sorted), their stats
-        (one per file, taken with the listing: symlinks followed, as pyarrow does), and the
-        folders holding them."""
+        (one per file: symlinks followed, as pyarrow does), and the folders holding them.
+        Per folder, its names (``os.listdir``) and one ``os.stat`` of each in one call;
+        nothing else is done per file in Python."""
         top = self.os_path(folder)
         try:
             st = os.stat(top)
@@ -345,40 +366,41 @@ class LocalStore(Store):
             raise
         except OSError as e:
             raise storage_error(e, folder, "folder") from None
-        found: list[tuple[str, os.stat_result]] = []
+        rels: list[str] = []
+        stats: list[os.stat_result] = []
         folders: list[str] = []
         pending = [("", folder, top, seen)]
-        isdir, isreg = statmod.S_ISDIR, statmod.S_ISREG
         while pending:
             rel, name, real, above = pending.pop()
             try:
-                with os.scandir(real) as entries:
-                    entries = list(entries)
+                names = os.listdir(real)
             except FileNotFoundError:
                 continue
             except NotADirectoryError:
                 raise
             except OSError as e:
                 raise storage_error(e, name, "folder") from None
-            prefix = rel + "/" if rel else ""
-            before = len(found)
-            for entry in entries:  # (the one loop per file: a stat, and the file noted)
-                if not hidden and entry.name[0] in "_.":
-                    continue
-                try:
-                    st = entry.stat()  # follows symlinks, as pyarrow does
-                except FileNotFoundError:
-                    continue  # deleted meanwhile
-                if isreg(st.st_mode):
-                    found.append((prefix + entry.name, st))
-                elif isdir(st.st_mode):
-                    key = (st.st_dev, st.st_ino)
-                    if recursive and key not in above:  # (a folder linking to one above: a loop)
-                        pending.append((prefix + entry.name, posixpath.join(name, entry.name), entry.path, above | {key}))
-            if len(found) > before:
+            if not hidden:
+                names = [n for n in names if n[0] not in "_."]
+            names.sort()
+            base = real if real.endswith("/") else real + "/"
+            found = _stat_each([base + n for n in names])
+            kinds = np.fromiter(map(attrgetter("st_mode"), found), np.int64, len(found)) & 0o170000
+            for i in np.flatnonzero(kinds == statmod.S_IFDIR).tolist():
+                key = (found[i].st_dev, found[i].st_ino)
+                if recursive and key not in above:  # (a folder linking to one above: a loop)
+                    pending.append((f"{rel}/{names[i]}" if rel else names[i], posixpath.join(name, names[i]), base + names[i], above | {key}))
+            files = kinds == statmod.S_IFREG
+            if files.any():
                 folders.append(rel)
-        found.sort(key=_first)
-        return [f[0] for f in found], [f[1] for f in found], sorted(folders)
+                keep = files.tolist() if not files.all() else None
+                rels += [f"{rel}/{n}" for n in (names if keep is None else compress(names, keep))] if rel else \
+                    (names if keep is None else list(compress(names, keep)))  # fmt: skip
+                stats += found if keep is None else compress(found, keep)
+        if len(folders) > 1:  # (each folder's names are sorted; the lake's paths are sorted as one list)
+            order = sorted(range(len(rels)), key=rels.__getitem__)
+            rels, stats = [rels[i] for i in order], [stats[i] for i in order]
+        return rels, stats, sorted(folders)
 
     def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
         out: list[ObjectInfo | None] = []
@@ -395,18 +417,7 @@ class LocalStore(Store):
 
     def stat_many(self, paths: list[str]) -> FileStats:
         real = paths if self._plain else [self.os_path(p) for p in paths]
-        try:
-            stats = list(map(os.stat, real))  # (one call per file, nothing else: a file gone is rare)
-        except OSError:
-            stats = []
-            for path, os_path in zip(paths, real):
-                try:
-                    stats.append(os.stat(os_path))
-                except (FileNotFoundError, NotADirectoryError):
-                    stats.append(_GONE)
-                except OSError as e:
-                    raise storage_error(e, path) from None
-        return FileStats.of_stats(paths, stats)
+        return FileStats.of_stats(paths, _stat_each(real))
 
     def get(self, path: str, what: str = "file") -> bytes:
         try:

@@ -20,6 +20,7 @@ are done on the process's I/O pool, or in the calling thread where reads are qui
 
 from __future__ import annotations
 
+import bisect
 import copy
 import posixpath
 import threading
@@ -166,6 +167,7 @@ class LakeFiles:
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
+        self._manifest_rows: tuple = (None, None, None)  # (files, file table, their rows in it)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): columns_of the last expression
         self._partition_dataset: tuple = (None, None)  # (files, their partition_dataset)
         self.use_manifest(self.manifest)
@@ -385,9 +387,12 @@ class LakeFiles:
 
     def _position(self, rel: str) -> int | None:
         """Where ``rel`` is in this query's stats (None: not among them)."""
-        files = self._stats[0]
+        files, stats = self._stats
         if files is None:
             return None
+        if stats.ordered and files is stats.paths:  # (a listing: its paths sorted, no map of them made)
+            at = bisect.bisect_left(files, rel)
+            return at if at < len(files) and files[at] == rel else None
         if self._where is None:
             self._where = dict(zip(files, range(len(files))))
         return self._where.get(rel)
@@ -709,10 +714,23 @@ class LakeFiles:
             self._manifest_deletes = (manifest, deletes)
         return deletes
 
+    def manifest_rows(self) -> np.ndarray:
+        """The row of each of :attr:`files` in the manifest's file table (-1: not in it),
+        once per file list and manifest (no map of paths made when they are the table's)."""
+        files, table = self.files, self.manifest.files
+        held = self._manifest_rows
+        if held[0] is not files or held[1] is not table:
+            rows = np.arange(len(files), dtype=np.int64) if table.paths == files else table.rows_of(files)
+            self._manifest_rows = held = (files, table, rows)
+        return held[2]
+
     def may_hold_rows(self) -> bool:
         """False only when the manifest lists every file, each with no row (an empty lake:
         pyarrow's filter then runs no kernel, see ``check_expression``)."""
         files = self.manifest.files
+        if hasattr(files, "rows_of"):  # a file table: its column of rows (no entry materialised)
+            at = self.manifest_rows()
+            return bool((at < 0).any() or (files.column("rows")[at] > 0).any())
         return any(rel not in files or files[rel].rows for rel in self.files)
 
     # -- reading what planning needs, many files at once -------------------------------------------

@@ -497,7 +497,7 @@ class Planner:
         lake = self.lake
         entries = lake.manifest.files
         if hasattr(entries, "rows_of"):  # a file table: every file at once, no entry materialised
-            rows = entries.rows_of(lake.files)
+            rows = lake.manifest_rows()
             valid = rows >= 0
             valid[valid] = (entries.fids[rows[valid]] >= 0) & entries.valid("index_schema")[rows[valid]] & entries.valid("stamp")[rows[valid]]
             positions = np.flatnonzero(valid)
