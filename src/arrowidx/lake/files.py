@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from .. import facts
 from .._lazy import lazy_module
 from ..deletion import DeletionVector
-from ..errors import ArrowIdxError, CorruptIndexError
+from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
 from ..expression import columns_named
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
@@ -100,6 +100,16 @@ def window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
 
 
 _UNKNOWN = object()  # (no info of the file yet this query)
+
+
+def _schema_names(files: Any, text: str) -> list[str]:
+    """The columns of an index schema of the file table ``files``; a schema that does not
+    parse is reported by the entry holding it (its error names the manifest and the field)."""
+    try:
+        return IndexRef({}, text, 0).arrow_schema().names
+    except CorruptManifestError:
+        files.entry_at(files.table.column("index_schema").to_pylist().index(text))
+        raise
 
 
 def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
@@ -273,6 +283,8 @@ class LakeFiles:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
+        elif self._stats[0] is files:
+            self._stats = (self._files, self._stats[1])
         if committed is not self.committed or committed.tombstones:
             self.use_manifest(committed)
         if not self._listed_now:
@@ -390,9 +402,9 @@ class LakeFiles:
         files, stats = self._stats
         if files is None:
             return None
-        if stats.ordered and files is stats.paths:  # (a listing: its paths sorted, no map of them made)
-            at = bisect.bisect_left(files, rel)
-            return at if at < len(files) and files[at] == rel else None
+        if stats.ordered:  # (a listing: its paths sorted, no map of them made)
+            at = bisect.bisect_left(stats.paths, rel)
+            return at if at < len(stats.paths) and stats.paths[at] == rel else None
         if self._where is None:
             self._where = dict(zip(files, range(len(files))))
         return self._where.get(rel)
@@ -432,10 +444,11 @@ class LakeFiles:
             return np.zeros(len(positions), bool)
         same = still_indexed(self.file_stats(), positions, table, rows)
         if self._restated:
-            files = self.files
-            for k, (at, row) in enumerate(zip(positions.tolist(), rows.tolist())):
-                if files[at] in self._restated:
-                    same[k] = self.identity(files[at]) == table.identities(np.array([row]))[0]
+            files, restated = self.files, self._restated
+            again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated]
+            if again:
+                indexed = table.identities(rows[again])
+                same[again] = [self.identity(files[positions[k]]) == i for k, i in zip(again, indexed)]
         return same
 
     def identity_of(self, rel: str, info: ObjectInfo | None) -> tuple:
@@ -661,10 +674,11 @@ class LakeFiles:
         if self._indexed[0] != key:
             files = self.manifest.files
             if hasattr(files, "distinct"):  # a file table: its distinct index schemas, no entry materialised
-                schemas = {text: IndexRef({}, text, 0) for text in files.distinct("index_schema")}
+                names = {name for text in files.distinct("index_schema") for name in _schema_names(files, text)}
             else:
                 schemas = {e.index.schema: e.index for e in files.values() if e.index is not None}
-            self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
+                names = {name for ref in schemas.values() for name in ref.arrow_schema().names}
+            self._indexed = (key, names)
         return self._indexed[1]
 
     def vector_key(self, entry: FileEntry) -> tuple:
