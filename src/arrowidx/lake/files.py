@@ -6,10 +6,8 @@ under one identity key.
 A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's listing or stat
 finds it (:meth:`LakeFiles.identity`); every fact about the file is kept under it
 (:meth:`LakeFiles.fact_key`), so a file rewritten in place gets another identity and is read
-again. The listing (or a stat of every file, once per query) is kept as columns
-(:class:`~arrowidx.storage.FileStats`): an identity is made only for a file a query plans,
-and the files a lake-level structure rules out are checked against the manifest for all of
-them at once (:meth:`LakeFiles.still_indexed`). Where the store stamps nothing, the stamp is a token private to this object
+again (made only for the files a query plans: the listing's stats are columns,
+:meth:`LakeFiles.still_indexed`). Where the store stamps nothing, the stamp is a token private to this object
 (:func:`arrowidx.facts.identity_token`): its facts are then not shared with other readers.
 
 :class:`LakeFiles` answers what :mod:`.plan` asks of a snapshot; it decides nothing itself.
@@ -99,12 +97,8 @@ def window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
     return sum(w[1] for c in columns for w in index.layout.get(c, {}).values())
 
 
-_UNKNOWN = object()  # (no info of the file yet this query)
-
-
 def _schema_names(files: Any, text: str) -> list[str]:
-    """The columns of an index schema of the file table ``files``; a schema that does not
-    parse is reported by the entry holding it (its error names the manifest and the field)."""
+    """An index schema's columns; one that does not parse is reported by an entry holding it (naming the manifest)."""
     try:
         return IndexRef({}, text, 0).arrow_schema().names
     except CorruptManifestError:
@@ -384,18 +378,14 @@ class LakeFiles:
     def info(self, rel: str) -> ObjectInfo | None:
         """The file as this query's listing or stat found it (None: gone). The first file
         asked about that the query has no stats of stats every file at once."""
-        found = self._infos.get(rel, _UNKNOWN)
-        if found is _UNKNOWN:
+        if rel in self._infos:
+            return self._infos[rel]
+        at = self._position(rel)
+        if at is None and self._stats[1] is None and rel in self.files:
+            self.stat_files()
             at = self._position(rel)
-            if at is None and self._stats[1] is None and rel in self._files_set():
-                self.stat_files()
-                at = self._position(rel)
-            found = self._infos[rel] = (self._stats[1].info(at, join(self.root, rel)) if at is not None
-                                        else file_infos(self.store, self.root, [rel])[rel])  # fmt: skip
+        found = self._infos[rel] = self._stats[1].info(at, join(self.root, rel)) if at is not None else file_infos(self.store, self.root, [rel])[rel]
         return found
-
-    def _files_set(self) -> set[str] | list[str]:
-        return self.files if len(self.files) < 64 else set(self.files)
 
     def _position(self, rel: str) -> int | None:
         """Where ``rel`` is in this query's stats (None: not among them)."""
@@ -443,12 +433,10 @@ class LakeFiles:
         if self._token is not None:  # (no change stamps: nothing is the file indexed by its stats alone)
             return np.zeros(len(positions), bool)
         same = still_indexed(self.file_stats(), positions, table, rows)
-        if self._restated:
-            files, restated = self.files, self._restated
-            again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated]
-            if again:
-                indexed = table.identities(rows[again])
-                same[again] = [self.identity(files[positions[k]]) == i for k, i in zip(again, indexed)]
+        files, restated = self.files, self._restated
+        again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated] if restated else []
+        if again:
+            same[again] = [self.identity(files[positions[k]]) == i for k, i in zip(again, table.identities(rows[again]))]
         return same
 
     def identity_of(self, rel: str, info: ObjectInfo | None) -> tuple:
@@ -469,8 +457,7 @@ class LakeFiles:
 
     def known_identities(self) -> dict[str, tuple]:
         """The identities of every file this query (stat'ed now if need be), by path."""
-        for rel in self.files:
-            self.identity(rel)
+        list(map(self.identity, self.files))
         return self._keys
 
     def fact_key(self, kind: str, rel: str, *more) -> tuple:
@@ -729,8 +716,7 @@ class LakeFiles:
         return deletes
 
     def manifest_rows(self) -> np.ndarray:
-        """The row of each of :attr:`files` in the manifest's file table (-1: not in it),
-        once per file list and manifest (no map of paths made when they are the table's)."""
+        """The row of each of :attr:`files` in the manifest's file table (-1: none), once per file list and manifest."""
         files, table = self.files, self.manifest.files
         held = self._manifest_rows
         if held[0] is not files or held[1] is not table:
