@@ -427,12 +427,12 @@ class LakeFiles:
     def still_indexed(self, positions: np.ndarray, table: Any, rows: np.ndarray) -> np.ndarray:
         """Of the files at ``positions`` of :attr:`files`, which are still the data files
         rows ``rows`` of the manifest's file table describe (their identity as indexed:
-        size, modification time and change stamp), decided for every file at once from
-        this query's stats (:func:`~arrowidx.lake.freshness.still_indexed`); a file stat'ed
-        again since is decided by what that found."""
+        size, modification time and change stamp), for every file at once from this query's
+        stats (:func:`~arrowidx.lake.freshness.still_indexed`; planned from the manifest: all,
+        read conditionally); a file stat'ed again since is decided by what that found."""
         if self._token is not None:  # (no change stamps: nothing is the file indexed by its stats alone)
             return np.zeros(len(positions), bool)
-        same = still_indexed(self.file_stats(), positions, table, rows)
+        same = np.ones(len(positions), bool) if self.from_manifest else still_indexed(self.file_stats(), positions, table, rows)
         files, restated = self.files, self._restated
         again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated] if restated else []
         if again:
