@@ -111,7 +111,8 @@ class IndexedFiles:
     def __init__(self, entries: list[FileEntry], positions: np.ndarray):
         self._entries: list[FileEntry] | Callable[[], list[FileEntry]] = entries
         self.positions = positions
-        self.rows: np.ndarray | None = None  # their rows in the manifest's file table
+        self.rows: np.ndarray | None = None  # their rows in the manifest's file table (_table)
+        self._table: Any = None
         self._paths: list[str] | Callable[[], list[str]] = [e.path for e in entries]
 
     @classmethod
@@ -120,7 +121,7 @@ class IndexedFiles:
         at ``positions`` of the snapshot's files: nothing is made per file until asked
         (paths; entries only where plans are wanted, :attr:`members`)."""
         out = cls([], positions)
-        out.rows = rows
+        out.rows, out._table = rows, table
         out._entries = lambda: [table.entry_at(r) for r in rows.tolist()]
         out._paths = lambda: [table.paths[r] for r in rows.tolist()]
         return out
@@ -133,6 +134,8 @@ class IndexedFiles:
 
     @property
     def identities(self) -> list[tuple]:
+        if self.rows is not None:
+            return self._table.identities(self.rows)
         return [(e.path, e.size, e.mtime_ns, e.stamp) for e in self.entries]
 
     @property
