@@ -388,7 +388,7 @@ class Planner:
         bound: dict = {}
         ruled = self._ruled(expr, bound)
         if ruled is not None:
-            kept = list(compress(lake.files, ~ruled))
+            kept = [lake.files[i] for i in np.flatnonzero(~ruled).tolist()]
             if len(kept) <= NEEDLE_MAX_FILES:
                 return self._needle_route(expr, bound, kept)
         plans, ruled_files = self._plan_kept(expr, bound, ruled)
@@ -425,7 +425,7 @@ class Planner:
         not rule out (``ruled``: a mask over the files, or None), and how many they ruled
         out: what a read needs, without a plan object per skipped file."""
         lake = self.lake
-        kept = lake.files if ruled is None else list(compress(lake.files, ~ruled))
+        kept = lake.files if ruled is None else [lake.files[i] for i in np.flatnonzero(~ruled).tolist()]
         lake.prepare(kept, self.columns(expr))
         decided = [self.decide(rel, expr, bound) for rel in kept]
         lake.prepare_kept([p.path for p in decided if p.status != "skipped"])
