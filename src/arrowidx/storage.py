@@ -300,10 +300,6 @@ def _local_info(path: str, st: os.stat_result) -> ObjectInfo:
     return ObjectInfo(path, st.st_size, st.st_mtime_ns, f"{st.st_ino}:{st.st_ctime_ns}")
 
 
-def _first(pair: tuple) -> str:
-    return pair[0]
-
-
 def _stat_each(paths: list[str]) -> list[os.stat_result]:
     """``os.stat`` of each of ``paths`` (OS paths) in one call; a file gone meanwhile: a
     stat of no file (:data:`_GONE`); another failure names the file."""

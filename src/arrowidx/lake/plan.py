@@ -132,6 +132,10 @@ class IndexedFiles:
             self._paths = self._paths()
         return self._paths
 
+    def row_counts(self) -> np.ndarray:
+        """The rows of each file as indexed (from the file table's column)."""
+        return self._table.column("rows")[self.rows]
+
     @property
     def identities(self) -> list[tuple]:
         if self.rows is not None:
@@ -547,7 +551,11 @@ class Planner:
         """:meth:`ruled_out` without a plan per file: the files ruled out, and their rows."""
         ruled: dict[str, int] = {}
         for structure, skipped in self.select(expr, bound)[0]:
-            ruled.update((m.path, m.entry.rows) for m in compress(structure.members, skipped))
+            if getattr(structure, "rows", None) is not None:  # a file table: its columns, no entry made
+                keep = skipped.tolist()
+                ruled.update(zip(compress(structure.paths, keep), structure.row_counts()[skipped].tolist()))
+            else:
+                ruled.update((m.path, m.entry.rows) for m in compress(structure.members, skipped))
         return ruled
 
     def key_directory(self, column: str, schema_key: str) -> KeyDirectory | None:
