@@ -8,7 +8,8 @@ wrong SKIP is data loss: every change below must be seen. A file added or rename
 read as unindexed, a removed one is not read, one rewritten in place (the same size, its
 modification time set back: only its change stamp differs) is read in full. The truth is
 the bytes on disk: every data file a ``pyarrow.dataset`` discovery finds, read with
-``pq.read_table`` and filtered in memory with ``Table.filter``.
+``pq.read_table`` and filtered in memory with ``Table.filter``. Hive folders too: a filter
+on the partition plans a view of the listing, query after query.
 """
 
 from __future__ import annotations
@@ -160,3 +161,35 @@ def test_a_reader_sees_files_rewritten_in_place_between_its_queries(tmp_path, se
         next_id += ROWS
         for expr in [pc.field("id") == int(new[int(rng.integers(ROWS))]), pc.field("id").isin(new[:3].tolist())]:
             assert _same(data.to_table(filter=expr), _truth(root, expr)), f"seed {seed}, round {round}: {expr}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_partition_filter_and_a_needle_see_changed_files(tmp_path, seed):
+    """Hive folders: a filter on the partition and the needle plans the files of the kept
+    folders (a view of the listing); files changed there since the build are seen."""
+    rng = np.random.default_rng(200 + seed)
+    root = str(tmp_path / "lake")
+    ids = rng.permutation(FILES * ROWS)
+    paths = []
+    for i in range(FILES):
+        folder = os.path.join(root, f"part={'ab'[i % 2]}")
+        os.makedirs(folder, exist_ok=True)
+        paths.append(os.path.join(folder, f"f-{i:03d}.parquet"))
+        _write(paths[-1], ids[i * ROWS : (i + 1) * ROWS])
+    arrowidx.build(root, OPTIONS, progress=False)
+    data = arrowidx.dataset(root)
+    next_id = FILES * ROWS
+    for round in range(3):
+        if round:  # the same reader, after files changed in place (its next queries stat every file)
+            new = np.arange(next_id, next_id + ROWS)
+            _rewrite_in_place(paths[int(rng.integers(FILES))], new)
+            next_id += ROWS
+        else:
+            new = ids[:ROWS]
+        for part in "ab":
+            value = int(new[int(rng.integers(ROWS))])
+            expr = (pc.field("part") == part) & (pc.field("id") == value)
+            files = [p for p in _data_files(root) if f"part={part}" in p]
+            want = pa.concat_tables([pq.read_table(p) for p in files]).filter(pc.field("id") == value)
+            for reader in (data, arrowidx.dataset(root)):
+                assert _same(reader.to_table(filter=expr), want), f"seed {seed}, round {round}: {expr}"

@@ -303,10 +303,9 @@ class LakeFiles:
 
     def restricted(self, files: list[str]) -> LakeFiles:
         """A view of this snapshot with only ``files`` (the ones a partition filter keeps),
-        sharing what is known of them."""
+        sharing what is known of them (a query through it takes the listing; the next stats anew)."""
         view = copy.copy(self)
-        view._files = files
-        view._partition_dataset = (None, None)
+        view._files, view._partition_dataset, self._listed_now = files, (None, None), False
         return view
 
     def partition_expression(self, rel: str) -> pc.Expression | None:
