@@ -10,13 +10,15 @@ engine alone alternate, and each row prints the median, the spread (min-max) and
   child) against ``pyarrow.dataset``, and the whole process, over 200, 2,000 and 20,000
   files; and how arrowidx's time grows from the smallest lake to the largest.
 * ``s3``: requests (counted by a proxy in front of a moto server, as bench_s3.py) of a
-  needle in a new process over 1,000 and 10,000 files, and of a delete of one row over
-  1,000 files, against pyarrow.dataset's requests for the same needle.
+  needle in a new process over 1,000 and 10,000 files, of ``--s3-deletes`` deletes of one
+  row in a row over 1,000 files (each round's count: commits add and merge file-table
+  segments), and of the needle again after them, against pyarrow.dataset's requests for the
+  same needle.
 * ``commit``: a build that adds one file to the 20,000-file lake (a hard-linked copy):
   time and bytes written, against a full build of the same lake.
 
     .venv/bin/python bench/bench_scale.py [--only local,s3,commit] [--sizes 200,2000,20000]
-        [--rounds 5] [--s3-files 1000,10000]
+        [--rounds 5] [--s3-files 1000,10000] [--s3-deletes 6]
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def local_lake(files: int) -> tuple[Path, int]:
     root = DATA / f"scale-{files}x{ROWS}"
     rng = np.random.default_rng(files)
     ids = rng.permutation(files * ROWS).astype(np.int64)
-    if not (root / "_arrowidx").exists() and not (root.parent / f"_{root.name}.arrowidx").exists():  # (old layout, or the sidecar)
+    if not _index_folder(root).exists():
         import arrowidx
 
         root.mkdir(parents=True, exist_ok=True)
@@ -211,7 +213,7 @@ def _s3_run(proxy, env: dict, engine: str, uri: str, what: str, value: int) -> t
     return out["ms"], proxy.since(before), out["rows"]
 
 
-def s3(sizes: list[int], rounds: int) -> None:
+def s3(sizes: list[int], rounds: int, deletes: int = 6) -> None:
     from s3_proxy import CountingProxy
     from s3_support import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
@@ -224,17 +226,28 @@ def s3(sizes: list[int], rounds: int) -> None:
                     "AWS_REGION": REGION, "AWS_ALLOW_HTTP": "true", "PYTHONPATH": SRC})  # fmt: skip
         for files in sizes:
             uri, ids = _s3_lake(server, f"scale-{files}", files)
-            cases = [("needle", "arrowidx"), ("needle", "pyarrow")] + ([("delete", "arrowidx")] if files == min(sizes) else [])
-            for what, engine in cases:
+            needle = int(ids[(files // 3) * ROWS + 7])
+            cases = [("needle", "arrowidx", rounds), ("needle", "pyarrow", rounds)]
+            if files == min(sizes):  # deletes in a row (each commits: segments grow and merge), then needles again
+                cases += [("delete", "arrowidx", max(deletes, 1)), ("needle", "arrowidx", rounds)]
+            done = 0
+            for what, engine, n in cases:
                 runs = []
-                for r in range(rounds):
-                    value = int(ids[(files // 3) * ROWS + 7]) if what == "needle" else int(ids[(r * 997 + 11) % len(ids)])
+                for r in range(n):
+                    value = needle if what == "needle" else int(ids[(r * 997 + 11) % len(ids)])
                     runs.append(_s3_run(proxy, env, engine, uri, what, value))
                 ms = [x[0] / 1000 for x in runs]
-                counts = runs[-1][1]
-                kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k not in ("requests", "bytes"))
-                print(f"{files:>6,} files, {what:6} {engine:8}: {counts.get('requests', 0):5,} requests,"
-                      f" {counts.get('bytes', 0) / 1e6:7.2f} MB, {_ms(ms)}   [{kinds}]", flush=True)  # fmt: skip
+                counts = [x[1] for x in runs]
+                label = f"{what} after {done} deletes" if what == "needle" and done else what
+                per_round = ", ".join(str(c.get("requests", 0)) for c in counts)
+                print(f"{files:>6,} files, {label:24} {engine:8}: {statistics.median(c.get('requests', 0) for c in counts):5,.0f}"
+                      f" requests (each round: {per_round}), {statistics.median(c.get('bytes', 0) for c in counts) / 1e6:7.2f} MB,"
+                      f" {_ms(ms)}", flush=True)  # fmt: skip
+                for r, c in enumerate(counts):
+                    if engine == "arrowidx":  # where they go
+                        kinds = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("requests", "bytes"))
+                        print(f"{'':14}round {r + 1}: {c.get('requests', 0)} [{kinds}]", flush=True)
+                done += n if what == "delete" else 0
     finally:
         proxy.stop()
         server.stop()
@@ -254,8 +267,15 @@ print(json.dumps({"s": time.perf_counter() - start, "indexed": len(report.indexe
 """
 
 
+def _index_folder(root: Path) -> Path:
+    """Where the lake at ``root`` keeps its index files: the sidecar beside it, or
+    ``_arrowidx/`` inside where a lake cached before the sidecar has it."""
+    inside = root / "_arrowidx"
+    return inside if inside.exists() else root.parent / f"_{root.name}.arrowidx"
+
+
 def _meta_files(root: Path) -> dict[str, int]:
-    meta = root / "_arrowidx"
+    meta = _index_folder(root)
     return {str(p.relative_to(meta)): p.stat().st_size for p in meta.rglob("*") if p.is_file()} if meta.exists() else {}
 
 
@@ -273,7 +293,10 @@ def commit(files: int, rounds: int) -> None:
     adds, fulls = [], []
     for r in range(rounds):
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work.parent / f"_{work.name}.arrowidx", ignore_errors=True)
         subprocess.run(["cp", "-al", str(base), str(work)], check=True)  # data files are never written: links
+        if not (work / "_arrowidx").exists():  # arrowidx's own files (the sidecar): real copies
+            shutil.copytree(_index_folder(base), work.parent / f"_{work.name}.arrowidx")
         for meta in (work / "_arrowidx").rglob("*"):  # arrowidx's own files: real copies
             if meta.is_file():
                 data = meta.read_bytes()
@@ -290,10 +313,11 @@ def commit(files: int, rounds: int) -> None:
         written = sum(size for name, size in after.items() if before.get(name) != size or name == "LATEST")
         adds.append((got["s"], written, got["indexed"], got["lake_index"]))
         if r == 0:
-            shutil.rmtree(work / "_arrowidx")
+            shutil.rmtree(_index_folder(work))
             full = _build_child(work, OPTIONS)
             fulls.append((full["s"], sum(_meta_files(work).values()), full["indexed"], full["lake_index"]))
     shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work.parent / f"_{work.name}.arrowidx", ignore_errors=True)
     print(f"{'case':52} {'time':>28} {'bytes written':>16} {'of which lake index':>20}")
     row_text = [("add 1 file, incremental build", adds), ("full build", fulls)]
     for label, runs in row_text:
@@ -308,6 +332,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="200,2000,20000")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--s3-files", default="1000,10000")
+    parser.add_argument("--s3-deletes", type=int, default=6, help="deletes in a row on the smallest S3 lake")
     args = parser.parse_args()
     only = set(args.only.split(","))
     subprocess.run([PY, "-m", "compileall", "-q", SRC], check=True)  # (bytecode, as an installed package has it)
@@ -316,7 +341,7 @@ def main() -> int:
     if "local" in only:
         local(sizes, args.rounds)
     if "s3" in only:
-        s3([int(s) for s in args.s3_files.split(",")], args.rounds)
+        s3([int(s) for s in args.s3_files.split(",")], args.rounds, args.s3_deletes)
     if "commit" in only:
         commit(max(sizes), max(1, args.rounds // 2))
     return 0

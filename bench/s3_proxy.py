@@ -7,6 +7,7 @@ body. Runs in a thread of the benchmark on 127.0.0.1 (a free port); :meth:`stop`
     before = proxy.snapshot()
     ...  # a query with endpoint=proxy.endpoint
     print(proxy.since(before))  # {"requests": 7, "bytes": 81234, "GET range": 5, ...}
+    print(proxy.log_since(before))  # [("LIST", "/bucket?list-type=2&prefix=...", 1234), ...]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class CountingProxy:
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname, parts.port or 80)
         self.counts: Counter[str] = Counter()
+        self.log: list[tuple[str, str, int]] = []  # (kind, path and query, response bytes), in order
         self._lock = threading.Lock()
         self._local = threading.local()
         proxy = self
@@ -91,10 +93,16 @@ class CountingProxy:
             self.counts["requests"] += 1
             self.counts["bytes"] += size
             self.counts[kind] += 1
+            self.log.append((kind, path, size))
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
             return Counter(self.counts)
+
+    def log_since(self, before: Counter[str]) -> list[tuple[str, str, int]]:
+        """The requests made since ``before`` (a :meth:`snapshot`), in order: what each asked."""
+        with self._lock:
+            return self.log[before["requests"] :]
 
     def since(self, before: Counter[str]) -> dict[str, int]:
         now = self.snapshot()

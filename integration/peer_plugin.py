@@ -9,12 +9,27 @@ run the same way except that
   ``arrowidx.build(source, <a bitmap on every column it can index>)`` followed by
   ``arrowidx.polars.scan(source, ...)`` with the same arguments;
 * ``pyarrow.dataset.dataset(source, ...)`` on local Parquet files, called from the suite's
-  own code, is ``arrowidx.build`` followed by ``arrowidx.dataset(source, ...)``.
+  own code, is ``arrowidx.build`` followed by ``arrowidx.dataset(source, ...)``, with
+  pyarrow's default ``partitioning=None`` given when the call gives none: arrowidx's own
+  default discovers Hive folders (documented in docs/guide.md, as issue 49 allows); given
+  the argument, arrowidx follows pyarrow exactly, which is what this checks.
 
 Bytes, file objects, object-store URIs and calls made by arrowidx itself reach the engine
 unchanged. The twin runs only when the test made such a call when run as published (a test
 without one would run the same code twice). After each twin, the indexes its builds wrote
 are removed, so the next test sees its folders as published.
+
+Where the indexes go: beside the data folder (its sidecar ``_<folder>.arrowidx/``), as a
+user's build puts them, except where that sidecar lands inside the test's ``tmp_path`` (the
+folder indexed is a subfolder of the test's data). There the test's next scan of the parent
+folder by Polars or pyarrow themselves (Polars walks every file below a folder, with no
+hidden-file rule; a test listing files with Polars' ``_expand_paths``) would read the index
+files as data. A user who scans both a folder and its parent does what a user with
+read-only data does: gives ``index_root=`` outside the data. The twin does the same: such a
+build gets ``index_root=`` (a folder of the twin's own per lake root, outside the test's
+tree, removed after the twin), and ``scan`` / ``dataset`` get the same ``index_root=``. The indexes are built and used as before, and the test's folders hold
+exactly the files it wrote: the outcomes compare the engines' answers on the same data,
+never arrowidx's files.
 
 Each test's outcome (passed, failed, skipped, xfailed, xpassed, error; the exception class
 of a failure) is written to the JSON file ``$ARROWIDX_PEER_RESULTS``::
@@ -46,6 +61,8 @@ _STATE: dict[str, Any] = {
     "calls": 0,  # routable calls of the current test
     "built": set(),  # index locations written by the current twin's builds
     "build_errors": [],
+    "item": None,  # the test running
+    "index_base": None,  # the current twin's folder of index roots (outside the test's tree)
 }
 _RESULTS: dict[str, dict] = {}
 _ROUTABLE: dict[str, int] = {}  # nodeid of a test run as published -> its routable calls
@@ -143,6 +160,39 @@ def _files_under(paths: list[str], limit: int = 8):
                     return
 
 
+def _test_tree() -> str | None:
+    """The running test's ``tmp_path`` (None when it has none)."""
+    item = _STATE["item"]
+    tmp = getattr(item, "funcargs", {}).get("tmp_path") if item is not None else None
+    return None if tmp is None else os.path.abspath(os.fspath(tmp))
+
+
+def _index_root(source: Any) -> dict[str, str]:
+    """``{"index_root": folder}`` when the sidecar of the folder a build of ``source``
+    indexes would lie inside the test's tree (see the module docstring): a folder per source
+    outside it; else ``{}`` (the sidecar beside the data, where a user's build puts it)."""
+    tree = _test_tree()
+    if tree is None:
+        return {}
+    from arrowidx.lake.layout import sidecar_of
+    from arrowidx.lake.source import resolve
+
+    try:
+        root = resolve(source)[1]
+    except Exception:  # noqa: BLE001 - the build meets it (and records it)
+        return {}
+    side = sidecar_of(root)
+    if side is None or not os.path.abspath(side).startswith(tree + os.sep):
+        return {}
+    import hashlib
+    import tempfile
+
+    if _STATE["index_base"] is None:
+        _STATE["index_base"] = tempfile.mkdtemp(prefix="arrowidx-peer-index-")
+    key = hashlib.sha1(repr(root).encode()).hexdigest()[:16]
+    return {"index_root": os.path.join(_STATE["index_base"], key)}
+
+
 def _build(source: Any, paths: list[str], **kwargs: Any) -> None:
     """``arrowidx.build`` as a user would call it before scanning; a failure is recorded
     (the scan then reads the data unindexed, as for a folder nobody indexed)."""
@@ -188,6 +238,9 @@ def _remove_built() -> None:
         if os.path.isdir(location):
             shutil.rmtree(location, ignore_errors=True)
     _STATE["built"] = set()
+    if _STATE["index_base"] is not None:
+        shutil.rmtree(_STATE["index_base"], ignore_errors=True)
+        _STATE["index_base"] = None
 
 
 def _polars_dispatcher(original: Callable) -> Callable:
@@ -201,8 +254,9 @@ def _polars_dispatcher(original: Callable) -> Callable:
             return original(source, *args, **kwargs)
         from arrowidx import polars as apl
 
-        _build(source, paths)
-        return apl.scan(source, **kwargs)
+        where = _index_root(source)
+        _build(source, paths, **where)
+        return apl.scan(source, **kwargs, **where)
 
     scan_parquet.__peer_original__ = original  # type: ignore[attr-defined]
     return scan_parquet
@@ -223,8 +277,9 @@ def _pyarrow_dispatcher(original: Callable) -> Callable:
             return original(source, *args, **kwargs)
         import arrowidx
 
-        _build(source, paths, **({"filesystem": filesystem} if filesystem is not None else {}))
-        return arrowidx.dataset(source, **kwargs)
+        where = _index_root(source) if filesystem is None else {}
+        _build(source, paths, **({"filesystem": filesystem} if filesystem is not None else {}), **where)
+        return arrowidx.dataset(source, **{"partitioning": None, **kwargs}, **where)  # (pyarrow's default: see the docstring)
 
     dataset.__peer_original__ = original  # type: ignore[attr-defined]
     return dataset
@@ -300,6 +355,7 @@ def _original_id(nodeid: str) -> str:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _STATE["calls"] = 0
     _STATE["build_errors"] = []
+    _STATE["item"] = item
     if isinstance(item, RoutedFunction):
         if not _ROUTABLE.get(_original_id(item.nodeid)):
             pytest.skip("peer: no scan to route (the test run as published made none)")

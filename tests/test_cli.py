@@ -254,7 +254,7 @@ def test_internal_error_is_one_line_and_debug_shows_the_trace(lake, capsys, monk
 
 def indexes(root: str) -> dict[str, list[str]]:
     data = arrowidx.dataset(root)
-    return data.lake.file_index(data.manifest.files[data.files[0]]).columns
+    return data.lake.file_index(data.manifest.files[data.lake.files[0]]).columns
 
 
 def test_builds_remember_their_options(lake, capsys):

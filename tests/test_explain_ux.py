@@ -79,7 +79,7 @@ def test_explain_names_unindexed_columns(tmp_path):
 def test_reprs(lake):
     data = arrowidx.dataset(lake)
     assert repr(data).startswith("IndexedDataset(") and "manifest v2" in repr(data) and "bitmap: status,day" in repr(data)
-    index = data.lake.file_index(data.manifest.files[data.files[0]])
+    index = data.lake.file_index(data.manifest.files[data.lake.files[0]])
     assert "status: bitmap" in repr(index) and "id: bloom-filter" in repr(index)
 
 

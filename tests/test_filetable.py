@@ -145,6 +145,31 @@ def test_a_small_commit_writes_a_small_segment(tmp_path):
     assert len(lake.refs) <= filetable.MAX_SEGMENTS and lake.refs[0].file == first.refs[0].file
 
 
+def test_every_commit_writes_one_segment_and_a_reader_reads_at_most_three(tmp_path):
+    """The segment policy that bounds a delete's requests on an object store (a GET per
+    segment, a PUT per segment written; docs/object-stores.md): after a build's base, many
+    small commits (deletes: entries already there, a new deletion each) write one segment
+    each (never one that a merge of the same commit replaces), a reader reads at most three,
+    and what a commit writes stays far below the base."""
+    rng = np.random.default_rng(5)
+    lake = Lake(str(tmp_path))
+    first = lake.commit([_entry(f"part-{i:05d}.parquet", i, rng) for i in range(1000)], [])
+    written, counts = [], []
+    for n in range(150):
+        d = copy.deepcopy(lake.model[f"part-{int(rng.integers(0, 1000)):05d}.parquet"])
+        d["deletion"] = {"file": f"_arrowidx/deletion/{n}.dv", "offset": 1, "length": 9, "cardinality": n + 1,
+                         "bitmap64": False, "xxh64": "00000000000000ff"}  # fmt: skip
+        puts: list[str] = []
+        with mock.patch.object(lake, "write", lambda rel, data, puts=puts, real=lake.write: puts.append(rel) or real(rel, data)):
+            got = lake.commit([d], [])
+        assert len(puts) == 1 and puts == got.written, (n, puts)
+        written.append(got.bytes_written)
+        counts.append(len(lake.refs))
+    assert max(counts) <= 3 and lake.refs[0].file == first.refs[0].file  # the base is never rewritten here
+    assert sorted(written)[len(written) // 2] < first.bytes_written / 8, written  # a typical commit: a small tail
+    assert {p: lake.table()[p] for p in lake.model} == {p: _stored(d) for p, d in lake.model.items()}
+
+
 def test_an_overlay_never_changes_the_shared_table():
     rng = np.random.default_rng(2)
     entries = [_entry(f"p{i}", i, rng) for i in range(5)]

@@ -341,7 +341,7 @@ def test_bitmap64_deletes_and_repeat_deletes(tmp_path):
     assert_same(root, None, deleted=both)
     assert_same(root, pc.field("amount") > 10, deleted=both)
     data = arrowidx.dataset(root)
-    dvs = [data.lake.deletion_vector(f) for f in data.files]
+    dvs = [data.lake.deletion_vector(f) for f in data.lake.files]
     assert all(dv is not None and dv.bitmap64 for dv in dvs)
     assert report.rows_deleted > 0
     again = arrowidx.delete(root, second, progress=False)

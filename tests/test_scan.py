@@ -73,7 +73,7 @@ def check(data, plain, expr, columns, deleted=None):
     got = data.to_table(filter=expr, columns=columns)
     assert got.schema == want.schema, f"{expr} {columns}"
     assert tables_equal(got, want), f"{expr} {columns}: {got.num_rows} rows, expected {want.num_rows}"
-    streamed = data.scanner(filter=expr, columns=columns).read_all()
+    streamed = data.scanner(filter=expr, columns=columns).to_table()
     assert tables_equal(streamed, want)
     return got
 
@@ -200,12 +200,13 @@ def test_fragments_scan_to_the_same_rows(flat, hive):
         assert sum(len(f.row_groups) for f in fragments) < sum(f.num_row_groups for f in source.get_fragments())
 
 
-def test_scanner_is_an_arrow_stream(flat):
-    reader = arrowidx.dataset(flat).scanner(filter=pc.field("status") == "paid", columns=["id"])
-    assert isinstance(reader, pa.RecordBatchReader)
-    assert hasattr(reader, "__arrow_c_stream__")
+def test_scanner_is_pyarrows_scanner_and_streams(flat):
+    scanner = arrowidx.dataset(flat).scanner(filter=pc.field("status") == "paid", columns=["id"])
+    assert isinstance(scanner, ds.Scanner) and scanner.projected_schema == pa.schema([("id", pa.int64())])
+    reader = scanner.to_reader()
+    assert isinstance(reader, pa.RecordBatchReader) and hasattr(reader, "__arrow_c_stream__")
     pl = pytest.importorskip("polars")
-    df = pl.from_arrow(arrowidx.dataset(flat).scanner(filter=pc.field("status") == "paid", columns=["id"]))
+    df = pl.from_arrow(arrowidx.dataset(flat).scanner(filter=pc.field("status") == "paid", columns=["id"]).to_reader())
     assert df.height == rows_in_memory(flat).filter(pc.field("status") == "paid").num_rows
 
 

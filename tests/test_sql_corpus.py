@@ -201,7 +201,7 @@ def test_count_rows_scanner_and_to_batches_take_sql(lake, text):
     data = arrowidx.dataset(root)
     expected = _duckdb(live, text, "id")
     assert data.count_rows(text) == len(expected)
-    assert sorted(data.scanner(filter=text, columns=["id"]).read_all().column("id").to_pylist()) == expected
+    assert sorted(data.scanner(filter=text, columns=["id"]).to_table().column("id").to_pylist()) == expected
     assert sum(b.num_rows for b in data.to_batches(filter=text, columns=["status"])) == len(expected)
 
 

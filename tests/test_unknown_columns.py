@@ -40,7 +40,7 @@ def filter_calls(root):
     return {
         "to_table": lambda: data.to_table(filter=BAD_FILTER),
         "to_table(columns)": lambda: data.to_table(filter=BAD_FILTER, columns=["id"]),
-        "scanner": lambda: data.scanner(filter=BAD_FILTER).read_all(),
+        "scanner": lambda: data.scanner(filter=BAD_FILTER).to_table(),
         "count_rows": lambda: data.count_rows(filter=BAD_FILTER),
         "to_batches": lambda: list(data.to_batches(filter=BAD_FILTER)),
         "explain": lambda: data.explain(BAD_FILTER),
@@ -81,7 +81,7 @@ def test_one_name_is_one_column(lake):
     data = arrowidx.dataset(lake)
     expected = pq.read_table(os.path.join(lake, "p.parquet"), columns=["status"]).filter(pc.field("status") == "b")
     assert data.to_table(filter=pc.field("status") == "b", columns="status").equals(expected)
-    assert data.scanner(columns="id").read_all().equals(TABLE.select(["id"]))
+    assert data.scanner(columns="id").to_table().equals(TABLE.select(["id"]))
     assert pa.Table.from_batches(list(data.to_batches(columns="id"))).equals(TABLE.select(["id"]))
     with pytest.raises(UnknownColumnError, match="no column 'ids' in columns= \\(did you mean 'id'\\?\\)"):
         data.to_table(columns="ids")

@@ -39,7 +39,7 @@ _LAZY = {
     "accept_rollback": ".lake.rollback",
     "write_file_index": ".file_index",
     "build": ".lake.build",
-    "dataset": ".lake.scan",
+    "dataset": ".lake.dataset_pyarrow",
     "delete": ".lake.delete",
     "migrate": ".lake.migrate",
     "vacuum": ".lake.vacuum",

@@ -147,8 +147,8 @@ def _inspect_dataset(path: str, as_json: bool, storage_options: dict[str, str] |
     """Every file's state, checked: fresh (by content), its index bytes read and verified
     (size and checksum), its deletions; each problem said with what to do."""
     from .errors import CorruptIndexError, StaleDeletionError
-    from .lake import dataset
     from .lake.freshness import entry_is_fresh, load_index_bytes
+    from .lake.scan import dataset
 
     data = dataset(path, storage_options=storage_options, index_root=index_root)
     manifest = data.manifest
@@ -286,7 +286,7 @@ def _where(data, text: str | None):
 
 
 def cmd_explain(args) -> int:
-    from .lake import dataset
+    from .lake.scan import dataset
 
     data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args), index_root=args.index_root)
     plan = data.explain(_where(data, args.where))
@@ -298,7 +298,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from .lake import dataset
+    from .lake.scan import dataset
 
     data = dataset(args.path, storage_options=_storage(args), partitioning=_partitioning(args), index_root=args.index_root)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
@@ -373,7 +373,8 @@ def _print_table(table: pa.Table) -> None:
 
 
 def cmd_delete(args) -> int:
-    from .lake import dataset, delete
+    from .lake import delete
+    from .lake.scan import dataset
 
     require_delete_filter(args.where, call="delete", argument="--where")
     storage = _storage(args)

@@ -22,9 +22,9 @@ standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``, ...).
 
 Commits: :meth:`ObjectStore.create` is put-if-absent. The first commit through a store in a
-process checks that the server honours it (a probe object created twice must be refused
-the second time: 3 small requests); a server that accepts both, or a store configured
-without conditional puts (``conditional_put="disabled"``), raises
+process checks that the server honours it (a create of a probe object kept in the index
+folder must be refused: one request; two where the probe is new); a server that accepts
+both, or a store configured without conditional puts (``conditional_put="disabled"``), raises
 :class:`~arrowidx.errors.CommitUnsupportedError` naming the store and the option, before
 anything is uploaded. A create whose response was lost and that was retried finds its own
 bytes in place and counts as created.
@@ -231,6 +231,12 @@ def _describe_options(options: Mapping[str, Any]) -> str:
         secret = any(word in key for word in _SECRET_WORDS) and key not in ("disable_tagging",)
         shown.append(f"{key}={'***' if secret else value}")
     return ", ".join(shown)
+
+
+#: The put-if-absent probe (:meth:`ObjectStore.require_create`), kept in a lake's index
+#: folder (vacuum keeps it): the next process checks the store with one refused create.
+PROBE = "put-if-absent-probe"
+PROBE_BYTES = b"arrowidx: a create of this object must be refused (If-None-Match: *)\n"
 
 
 class ObjectStore(Store):
@@ -447,6 +453,17 @@ class ObjectStore(Store):
         return self._create(path, data)
 
     def _create(self, path: str, data: bytes) -> bool:
+        if self._put_if_absent(path, data):
+            return True
+        # a create retried after its response was lost finds its own bytes: it landed
+        try:
+            return self.get(path, "file") == data
+        except FileNotFoundError:
+            return False
+
+    def _put_if_absent(self, path: str, data: bytes) -> bool:
+        """One conditional PUT: True when it created ``path``, False when the server refused
+        it (the object exists)."""
         import obstore
         from obstore.exceptions import AlreadyExistsError, NotSupportedError, PreconditionError
 
@@ -454,11 +471,7 @@ class ObjectStore(Store):
             obstore.put(self._client, self._key(path), data, mode="create")
             return True
         except (AlreadyExistsError, PreconditionError):
-            # a create retried after its response was lost finds its own bytes: it landed
-            try:
-                return self.get(path, "file") == data
-            except FileNotFoundError:
-                return False
+            return False
         except NotSupportedError as e:
             raise self._unsupported(path, str(e)) from None
         except Exception as e:  # noqa: BLE001 (classified)
@@ -466,10 +479,15 @@ class ObjectStore(Store):
                 raise self._unsupported(path, _short(e)) from None
             raise self._error(e, path, "file") from None
 
-    def require_create(self, path: str) -> None:
+    def require_create(self, path: str, *, own_folder: bool = False) -> None:
         """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless this store creates
-        objects only if absent. Checked once per store: a probe object next to ``path`` is
-        created twice and the second create must be refused, then removed."""
+        objects only if absent. Checked once per store, with a probe object next to ``path``.
+        In arrowidx's own index folder (``own_folder``) the probe is kept (:data:`PROBE`): a
+        create of it that the server refuses proves the condition honoured (one request);
+        where it is absent (the first commit, or removed) it is created and a second create
+        must be refused. Elsewhere (a Paimon table's folder) a probe of a new name is created
+        twice and removed. A server that accepts both creates ignores the condition: the
+        probe is removed and every commit refused."""
         if self._create_checked:
             return
         with self._check_lock:
@@ -477,13 +495,19 @@ class ObjectStore(Store):
                 return
             if str(self.options.get("conditional_put", "")).lower() == "disabled":
                 raise self._unsupported(path, "conditional_put is 'disabled'")
-            probe = posixpath.join(posixpath.dirname(path), f".tmp-put-if-absent-probe-{uuid.uuid4().hex}")
-            try:
-                first = self._create(probe, b"1")
-                second = self._create(probe, b"2")
-            finally:
-                self.delete_many([probe])
-            if not first or second:
+            folder = posixpath.dirname(path)
+            if own_folder:
+                probe = posixpath.join(folder, PROBE)
+                honoured = not self._put_if_absent(probe, PROBE_BYTES) or not self._put_if_absent(probe, PROBE_BYTES)
+                if not honoured:
+                    self.delete_many([probe])
+            else:
+                probe = posixpath.join(folder, f".tmp-put-if-absent-probe-{uuid.uuid4().hex}")
+                try:
+                    honoured = self._put_if_absent(probe, b"1") and not self._put_if_absent(probe, b"2")
+                finally:
+                    self.delete_many([probe])
+            if not honoured:
                 raise self._unsupported(path, "the server accepted a second put-if-absent of one object"
                                               " (If-None-Match: * ignored)")  # fmt: skip
             self._create_checked = True

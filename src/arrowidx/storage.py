@@ -257,9 +257,11 @@ class Store:
         exists. :class:`~arrowidx.errors.CommitUnsupportedError` where the store cannot."""
         raise NotImplementedError
 
-    def require_create(self, path: str) -> None:
+    def require_create(self, path: str, *, own_folder: bool = False) -> None:
         """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless :meth:`create` is an
-        atomic put-if-absent for ``path`` here: writers ask before they upload anything."""
+        atomic put-if-absent for ``path`` here: writers ask before they upload anything.
+        ``own_folder``: ``path`` is in arrowidx's own index folder (a store may keep a probe
+        object there)."""
         if not self.can_create:
             raise CommitUnsupportedError(
                 f"{path}: {self.describe()} cannot create a file only if it is absent, so two writers could both"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 _LAZY = {
     "BuildReport": ".build", "build": ".build", "DeleteReport": ".delete", "delete": ".delete",
     "CommitConflictError": "..errors", "Explain": ".scan", "FilePlan": ".scan", "IndexedDataset": ".scan",
-    "dataset": ".scan", "RollbackReport": ".rollback", "accept_rollback": ".rollback",
+    "dataset": ".dataset_pyarrow", "RollbackReport": ".rollback", "accept_rollback": ".rollback",
     "VacuumReport": ".vacuum", "vacuum": ".vacuum", "MigrateReport": ".migrate", "migrate": ".migrate",
 }  # fmt: skip
 
@@ -59,8 +59,9 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
     from ..errors import CommitConflictError  # noqa: F401
     from .build import BuildReport, build  # noqa: F401
+    from .dataset_pyarrow import dataset  # noqa: F401
     from .delete import DeleteReport, delete  # noqa: F401
     from .migrate import MigrateReport, migrate  # noqa: F401
     from .rollback import RollbackReport, accept_rollback  # noqa: F401
-    from .scan import Explain, FilePlan, IndexedDataset, dataset  # noqa: F401
+    from .scan import Explain, FilePlan, IndexedDataset  # noqa: F401
     from .vacuum import VacuumReport, vacuum  # noqa: F401

@@ -19,7 +19,13 @@ Every file a commit references is written before it, under a name no other write
 (index files by content and writer, deletion files by a fresh uuid), so no committed file is
 ever overwritten and a writer that fails for good removes only its own files. Files written
 *with* the manifest (``artifacts`` of :func:`commit_manifest`: a lake-level structure the
-manifest names) follow the same rule: written first, removed when the commit is refused.
+manifest names, a delete's deletion-vectors files) follow the same rule: written first,
+removed when the commit is refused.
+
+On an object store every request counts (docs/object-stores.md): a commit lists the index
+folder twice, once before it uploads anything (nobody committed since the writer planned)
+and once after its create (no version above its own: :func:`commit_manifest`), writes one
+file-table segment, and reads ``LATEST`` only when its listed ETag does not say what it holds.
 
 See docs/reliability.md for the crash and race tests.
 """
@@ -39,6 +45,7 @@ from .._faults import fault_point
 from ..errors import ArrowIdxError, CommitConflictError, CorruptManifestError, MissingManifestError
 from ..storage import ObjectInfo, Store, local_path
 from .layout import (
+    DELETION_DIR,
     LATEST,
     META_DIR,
     ensure_inside,
@@ -103,7 +110,7 @@ def check_latest(store: Store, root: str, newest: int, latest: ObjectInfo | None
     """Raise :class:`~arrowidx.errors.MissingManifestError` when ``LATEST`` names a version
     above ``newest`` (the newest listed) whose manifest is not on disk. A version committed
     after the listing was made is not missing (its manifest exists when looked at)."""
-    named = _latest_named(store, root, latest)
+    named = _latest_named(store, root, latest, newest)
     if named is None or named <= newest:
         return
     if store.stat([join(root, manifest_path(named))])[0] is not None:
@@ -118,11 +125,32 @@ def check_latest(store: Store, root: str, newest: int, latest: ObjectInfo | None
     )  # fmt: skip
 
 
-def _latest_named(store: Store, root: str, info: ObjectInfo | None) -> int | None:
+def _latest_named(store: Store, root: str, info: ObjectInfo | None, newest: int | None = None) -> int | None:
     """The version ``LATEST`` names (None: missing or not a version number), read once per
-    change stamp of the file where the store gives stamps."""
+    change stamp of the file where the store gives stamps; not read at all when its listed
+    stamp proves what it holds (:func:`_named_by_stamp`)."""
+    if newest and (named := _named_by_stamp(info, newest)) is not None:
+        return named
     key = ("LATEST", store.key, root, info.size, info.mtime_ns, info.stamp) if info is not None and info.stamp else None
     return facts.MANIFESTS.get(key, lambda: (latest_hint(store, root), 64))
+
+
+def _named_by_stamp(info: ObjectInfo | None, newest: int) -> int | None:
+    """The version ``LATEST`` holds when its listed stamp proves it is ``newest`` or the one
+    before (what a commit finds after its create, before it rewrites ``LATEST``), else None.
+    An S3 ETag of a single PUT is the MD5 of the bytes, so an ETag equal to the MD5 of
+    ``str(version)`` (and the size to match) is that content; stamps that are not an MD5
+    (GCS, Azure, multipart or encrypted uploads, local disks) never match: then it is read."""
+    import hashlib
+
+    stamp = (info.stamp or "").strip('"').lower() if info is not None else ""
+    if len(stamp) != 32:
+        return None
+    for version in (newest, newest - 1):
+        text = str(version).encode()
+        if version > 0 and info.size == len(text) and stamp == hashlib.md5(text, usedforsecurity=False).hexdigest():
+            return version
+    return None
 
 
 def latest_hint(store: Store, root: str) -> int | None:
@@ -268,8 +296,10 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
     local disks, put-if-absent on object stores).
 
     ``artifacts``: files to write with the manifest (``{path relative to the root: bytes}``,
-    under ``_arrowidx/``, names no other writer uses: a structure the manifest names), each
-    written completely before the exclusive create and removed again when it is refused.
+    under ``_arrowidx/``, names no other writer uses: a structure the manifest names, a
+    delete's deletion vectors), each written completely before the exclusive create, after
+    the check that no other writer committed since ``base_version`` (one listing), and
+    removed again when the commit is refused.
 
     Raises :class:`CommitConflictError` if another writer committed after ``base_version``
     was read (their work is kept; :func:`retry_on_conflict` plans again), and
@@ -292,7 +322,7 @@ def commit_manifest(store: Store, root: str, manifest: Manifest, base_version: i
                 raise ValueError(f"commit_manifest: artifact {rel!r} is not under {META_DIR}/")
             write_atomic(store, join(root, rel), blob, root=root)
             written.append(join(root, rel))
-            fault_point("artifact-written")
+            fault_point("deletion-written" if rel.startswith(DELETION_DIR + "/") else "artifact-written")
         for rel, blob in commit_segments(store, root, manifest).items():
             write_atomic(store, join(root, rel), blob, root=root)
             written.append(join(root, rel))
@@ -363,17 +393,6 @@ def require_commit(store: Store, root: str) -> None:
     """Raise :class:`~arrowidx.errors.CommitUnsupportedError` unless the store can commit a
     manifest version (put-if-absent): asked by writers before they upload anything."""
     store.require_create(join(root, manifest_path(1)))
-
-
-def check_base(store: Store, root: str, base_version: int) -> None:
-    """The cheap conflict check a writer makes before uploading what only its own commit
-    would reference (one listing of ``_arrowidx/``): :class:`CommitConflictError` when
-    another writer committed after ``base_version``."""
-    if latest_version(store, root) != base_version:
-        raise CommitConflictError(
-            f"{join(root, META_DIR)}: another build or delete committed after version {base_version};"
-            " nothing was lost: run it again (build and delete retry by themselves)"
-        )
 
 
 def retry_on_conflict(attempt: Callable[[int], T], tries: int = COMMIT_TRIES) -> T:

@@ -25,16 +25,16 @@ from typing import Any
 import numpy as np
 import pyarrow.fs as pafs
 
-from .._faults import fault_point
 from ..deletion import DeletionVector, write_deletion_vectors
-from ..errors import ArrowIdxError, CommitConflictError
+from ..errors import ArrowIdxError
 from ..expression import check_expression
 from ..filters import require_delete_filter, user_filter
 from ..options import DELETION_KEYS, check_option_keys
 from ..progress import progress_bar
-from .commit import check_base, commit_manifest, require_commit, with_commit_retries
+from ..storage import ObjectChangedError
+from .commit import commit_manifest, require_commit, with_commit_retries
 from .freshness import check_stale_option, entry_is_fresh
-from .layout import DELETION_DIR, file_infos, join, write_atomic
+from .layout import DELETION_DIR, file_infos, join
 from .manifest import DeletionRef, FileEntry, checksum
 from .read import expression_mask
 from .scan import dataset as open_dataset
@@ -120,26 +120,90 @@ def delete(
 
 def _delete_once(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
                  storage_options=None, index_root=None) -> DeleteReport:  # fmt: skip
-    """One plan, write, commit round (repeated by :func:`delete` when another writer commits first)."""
+    """One plan, write, commit round (repeated by :func:`delete` when another writer commits
+    first). On a store planned from the manifest (an object store) the data files are not
+    listed: the manifest's sizes and ETags are theirs, each read is conditional on them, and
+    a file found replaced or gone while planning makes the round plan again from a listing
+    (every file stat'ed, a changed one read in full), before anything is written."""
+    args = (source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions, storage_options, index_root)
+    try:
+        return _delete_attempt(*args, listing=False)
+    except _Replaced:
+        return _delete_attempt(*args, listing=True)
+
+
+class _Replaced(Exception):
+    """A data file read while planning a delete from the manifest was replaced or gone."""
+
+
+def _delete_attempt(source, where, filesystem, options, progress, dry_run, confirm, on_stale_deletions,
+                    storage_options, index_root, *, listing: bool) -> DeleteReport:  # fmt: skip
     start = time.perf_counter()
     check_option_keys(options or {}, what="arrowidx.delete", index_keys=False, accepted=DELETION_KEYS)
     options = {str(k): str(v) for k, v in (options or {}).items()}
     bitmap64 = options.get(OPTION_BITMAP64, "false").lower() == "true"
     # opened as arrowidx.dataset opens it: a pyarrow dataset's partition columns are columns here too
-    open_lake(source, filesystem, storage_options, index_root, writing=True)  # an old layout: warned; no index root: refused
+    lake, _, explicit = open_lake(source, filesystem, storage_options, index_root, writing=True)  # an old layout: warned; no index root: refused
+    if index_root is None and explicit is None:  # (a folder: its index root as just found, not looked for again)
+        index_root = lake.index_root
     data = open_dataset(source, filesystem=filesystem, on_stale_deletions=on_stale_deletions, storage_options=storage_options,
                         index_root=index_root)
     store, root = data.store, data.root
     manifest = data.manifest.copy()  # (the dataset's is shared with every reader of the process)
+    base_version = manifest.version
+    try:
+        report, changed = _find_rows(data, manifest, where, bitmap64, progress, on_stale_deletions,
+                                     listing=listing or not data.lake.from_manifest)
+    except (ObjectChangedError, FileNotFoundError) as e:
+        if listing or not data.lake.from_manifest:
+            raise
+        raise _Replaced() from e
+    if dry_run or (changed and confirm is not None and not confirm(report)):
+        report.dry_run = True
+        report.seconds = time.perf_counter() - start
+        return report
+    if changed:
+        require_commit(store, root)  # a store that cannot commit refuses before anything is uploaded
+        for rel in changed:  # deletions belong to content: name it (files never indexed, or indexed before content hashes)
+            if manifest.files[rel].content_xxh64 is None:
+                manifest.files[rel].content_xxh64 = data.lake.content_xxh64(rel)
+        by_kind: dict[bool, dict[str, DeletionVector]] = {}
+        for rel, vector in changed.items():
+            by_kind.setdefault(vector.bitmap64, {})[rel] = vector
+        artifacts = {}
+        for kind64, vectors in by_kind.items():
+            blob, ranges = write_deletion_vectors(vectors, bitmap64=kind64)
+            name = f"{DELETION_DIR}/{uuid.uuid4().hex}.dv"
+            artifacts[name] = blob
+            for rel, (offset, length) in ranges.items():
+                digest = checksum(blob[offset : offset + length])
+                manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64, digest)
+        report.files_changed = sorted(changed)
+        # the deletion-vectors files are written with the manifest, after its check that no other
+        # writer committed since this round planned, and removed again when the commit is refused
+        manifest = commit_manifest(store, root, manifest, base_version, artifacts=artifacts)
+    report.version = manifest.version
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _find_rows(data, manifest, where, bitmap64: bool, progress, on_stale_deletions: str, *,
+               listing: bool) -> tuple[DeleteReport, dict[str, DeletionVector]]:  # fmt: skip
+    """The rows of ``data`` matching ``where``, as new deletion vectors by file (merged with
+    the old ones), and the report counting them. ``listing``: stat every file first (files
+    never indexed, or changed, get a new entry in ``manifest``, so they can carry deletions);
+    else the files are the manifest's, as it recorded them (their reads are conditional)."""
+    store, root = data.store, data.root
     base_version = manifest.version
     rels = list(data.files)
     match = user_filter(where, lambda: data.schema, "where=")  # SQL text: refused here if not valid for the schema
     pushdown = match.pushdown
     if rels and pushdown is not None:
         check_expression(pushdown, data.schema, rows=data.lake.may_hold_rows(), where=root)  # an invalid filter fails whether or not an index decides
-    infos = file_infos(store, root, rels)
+    unknown = rels if listing else [rel for rel in rels if rel not in manifest.files]
+    infos = file_infos(store, root, unknown)
     data.lake.use_infos(infos)  # (planned from the manifest on object stores: the files as they are now)
-    for rel in rels:  # files never indexed (or changed) get a new entry, so they can carry deletions
+    for rel in unknown:  # files never indexed (or changed) get a new entry, so they can carry deletions
         entry, info = manifest.files.get(rel), infos[rel]
         if info is None:
             raise ArrowIdxError(f"{join(root, rel)}: the data file disappeared while deleting; run the delete again")
@@ -193,7 +257,6 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
             continue
         if not len(found):
             continue
-        entry = manifest.files[rel]
         old = data.lake.deletion_vector(rel)
         kind64 = old.bitmap64 if old is not None else bitmap64
         vector = DeletionVector.from_positions(found, bitmap64=kind64)
@@ -205,40 +268,4 @@ def _delete_once(source, where, filesystem, options, progress, dry_run, confirm,
         report.rows_deleted += vector.cardinality - before
         report.rows_by_file[rel] = vector.cardinality - before
         changed[rel] = vector
-        del entry
-    if dry_run or (changed and confirm is not None and not confirm(report)):
-        report.dry_run = True
-        report.seconds = time.perf_counter() - start
-        return report
-    if changed:
-        require_commit(store, root)  # a store that cannot commit refuses before anything is uploaded
-        check_base(store, root, base_version)  # committed meanwhile: plan again before uploading
-        for rel in changed:  # deletions belong to content: name it (files never indexed, or indexed before content hashes)
-            if manifest.files[rel].content_xxh64 is None:
-                manifest.files[rel].content_xxh64 = data.lake.content_xxh64(rel)
-        by_kind: dict[bool, dict[str, DeletionVector]] = {}
-        for rel, vector in changed.items():
-            by_kind.setdefault(vector.bitmap64, {})[rel] = vector
-        written = []
-        for kind64, vectors in by_kind.items():
-            blob, ranges = write_deletion_vectors(vectors, bitmap64=kind64)
-            name = f"{DELETION_DIR}/{uuid.uuid4().hex}.dv"
-            write_atomic(store, join(root, name), blob, root=root)
-            written.append(join(root, name))
-            fault_point("deletion-written")
-            for rel, (offset, length) in ranges.items():
-                digest = checksum(blob[offset : offset + length])
-                manifest.files[rel].deletion = DeletionRef(name, offset, length, vectors[rel].cardinality, kind64, digest)
-        report.files_changed = sorted(changed)
-        try:
-            manifest = commit_manifest(store, root, manifest, base_version)
-        except CommitConflictError:
-            for path in written:  # never referenced by any manifest: remove before planning again
-                try:
-                    store.delete(path)
-                except (OSError, ArrowIdxError):
-                    pass  # vacuum removes it later
-            raise
-    report.version = manifest.version
-    report.seconds = time.perf_counter() - start
-    return report
+    return report, changed

@@ -18,7 +18,6 @@ are done on the process's I/O pool, or in the calling thread where reads are qui
 
 from __future__ import annotations
 
-import bisect
 import copy
 import posixpath
 import threading
@@ -51,13 +50,14 @@ from .freshness import (
 from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
 from .partitions import (
-    hive_partitioning,
+    discover_partitions,
     kept_by_partitions,
     partition_dataset,
-    partition_expressions,
+    polars_semantics,
     with_partition_fields,
 )
 from .read import statistics_groups
+from .seen import UNSEEN, Seen
 from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
@@ -80,7 +80,10 @@ def dictionary_format(base: ds.ParquetFileFormat, names: frozenset[str]) -> ds.P
     facts.interned(("format", id(base)), lambda: base)  # (holds the base: its id stays its own)
 
     def make() -> ds.ParquetFileFormat:
-        options = ds.ParquetReadOptions(dictionary_columns=sorted(names))
+        given = base.read_options  # (a format given by the user: its other read options kept)
+        options = ds.ParquetReadOptions(dictionary_columns=sorted(names | set(given.dictionary_columns)),
+                                        coerce_int96_timestamp_unit=given.coerce_int96_timestamp_unit,
+                                        binary_type=given.binary_type, list_type=given.list_type)  # fmt: skip
         return ds.ParquetFileFormat(read_options=options, default_fragment_scan_options=base.default_fragment_scan_options)
 
     return facts.interned(("dictionary format", id(base), names), make)
@@ -124,14 +127,18 @@ class LakeFiles:
     footers_from_fragments = True
 
     def __init__(self, store: Store, root: str, *, on_stale_deletions: str = "raise", source: Any = None,
-                 partitioning: Any = "hive", only: list[str] | None = None):  # fmt: skip
+                 partitioning: Any = "hive", only: list[str] | None = None, schema: pa.Schema | None = None,
+                 format: Any = None):  # fmt: skip
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
         self.store = store
         self.fs = store.fs  # (pyarrow reads data files through it)
         self.root = root
         self.source = source
         self.only = only
-        self._format = source.format if source is not None else None
+        self._format = source.format if source is not None else format  # (a ParquetFileFormat given: its read options)
+        #: the dataset schema given (pyarrow's ``dataset(schema=)``): files are read cast to it
+        self.given_schema = schema
+        self.given_format = format  # (a ParquetFileFormat given: reads use its options)
         # facts about data files are shared with every reader of the process when the store
         # stamps changes; else they stay this object's (see arrowidx.facts)
         self._token: int | None = None if store.stamps else facts.identity_token()
@@ -148,12 +155,9 @@ class LakeFiles:
         #: held by an adapter that plans from several threads (one plan of this snapshot at a time)
         self.planning_lock = threading.Lock()
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
-        self._infos: dict[str, ObjectInfo | None] = {}  # per path, as this query found it (made from _stats when asked)
-        self._stats: tuple[list[str] | None, FileStats | None] = (None, None)  # files, and their stats this query (columns)
-        self._where: dict[str, int] | None = None  # position of each of _stats' files
-        self._restated: set[str] = set()  # files stat'ed again after _stats (their _infos decide)
-        self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
-        self._listed_now = False  # _stats came with the listing just made (the first query needs no stats)
+        self._seen = Seen()  # the files as this query found them (lake/seen.py)
+        self._keys: dict[str, tuple] = {}  # file identity per path, from _seen
+        self._listed_now = False  # _seen came with the listing just made (the first query needs no stats)
         #: plan from the manifest alone (an object store): its entries are the files, with
         #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
         #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
@@ -162,7 +166,7 @@ class LakeFiles:
         self._files = self._discover(listing=not self.from_manifest)
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
-        self._schema: pa.Schema | None = source.schema if source is not None else None
+        self._schema: pa.Schema | None = schema if schema is not None else source.schema if source is not None else None
         self._offsets: dict[tuple, np.ndarray] = {}
         self._counts: dict[tuple, list[int]] = {}
         self._nonempty: dict[tuple, list[int]] = {}
@@ -223,13 +227,13 @@ class LakeFiles:
         if not listing:  # the manifest's files, as it recorded them
             entries = self.committed.files
             rels = sorted(r for r in entries if not self._prefixed(r))
+            self._seen, self._keys = Seen(), {}
             if hasattr(entries, "identities"):  # a file table: its vector columns, no entry materialised
-                self._infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
-                               for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
+                self._seen.infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
+                                    for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
             else:
-                self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
-                                               entries[rel].stamp) for rel in rels}  # fmt: skip
-            self._stats, self._where, self._restated, self._keys = (None, None), None, set(), {}
+                self._seen.infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
+                                                    entries[rel].stamp) for rel in rels}  # fmt: skip
             self._listed_now = True
             return self._partitioned(rels)
         listed = self.store.list_stats(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
@@ -244,20 +248,37 @@ class LakeFiles:
         if not keep.all():
             listed, folders = listed.take(np.flatnonzero(keep)), None
         rels = listed.paths
-        self._infos, self._stats, self._where, self._restated, self._keys = {}, (rels, listed), None, set(), {}
+        self._seen, self._keys = Seen(rels, listed), {}
         self._listed_now = True
         return self._partitioned(rels, folders)
 
     def _partitioned(self, files: list[str], folders: list[str] | None = None) -> list[str]:
         """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`).
-        ``folders``: the folders holding them, when the listing knows them (the partitioning
-        is the folders': one path per folder is asked about, not one per file)."""
-        probe = files if folders is None else [posixpath.join(folder, "f") for folder in folders]
-        partitioning = hive_partitioning(probe, self.partitioning_spec)
+        ``folders``: the folders holding them, when the listing knows them (all at the root:
+        one file is asked about, its expression is every file's)."""
+        one = folders == [""] and len(files) > 1
+        found = discover_partitions(files[:1] if one else files, self.partitioning_spec, self.root, lambda: self._first_schema(files))
+        partitioning, expressions = found[0], dict.fromkeys(files, found[1][files[0]]) if one and found[1] else found[1]
         if partitioning is not None or self.partitioning is not None:
             self.partitioning = partitioning
-            self.partition_expressions = partition_expressions(partitioning, files) if partitioning is not None else {}
+            self.partition_expressions = expressions
         return files
+
+    def _first_schema(self, files: list[str]) -> pa.Schema | None:
+        """The Arrow schema of the first of ``files`` (None when it is no Parquet file: the
+        read meets that where it reads the file), read again only when that file changed."""
+        info = self._seen.known(files[0], join(self.root, files[0]))
+        info = None if info is UNSEEN else info
+        key = (files[0], None) if info is None else (files[0], info.size, info.mtime_ns, info.stamp)
+        known = getattr(self, "_first_schema_known", None)
+        if known is not None and known[0] == key and info is not None:
+            return known[1]
+        try:
+            schema = read_footer(self.store, join(self.root, files[0]), info.size if info is not None else None).metadata.schema.to_arrow_schema()
+        except (ArrowIdxError, OSError):
+            schema = None
+        self._first_schema_known = (key, schema)
+        return schema
 
     def refresh(self, listing: bool = False) -> None:
         """Re-read the committed manifest (when its version changed), the file list and the
@@ -273,12 +294,12 @@ class LakeFiles:
             self.committed = committed  # (the file list below is the new version's)
             self.manifest = committed
         files = self._discover(listing=listing or not self.from_manifest)
-        if self.source is None and files[:1] != self._files[:1]:
+        if self.source is None and self.given_schema is None and files[:1] != self._files[:1]:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
-        elif self._stats[0] is files:
-            self._stats = (self._files, self._stats[1])
+        elif self._seen.files is files:
+            self._seen.use(self._files, self._seen.stats)
         if committed is not self.committed or committed.tombstones:
             self.use_manifest(committed)
         if not self._listed_now:
@@ -305,7 +326,7 @@ class LakeFiles:
         """A view of this snapshot with only ``files`` (the ones a partition filter keeps),
         sharing what is known of them (a query through it takes the listing; the next stats anew)."""
         view = copy.copy(self)
-        view._files, view._partition_dataset, self._listed_now = files, (None, None), False
+        view._files, view._partition_dataset, view._seen, self._listed_now = files, (None, None), copy.copy(self._seen), False
         return view
 
     def partition_expression(self, rel: str) -> pc.Expression | None:
@@ -322,7 +343,7 @@ class LakeFiles:
             return
         if self.from_manifest:
             return  # never stat'ed: a file read is checked by its conditional read
-        self._infos, self._stats, self._where, self._restated, self._keys = {}, (None, None), None, set(), {}
+        self._seen, self._keys = Seen(), {}
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those; planning from the manifest, none: a file read
@@ -332,8 +353,7 @@ class LakeFiles:
         self._restat(rels)
 
     def _restat(self, rels: list[str]) -> None:
-        self._infos.update(file_infos(self.store, self.root, rels))
-        self._restated.update(rels)
+        self._seen.restat(file_infos(self.store, self.root, rels))
         for rel in rels:
             self._keys.pop(rel, None)
 
@@ -343,14 +363,14 @@ class LakeFiles:
         plan reads it as it is (stale: in full; gone: not at all). False when it is not one
         of this snapshot's files, or was stat'ed already."""
         rel = posixpath.relpath(path, self.root) if self.root not in ("", ".") else path
-        if rel not in self._infos:
+        if rel not in self._seen.infos:
             return False
-        before = self._infos.get(rel)
+        before = self._seen.infos.get(rel)
         self._restat([rel])
-        now = self._infos.get(rel)
+        now = self._seen.infos.get(rel)
         if now is None:  # gone (a listing would not have it)
             self._files = [f for f in self._files if f != rel]
-            self._infos.pop(rel, None)
+            self._seen.infos.pop(rel, None)
             self._absolute = (None, [])
             return True
         return now != before
@@ -358,12 +378,11 @@ class LakeFiles:
     def _expected(self, path: str) -> ObjectInfo | None:
         """The object a data file at ``path`` (full path) is read as (None: any)."""
         prefix = self.root.rstrip("/") + "/" if self.root not in ("", ".") else ""
-        return self._infos.get(path[len(prefix) :] if prefix and path.startswith(prefix) else path)
+        return self._seen.infos.get(path[len(prefix) :] if prefix and path.startswith(prefix) else path)
 
     def use_infos(self, infos: dict[str, ObjectInfo | None]) -> None:
         """Take ``infos`` (a writer's stats of the files, by relative path) as this query's."""
-        self._infos.update(infos)
-        self._restated.update(infos)
+        self._seen.restat(infos)
         self._keys = {}
 
     def open_data(self, rel: str) -> pa.NativeFile:
@@ -377,51 +396,29 @@ class LakeFiles:
     def info(self, rel: str) -> ObjectInfo | None:
         """The file as this query's listing or stat found it (None: gone). The first file
         asked about that the query has no stats of stats every file at once."""
-        if rel in self._infos:
-            return self._infos[rel]
-        at = self._position(rel)
-        if at is None and self._stats[1] is None and rel in self.files:
+        found = self._seen.known(rel, join(self.root, rel))
+        if found is UNSEEN and self._seen.stats is None and rel in self.files:
             self.stat_files()
-            at = self._position(rel)
-        found = self._infos[rel] = self._stats[1].info(at, join(self.root, rel)) if at is not None else file_infos(self.store, self.root, [rel])[rel]
+            found = self._seen.known(rel, join(self.root, rel))
+        if found is UNSEEN:
+            found = self._seen.infos[rel] = file_infos(self.store, self.root, [rel])[rel]
         return found
-
-    def _position(self, rel: str) -> int | None:
-        """Where ``rel`` is in this query's stats (None: not among them)."""
-        files, stats = self._stats
-        if files is None:
-            return None
-        if stats.ordered:  # (a listing: its paths sorted, no map of them made)
-            at = bisect.bisect_left(stats.paths, rel)
-            return at if at < len(stats.paths) and stats.paths[at] == rel else None
-        if self._where is None:
-            self._where = dict(zip(files, range(len(files))))
-        return self._where.get(rel)
 
     def stat_files(self) -> None:
         """Stat every file in one call (columns, no object per file), unless this query
         has stats of them already (its listing)."""
-        files = self.files
-        if self._stats[0] is files:
-            return
-        stats = self.store.stat_many(self.absolute_paths())
-        stats.paths = files
-        self._stats, self._where = (files, stats), None
+        if self._seen.files is not self.files:
+            stats = self.store.stat_many(self.absolute_paths())
+            stats.paths = self.files
+            self._seen.use(self.files, stats)
 
     def file_stats(self) -> FileStats:
-        """This query's stats of :attr:`files`, in their order: the listing's, or one stat
-        of every file (:meth:`stat_files`); taken from a wider listing for a view of some
-        files (:meth:`restricted`)."""
-        files = self.files
-        held, stats = self._stats
-        if held is not files and stats is not None:
-            at = list(map(self._position, files))
-            if None not in at:
-                taken = stats.take(np.array(at, np.int64))
-                self._stats, self._where = (files, taken), None
-                return taken
-        self.stat_files()
-        return self._stats[1]
+        """This query's stats of :attr:`files`, in their order (:meth:`stat_files` unless known)."""
+        found = self._seen.aligned(self.files)
+        if found is None:
+            self.stat_files()
+            found = self._seen.stats
+        return found
 
     def still_indexed(self, positions: np.ndarray, table: Any, rows: np.ndarray) -> np.ndarray:
         """Of the files at ``positions`` of :attr:`files`, which are still the data files
@@ -432,7 +429,7 @@ class LakeFiles:
         if self._token is not None:  # (no change stamps: nothing is the file indexed by its stats alone)
             return np.zeros(len(positions), bool)
         same = np.ones(len(positions), bool) if self.from_manifest else still_indexed(self.file_stats(), positions, table, rows)
-        files, restated = self.files, self._restated
+        files, restated = self.files, self._seen.restated
         again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated] if restated else []
         if again:
             same[again] = [self.identity(files[positions[k]]) == i for k, i in zip(again, table.identities(rows[again]))]
@@ -604,7 +601,9 @@ class LakeFiles:
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
-            self._schema = with_partition_fields(self.footer(self.files[0]).schema.to_arrow_schema(), self.partitioning)
+            first = self.files[0]  # (a format given reads the file with its read options: pyarrow's types for them)
+            found = self.fragment(first).physical_schema if self.given_format is not None else self.footer(first).schema.to_arrow_schema()
+            self._schema = with_partition_fields(found, self.partitioning, replace=polars_semantics(self.partitioning_spec))
         return self._schema
 
     def columns_of(self, expr) -> set[str]:

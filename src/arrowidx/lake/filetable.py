@@ -9,8 +9,14 @@ XXH64 the manifest records). A commit writes one segment holding the entries it 
 the paths it removed (:func:`arrowidx.lake.commit.commit_segments`); a reader takes, per
 path, its row in the newest segment that has it. Segments are merged like the lake index's
 runs (a newer one holding a quarter of the rows of the one before it, or more than
-:data:`MAX_SEGMENTS`), so a commit that changes a few files writes about that much, and a
-reader reads a few segments.
+:data:`MAX_SEGMENTS`), planned in memory, so a commit writes *one* segment and a reader
+reads at most :data:`MAX_SEGMENTS` (one GET each on an object store). The sizes stay
+geometric, oldest first: the build's large base, a middle segment under a quarter of it, and
+a small tail under a quarter of the middle, which each small commit (a delete) rewrites with
+its changes folded in; the tail folds into the middle when it reaches a quarter of it, the
+middle into the base when it reaches a quarter of that. A commit that changes a few files
+thus writes about the tail (a few entries after a build, at most ~1/16 of the lake), never
+the base.
 
 Columns (one row per entry; the vector columns are what planning reads for every file at
 once, the rest is materialised only for the files a query reads):
@@ -49,8 +55,9 @@ import xxhash
 from ..errors import CorruptIndexError, CorruptManifestError
 
 SEGMENT_DIR = "_arrowidx/segments"
-#: Segments kept at most: a reader reads each.
-MAX_SEGMENTS = 4
+#: Segments kept at most: a reader reads each (one GET on an object store: a needle's and a
+#: delete's request counts depend on it, docs/object-stores.md).
+MAX_SEGMENTS = 3
 #: A segment is merged into the one before it when it holds at least 1/MERGE_FACTOR as many rows.
 MERGE_FACTOR = 4
 
@@ -75,6 +82,11 @@ BATCH_ROWS = 1024
 def encode_segment(entries: list[dict], removed: list[str] = ()) -> bytes:
     """A segment of ``entries`` (dicts as the manifest stores an entry, with its ``fid``
     when it has one) and the ``removed`` paths, sorted by path."""
+    return _ipc(segment_table(entries, removed))
+
+
+def segment_table(entries: list[dict], removed: list[str] = ()) -> pa.Table:
+    """The rows of :func:`encode_segment`, not encoded yet."""
     rows = sorted(entries, key=lambda d: d["path"])
     index = [d.get("index") or {} for d in rows]
     rest = []
@@ -98,8 +110,7 @@ def encode_segment(entries: list[dict], removed: list[str] = ()) -> bytes:
         "index_schema": [i.get("schema") for i in index] + [None] * m,
         "index_options": [json.dumps(i["options"], sort_keys=True) if "options" in i else None for i in index] + [None] * m,
     }
-    table = pa.table({name: pa.array(values, SCHEMA.field(name).type) for name, values in columns.items()}, schema=SCHEMA)
-    return _ipc(table)
+    return pa.table({name: pa.array(values, SCHEMA.field(name).type) for name, values in columns.items()}, schema=SCHEMA)
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -492,28 +503,34 @@ def update_segments(refs: list[SegmentRef], segments: list[Segment], changed: li
                     writer: str, write: Callable[[str, bytes], None]) -> SegmentsUpdate:  # fmt: skip
     """The segments after a commit that changed ``changed`` (entry dicts with their fid) and
     removed ``removed``: the base segments (``refs``, opened) plus one of the changes,
-    merged as the module says (a merge decodes the segments it merges). ``write(rel,
-    data)`` writes a complete object (relative to the root)."""
-    out = SegmentsUpdate(list(refs), list(segments), [])
+    merged as the module says (a merge decodes the segments it merges). Merges are planned
+    in memory, so a commit writes one segment: its changes, or the merge they fold into
+    (never a segment that a merge of the same commit replaces). ``write(rel, data)`` writes
+    a complete object (relative to the root)."""
+    parts: list[tuple[SegmentRef | None, Segment | None, pa.Table | None]] = list(zip(refs, segments, [None] * len(refs)))
     if changed or removed:
-        _add(out, encode_segment(changed, removed), writer, write)
-    while True:
-        pick = plan_merge([s.num_rows for s in out.segments])
-        if pick is None:
-            return out
+        parts.append((None, None, segment_table(changed, removed)))
+
+    def rows(part) -> int:
+        return part[1].num_rows if part[1] is not None else part[2].num_rows
+
+    while (pick := plan_merge([rows(p) for p in parts])) is not None:
         first, last = pick
-        merged = live_rows([s.table() for s in out.segments[first : last + 1]], keep_removed=first > 0)
-        del out.refs[first : last + 1], out.segments[first : last + 1]
-        if merged.num_rows:
-            _add(out, encode_table(merged), writer, write, at=first)
-
-
-def _add(out: SegmentsUpdate, data: bytes, writer: str, write, at: int | None = None) -> None:
-    segment = Segment(data, "<new segment>")
-    ref = segment_ref(data, writer, segment.num_rows)
-    write(ref.file, data)
-    out.written.append(ref.file)
-    out.bytes_written += len(data)
-    at = len(out.refs) if at is None else at
-    out.refs.insert(at, ref)
-    out.segments.insert(at, segment)
+        tables = [p[2] if p[2] is not None else p[1].table() for p in parts[first : last + 1]]
+        merged = live_rows(tables, keep_removed=first > 0)  # (tombstones go when merged into the oldest)
+        parts[first : last + 1] = [(None, None, merged)] if merged.num_rows else []
+    out = SegmentsUpdate([], [], [])
+    for ref, segment, table in parts:
+        if table is None:
+            out.refs.append(ref)
+            out.segments.append(segment)
+            continue
+        data = encode_table(table)
+        segment = Segment(data, "<new segment>")
+        ref = segment_ref(data, writer, segment.num_rows)
+        write(ref.file, data)
+        out.written.append(ref.file)
+        out.bytes_written += len(data)
+        out.refs.append(ref)
+        out.segments.append(segment)
+    return out

@@ -75,7 +75,10 @@ def read_footer(store: Store, path: str, size: int | None = None) -> Footer:
     """Read and parse the footer of the Parquet file at ``path``.
 
     Raises :class:`~arrowidx.errors.CorruptIndexError` naming the file when it is not a
-    Parquet file (too short, wrong magic, a footer length past the start of the file).
+    Parquet file (too short, wrong magic, a footer length past the start of the file, a
+    footer that does not parse). The footer may start at the file's first byte (no leading
+    ``PAR1``): pyarrow and Polars read such a file's metadata too (its schema and row
+    counts are whole; reading its data is the reader's to judge).
     """
     if size is None:
         info = store.stat([path])[0]
@@ -89,7 +92,7 @@ def read_footer(store: Store, path: str, size: int | None = None) -> Footer:
     if tail[-4:] != MAGIC:
         raise NotParquetError(f"not a Parquet file (no PAR1 magic at the end){stray_file_hint(path)}", source=path)
     (length,) = struct.unpack("<I", tail[-8:-4])
-    if length + 12 > size:
+    if length + 8 > size:
         raise CorruptIndexError(f"Parquet footer length {length} is past the start of the file", source=path)
     if length + 8 > len(tail):
         tail = store.get_range(path, size - length - 8, length + 8, "data file")

@@ -251,10 +251,11 @@ class LakeStore(Store):
         self.inner.put(self.physical(path), data)
 
     def create(self, path: str, data: bytes) -> bool:
+        self.require_create(path)  # (in the index folder: with the probe the store keeps there)
         return self.inner.create(self.physical(path), data)
 
-    def require_create(self, path: str) -> None:
-        self.inner.require_create(self.physical(path))
+    def require_create(self, path: str, *, own_folder: bool = False) -> None:
+        self.inner.require_create(self.physical(path), own_folder=own_folder or self.maps(path))
 
     def delete(self, path: str) -> bool:
         return self.inner.delete(self.physical(path))

@@ -7,6 +7,9 @@ types inferred as Spark and DuckDB infer them: integers (``int32``, or ``int64``
 dates (``YYYY-MM-DD``: ``date32``), else strings; ``__HIVE_DEFAULT_PARTITION__`` is NULL.
 :func:`partition_expressions` gives each file's partition expression (``dt == 2024-01-02``),
 which pyarrow uses to fill the partition columns and to prune files and row groups.
+:func:`polars_partitions` reads them as ``pl.scan_parquet`` does (``arrowidx.polars.scan``):
+Polars' types (its CSV reader's inference and parsing), the folders below those given, and a
+column the file also holds taking its value from the folder.
 
 The ``partitioning=`` argument of :func:`arrowidx.dataset` (and ``arrowidx.polars.scan``,
 the CLI's ``--partitioning``): ``"hive"`` (default: discover), ``None`` (no partition
@@ -59,41 +62,176 @@ def _infer(values: list[str]) -> pa.DataType:
     return pa.string()
 
 
-# Polars' inference of Hive values (pl.scan_parquet(hive_partitioning=True)): Int64, Float64,
-# then with try_parse_hive_dates a Date or a Datetime("us"), else String.
-_PL_INT = re.compile(r"-?\d+")
-_PL_FLOAT = re.compile(r"[-+]?((\d*\.\d+)([eE][-+]?\d+)?|inf|NaN|(\d+)[eE][-+]?\d+|\d+\.)")
-_PL_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?")
+# Polars' Hive columns (pl.scan_parquet(hive_partitioning=True)), as Polars makes them: the
+# key=value folders of the first file (below the folders given), typed by hive_schema, else by
+# the first file's own column, else inferred from every file's value (Boolean, Int64, Float64,
+# with try_parse_hive_dates a Date or Datetime, else String); values read as Polars reads them.
 #: ``partitioning=`` values asking for Polars' inference (arrowidx.polars.scan passes them)
 POLARS_HIVE = ("polars", "polars-no-dates")
 
 
 @dataclass(frozen=True)
 class PolarsHive:
-    """Hive folders read as ``pl.scan_parquet`` reads them: ``types`` for the columns its
-    ``hive_schema`` names, Polars' inference for the others (``dates``: try_parse_hive_dates)."""
+    """Hive folders read as ``pl.scan_parquet`` reads them.
+
+    ``dates``: try_parse_hive_dates; ``types``: its ``hive_schema`` (None: not given);
+    ``bases``: where a file's key=value folders start, as Polars' ``hive_start_idx`` says:
+    ``()`` below the lake root (a folder given), the folders given (a list of folders: only
+    the key=value folders below each), None the whole path (files and globs)."""
 
     dates: bool = True
-    types: tuple[tuple[str, pa.DataType], ...] = ()
+    types: tuple[tuple[str, pa.DataType], ...] | None = None
+    bases: tuple[str, ...] | None = ()
 
 
-def _infer_polars(values: list[str], dates: bool) -> pa.DataType:
-    present = [v for v in values if v != NULL_PARTITION]
-    if not present:
-        return pa.string()
-    if all(_PL_INT.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in present):
-        return pa.int64()
-    if all(_PL_INT.fullmatch(v) or _PL_FLOAT.fullmatch(v) for v in present):
-        return pa.float64()
-    if dates:
-        for pattern, kind in ((_DATE, pa.date32()), (_PL_DATETIME, pa.timestamp("us"))):
-            if all(pattern.fullmatch(v) for v in present):
-                try:
-                    pa.array([v.replace("T", " ") for v in present]).cast(kind)
-                    return kind
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    pass
-    return pa.string()
+class HivePathError(OptionError):
+    """Hive folders Polars refuses to read (a key its hive_schema lacks, a value that does
+    not parse as its column's type, files with other keys than the first file's):
+    ``arrowidx.polars.scan`` hands such a source to ``pl.scan_parquet``, which raises its own error."""
+
+
+def polars_semantics(spec: Any) -> bool:
+    """Whether ``partitioning=`` asks for Polars' Hive columns (their values from the
+    folders, also for a column the file holds)."""
+    return isinstance(spec, PolarsHive) or (isinstance(spec, str) and spec in POLARS_HIVE)
+
+
+def same_columns(spec: Any, partitioning: Any) -> Any:
+    """The ``partitioning=`` a dataset of some of a lake's files is opened with to get the
+    lake's Hive columns (``spec`` as opened, ``partitioning`` as found): for Polars' Hive
+    columns, the lake's types as a hive_schema (a subset of the folders would infer others)."""
+    if polars_semantics(spec) and partitioning is not None:
+        spec = spec if isinstance(spec, PolarsHive) else PolarsHive(dates=spec == "polars")
+        return PolarsHive(dates=spec.dates, types=tuple((f.name, f.type) for f in partitioning.schema), bases=spec.bases)
+    return partitioning
+
+
+def _polars_pairs(path: str) -> list[tuple[str, str]]:
+    """The ``key=value`` folders of ``path`` as Polars parses them (the file name left out;
+    one ``=``, no ``*`` in the value; the value percent-decoded, the key as written)."""
+    out = []
+    for part in path.split("/")[:-1]:
+        bits = part.split("=")
+        if len(bits) != 2 or "*" in bits[1]:
+            continue
+        try:
+            out.append((bits[0], unquote(bits[1], errors="strict")))
+        except UnicodeDecodeError:
+            continue  # (not UTF-8 once decoded: Polars reads no value there)
+    return out
+
+
+def _polars_path(folder: str, spec: PolarsHive, root: str) -> str:
+    """The part of a file's path (in ``folder``, relative to ``root``) whose key=value
+    folders are its Hive values (Polars' ``hive_start_idx``), the file name a placeholder."""
+    if spec.bases == ():
+        return f"{folder}/f" if folder else "f"
+    full = posixpath.join(root, folder, "f")
+    for base in spec.bases or ():
+        base = base.rstrip("/") + "/"
+        if full.startswith(base):
+            return full[len(base) :]
+    return full
+
+
+def _no_dates(t: pa.DataType, dates: bool) -> pa.DataType:
+    temporal = pa.types.is_temporal(t)
+    return pa.string() if temporal and not dates else t
+
+
+def polars_partitions(files: list[str], spec: Any, root: str, first_schema: Any) -> tuple[Any, dict[str, pc.Expression]]:
+    """``(partitioning, each file's partition expression)`` of ``files`` (relative to
+    ``root``) as Polars reads their Hive folders (see :class:`PolarsHive`);
+    ``first_schema()`` is the first file's Arrow schema (None if unreadable). Raises
+    :class:`HivePathError` where Polars raises."""
+    if isinstance(spec, str):
+        spec = PolarsHive(dates=spec == "polars")
+    if not files:
+        return None, {}
+    folders = tuple(dict.fromkeys(map(posixpath.dirname, files)))
+    if not any("=" in _polars_path(f, spec, root) for f in folders):
+        return None, {}  # no key=value folder (nothing read, not even the first file's schema)
+    schema = first_schema() if spec.types is None else None
+    first = posixpath.dirname(files[0])
+    key = ("polars hive", spec, root, first, folders, None if schema is None else schema.to_string(show_schema_metadata=False))
+    from .. import facts
+
+    partitioning, by_folder = facts.DERIVED.get(key, lambda: (_polars_folders(folders, first, spec, root, schema), 256 * len(folders)))
+    return partitioning, {rel: by_folder[posixpath.dirname(rel)] for rel in files} if partitioning is not None else {}
+
+
+def _polars_folders(folders: tuple[str, ...], first: str, spec: PolarsHive, root: str,
+                    schema: pa.Schema | None) -> tuple[Any, dict[str, pc.Expression]]:  # fmt: skip
+    """:func:`polars_partitions` per folder (``first``: the first file's; ``schema``: its
+    Arrow schema, None when hive_schema is given or the file unreadable): made once per
+    list of folders (each query refreshes the file list)."""
+    pairs = {folder: _polars_pairs(_polars_path(folder, spec, root)) for folder in folders}
+    keys = list(dict.fromkeys(k for k, _ in pairs[first]))
+    if not keys and spec.types is None:
+        return None, {}  # the first file has none: no Hive columns (Polars' rule)
+    given = dict(spec.types) if spec.types is not None else None
+    types: dict[str, pa.DataType | None] = {}
+    for k in keys:
+        if given is not None:
+            if k not in given:
+                raise HivePathError(f"{first or root}: path contains column not present in the given Hive schema: {k!r}")
+            types[k] = _no_dates(given[k], spec.dates)
+        elif schema is not None and schema.get_field_index(k) >= 0:
+            types[k] = _no_dates(schema.field(k).type, spec.dates)  # the file's own column's type
+        else:
+            types[k] = None  # inferred
+    for folder, found in pairs.items():
+        if [k for k, _ in found] != keys:
+            raise HivePathError(f"{folder or root}: its key=value folders are not the first file's ({', '.join(keys)})")
+    if not keys:
+        return None, {}
+    values = _polars_values(keys, types, [[v for _, v in pairs[f]] for f in folders], spec.dates)
+    fields = [pa.field(k, values[k].type) for k in keys]
+    by_folder = {}
+    for i, folder in enumerate(folders):
+        conditions = [pc.field(k).is_null() if not values[k][i].is_valid else pc.field(k) == values[k][i] for k in keys]
+        expr = conditions[0]
+        for c in conditions[1:]:
+            expr = expr & c
+        by_folder[folder] = expr
+    return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION), by_folder
+
+
+def _polars_values(keys: list[str], types: dict[str, pa.DataType | None], rows: list[list[str]], dates: bool) -> dict[str, pa.Array]:
+    """Each key's values (one per folder) typed and parsed as Polars parses Hive values:
+    by its CSV reader (the same inference and parsing), ``__HIVE_DEFAULT_PARTITION__`` NULL."""
+    import io
+
+    import polars as pl
+
+    names = [f"c{i}" for i in range(len(keys))]
+    lines = []
+    for row in rows:
+        cells = ["" if v == NULL_PARTITION else v for v in row]
+        if any(("\x1f" in c or "\n" in c or "\r" in c) for c in cells):
+            raise HivePathError(f"a Hive value holds a control character: {row!r}")
+        lines.append("\x1f".join(["x", *cells]))
+    overrides = {n: pl.from_arrow(pa.schema([pa.field(n, types[k])]).empty_table()).schema[n]
+                 for n, k in zip(names, keys) if types[k] is not None}  # fmt: skip
+    try:
+        frame = pl.read_csv(io.BytesIO("\n".join(lines).encode()), has_header=False, separator="\x1f", quote_char=None,
+                            try_parse_dates=dates, infer_schema_length=None, new_columns=["_", *names],
+                            schema_overrides=overrides)  # fmt: skip
+    except pl.exceptions.PolarsError as e:
+        raise HivePathError(f"Hive values Polars does not read: {str(e).splitlines()[0]}") from None
+    out = {}
+    for i, (n, k) in enumerate(zip(names, keys)):
+        column = frame[n]
+        if column.dtype == pl.Time or column.dtype == pl.Int128 or column.dtype.is_nested():
+            raise HivePathError(f"Hive column {k!r}: Polars reads its values as {column.dtype} (left to Polars)")
+        if column.dtype == pl.String:  # an empty value is "" (NULL only for __HIVE_DEFAULT_PARTITION__), as Polars has it
+            arrow = pa.array([None if row[i] == NULL_PARTITION else row[i] for row in rows], pa.string())
+        elif types[k] is not None:
+            arrow = column.to_arrow().cast(types[k])
+        else:
+            arrow = column.to_arrow()
+        out[k] = arrow
+    return out
 
 
 def hive_base(folder: str) -> str:
@@ -104,9 +242,21 @@ def hive_base(folder: str) -> str:
     return folder
 
 
-def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Schema | None = None) -> ds.Partitioning | None:
+def discover_partitions(files: list[str], spec: Any, root: str, first_schema: Any) -> tuple[Any, dict[str, pc.Expression]]:
+    """``(partitioning, each file's partition expression)`` of the data files ``files``
+    (relative to ``root``) per ``spec`` (see the module docstring); ``(None, {})`` when
+    there are no partition folders. ``first_schema()``: the first file's Arrow schema (Polars'
+    Hive columns take the type of a column the file holds)."""
+    if polars_semantics(spec):
+        return polars_partitions(files, spec, root, first_schema)
+    partitioning = hive_partitioning(files, spec)
+    return partitioning, partition_expressions(partitioning, files) if partitioning is not None else {}
+
+
+def hive_partitioning(files: list[str], spec: Any = "hive") -> ds.Partitioning | None:
     """The partitioning of the data files ``files`` (paths relative to the root) per
-    ``spec`` (see the module docstring); None when there are no partition folders."""
+    ``spec`` (see the module docstring; Polars' own: :func:`polars_partitions`); None when
+    there are no partition folders."""
     if spec is None or spec is False:
         return None
     if isinstance(spec, (pa.Schema, dict)):
@@ -114,9 +264,7 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
         return ds.HivePartitioning(schema, null_fallback=NULL_PARTITION)
     if not isinstance(spec, (str, PolarsHive)) and isinstance(spec, ds.Partitioning):  # (ds: imported only here)
         return spec
-    if isinstance(spec, str) and spec in POLARS_HIVE:
-        spec = PolarsHive(dates=spec == "polars")
-    if spec != "hive" and not isinstance(spec, PolarsHive):
+    if spec != "hive":
         raise OptionError(f"partitioning={spec!r}: expected 'hive', None, a pyarrow Schema, a dict of types or a pyarrow.dataset.Partitioning")
     # "hive": discovered from the folders (pyarrow.dataset is imported only if one is a partition)
     keys: dict[str, list[str]] = {}
@@ -125,16 +273,7 @@ def hive_partitioning(files: list[str], spec: Any = "hive", file_schema: pa.Sche
             keys.setdefault(key, []).append(value)
     if not keys:
         return None
-    taken = set(file_schema.names) if file_schema is not None else set()
-    if isinstance(spec, PolarsHive):  # Polars: hive_schema's types, the rest inferred as Polars does
-        given = dict(spec.types)
-        fields = [pa.field(k, given[k] if k in given else _infer_polars(v, spec.dates)) for k, v in keys.items()
-                  if k not in taken or k in given]  # fmt: skip
-    else:
-        fields = [pa.field(k, _infer(v)) for k, v in keys.items() if k not in taken]
-    if not fields:
-        return None
-    return ds.HivePartitioning(pa.schema(fields), null_fallback=NULL_PARTITION)
+    return ds.HivePartitioning(pa.schema([pa.field(k, _infer(v)) for k, v in keys.items()]), null_fallback=NULL_PARTITION)
 
 
 def partition_expressions(partitioning: ds.Partitioning, files: list[str]) -> dict[str, pc.Expression]:
@@ -149,13 +288,17 @@ def partition_expressions(partitioning: ds.Partitioning, files: list[str]) -> di
     return out
 
 
-def with_partition_fields(schema: pa.Schema, partitioning: ds.Partitioning | None) -> pa.Schema:
-    """The file schema plus the partition fields it does not already hold."""
+def with_partition_fields(schema: pa.Schema, partitioning: ds.Partitioning | None, replace: bool = False) -> pa.Schema:
+    """The file schema plus the partition fields it does not already hold (``replace``: a
+    field it holds takes the partition field's type, in its place, as Polars' Hive columns do)."""
     if partitioning is None:
         return schema
     for f in partitioning.schema:
-        if schema.get_field_index(f.name) < 0:
+        i = schema.get_field_index(f.name)
+        if i < 0:
             schema = schema.append(f)
+        elif replace:
+            schema = schema.set(i, f)
     return schema
 
 

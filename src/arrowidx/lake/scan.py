@@ -44,12 +44,19 @@ from ..file_index import FileIndex
 from ..filters import user_columns, user_filter
 from ..statistics import statistics_filter
 from ..storage import ObjectChangedError, Store, as_store
-from .dataset_arguments import check_format, check_scan_settings, filesystem_of, partitioning_of
+from .dataset_arguments import (
+    check_format,
+    check_scan_settings,
+    check_schema,
+    discovered_files,
+    filesystem_of,
+    partitioning_of,
+)
 from .files import LakeFiles
 from .freshness import check_stale_option
 from .layout import lake_store
 from .manifest import FileEntry, Manifest
-from .partitions import PolarsHive, hive_base
+from .partitions import PolarsHive, hive_base, with_partition_fields
 from .plan import Planner, Route, index_pruned
 from .plans import Explain, FilePlan
 from .read import FileRead, FileReader, expression_mask
@@ -90,6 +97,8 @@ class IndexedDataset:
         on_stale_deletions: str = "raise",
         partitioning: Any = "hive",
         only: list[str] | None = None,
+        schema: pa.Schema | None = None,
+        format: Any = None,
     ):
         if on_corrupt not in ("raise", "fallback"):
             raise ValueError("on_corrupt must be 'raise' or 'fallback'")
@@ -98,10 +107,11 @@ class IndexedDataset:
         self.root = root
         self.threads = threads
         self.lake = LakeFiles(self.store, root, on_stale_deletions=on_stale_deletions, source=source,
-                              partitioning=partitioning, only=only)  # fmt: skip
+                              partitioning=partitioning, only=only, schema=schema, format=format)  # fmt: skip
         self.fs = self.lake.fs  # (conditional reads where planned from the manifest: lake/conditional.py)
         self.planner = Planner(self.lake, on_corrupt=on_corrupt)
         self._handover_dataset: tuple[tuple, Any] = ((), None)
+        self._cast: frozenset[str] | None = None  # (_cast_columns)
 
     # -- what it shows -------------------------------------------------------------------------
     @property
@@ -149,7 +159,14 @@ class IndexedDataset:
         return (_reopen, (self.store, self.root, {
             "on_corrupt": self.on_corrupt, "threads": self.threads, "source": lake.source,
             "on_stale_deletions": lake.on_stale_deletions, "partitioning": lake.partitioning_spec, "only": lake.only,
+            **self._given(),
         }))  # fmt: skip
+
+    def _given(self) -> dict[str, Any]:
+        """The ``schema=`` and ``format=`` it was opened with (when given)."""
+        lake = self.lake
+        given = {"schema": lake.given_schema, "format": lake.given_format}
+        return {k: v for k, v in given.items() if v is not None}
 
     @property
     def on_corrupt(self) -> str:
@@ -209,7 +226,7 @@ class IndexedDataset:
         return self.planner.explain(filter)
 
     def __repr__(self) -> str:
-        indexed = sum(1 for rel in self.files if rel in self.manifest.files)
+        indexed = sum(1 for rel in self.lake.files if rel in self.manifest.files)
         options = ", ".join(f"{k[len('file-index.'):-len('.columns')]}: {v}" for k, v in sorted(self.manifest.options.items()) if k.endswith(".columns"))
         return (
             f"IndexedDataset({self.root!r}, manifest v{self.manifest.version}, {len(self.files)} file(s),"
@@ -332,6 +349,10 @@ class IndexedDataset:
             yield from where.apply(self._batches_once(where.pushdown, where.read_columns(columns)), columns)
             return
         filter = where.pushdown
+        if self._cast_filter(filter):  # (the files' indexes and statistics cannot judge it)
+            names = self._with_filter_columns(filter, columns)
+            yield from _masked(self._batches_once(None, names), filter, names, columns)
+            return
         route = self.planner.route(filter)
         if route.handover is not None:
             yield from self._scan_handed_over(self._pyarrow_dataset(route.handover), filter, columns)
@@ -349,13 +370,27 @@ class IndexedDataset:
         if sound.exact:
             yield from data.scanner(filter=sound.expression, columns=columns).to_batches()
             return
+        names = self._with_filter_columns(filter, columns)
+        yield from _masked(data.scanner(filter=sound.expression, columns=names).to_batches(), filter, names, columns)
+
+    def _with_filter_columns(self, filter, columns: list[str] | None) -> list[str]:
+        """``columns`` (None: all), then the other columns ``filter`` reads."""
         out = list(self.schema.names) if columns is None else list(columns)
-        names = out + [c for c in sorted(self.lake.columns_of(filter)) if c not in out]
-        for batch in data.scanner(filter=sound.expression, columns=names).to_batches():
-            mask = expression_mask(batch, filter, threads=False)
-            if mask.any():
-                batch = batch if mask.all() else batch.filter(pa.array(mask))
-                yield batch if len(names) == len(out) else batch.select(out)
+        return out + [c for c in sorted(self.lake.columns_of(filter)) if c not in out]
+
+    def _cast_filter(self, filter) -> bool:
+        """Whether ``filter`` reads a column that ``dataset(schema=)`` (or a ``format=``'s read
+        options: INT96 units...) gives another type than the files have (or that they lack):
+        their indexes and statistics, made of the files' values, do not judge it; the filter is
+        applied to the rows read, cast (pyarrow's meaning). Read as a dictionary is no cast."""
+        lake = self.lake
+        if (lake.given_schema is None and lake.given_format is None) or filter is None or not lake.files:
+            return False
+        if self._cast is None:
+            found = with_partition_fields(lake.footer(lake.files[0]).schema.to_arrow_schema(), lake.partitioning)
+            self._cast = frozenset(f.name for f in self.schema if found.get_field_index(f.name) < 0
+                                   or not _same_values(found.field(f.name).type, f.type))  # fmt: skip
+        return bool(self._cast & self.lake.columns_of(filter))
 
     def _read_route(self, route: Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
         """The tables of a planned route, in file order."""
@@ -439,8 +474,10 @@ class IndexedDataset:
         if where.residual is not None:
             return where.apply_table(self.to_table(where.pushdown, where.read_columns(columns)), columns)
         filter = where.pushdown
-        route = self.planner.route(filter)
-        if route.handover is not None:
+        route = None if self._cast_filter(filter) else self.planner.route(filter)
+        if route is None:
+            batches = [b for b in self._batches(filter, columns) if b.num_rows]
+        elif route.handover is not None:
             handed = self._pyarrow_dataset(route.handover)
             sound = statistics_filter(filter, self.schema)
             if sound.exact:
@@ -484,13 +521,31 @@ def _batches_of(tables) -> Iterator[pa.RecordBatch]:
             yield from table.to_batches()
 
 
+def _same_values(found: pa.DataType, read: pa.DataType) -> bool:
+    """Whether a file's column of type ``found`` read as ``read`` keeps its values."""
+    return read.equals(found) or (pa.types.is_dictionary(read) and read.value_type.equals(found))
+
+
+def _masked(batches: Iterator[pa.RecordBatch], filter, names: list[str], columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` (columns ``names``) matching ``filter`` (``Table.filter``'s
+    meaning), the first ``len(columns)`` columns kept (all of ``names`` when None)."""
+    keep = len(names) if columns is None else len(columns)
+    for batch in batches:
+        mask = expression_mask(batch, filter, threads=False)
+        if mask.any():
+            batch = batch if mask.all() else batch.filter(pa.array(mask))
+            yield batch if keep == len(names) else batch.select(names[:keep])
+
+
 def _reopen(store: Store, root: str, options: dict[str, Any]) -> IndexedDataset:
     return IndexedDataset(store, root, **options)
 
 
 def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrupt: str = "raise",
             on_stale_deletions: str = "raise", storage_options: dict[str, Any] | None = None,
-            partitioning: Any = "hive", index_root: Any = None, format: Any = None) -> IndexedDataset:  # fmt: skip
+            partitioning: Any = "hive", index_root: Any = None, format: Any = None,
+            schema: pa.Schema | None = None, ignore_prefixes: list[str] | None = None,
+            exclude_invalid_files: bool = False) -> IndexedDataset:  # fmt: skip
     """Open an indexed Parquet dataset: a directory or URI (``s3://bucket/lake`` with
     ``storage_options``, see docs/object-stores.md), a ``.parquet`` file or list of files, or
     a ``pyarrow.dataset.FileSystemDataset`` (whose files, schema and partitioning are kept:
@@ -504,10 +559,29 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     ``index_root``: where the indexes are when not in the sidecar folder beside the data
     folder (``_<folder>.arrowidx/``, found from the path; docs/guide.md, "Layout on disk"):
     the same ``index_root=`` given to :func:`arrowidx.build`. ``format``: ``"parquet"`` (or a
-    ``ParquetFileFormat``), as pyarrow takes it; ``filesystem`` may be a URI string and
-    ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
-    (:mod:`arrowidx.lake.dataset_arguments`)."""
+    ``ParquetFileFormat``, whose read options are used), as pyarrow takes it; ``schema``: the
+    dataset schema, files read cast to it (pyarrow's ``schema=``); ``ignore_prefixes``,
+    ``exclude_invalid_files``: pyarrow's discovery (given, the files found are fixed); ``filesystem``
+    may be a URI string and ``partitioning`` pyarrow's partitioning factory, as pyarrow takes them
+    (:mod:`arrowidx.lake.dataset_arguments`).
+
+    ``arrowidx.dataset`` is this dataset as a ``pyarrow.dataset.FileSystemDataset``
+    (:func:`arrowidx.lake.dataset_pyarrow.dataset`)."""
+    store, root, options = dataset_arguments(source, filesystem=filesystem, on_corrupt=on_corrupt,
+                                             on_stale_deletions=on_stale_deletions, storage_options=storage_options,
+                                             partitioning=partitioning, index_root=index_root, format=format,
+                                             schema=schema, ignore_prefixes=ignore_prefixes,
+                                             exclude_invalid_files=exclude_invalid_files)  # fmt: skip
+    return IndexedDataset(store, root, **options)
+
+
+def dataset_arguments(source: Any, *, filesystem: Any, on_corrupt: str, on_stale_deletions: str, storage_options: Any,
+                      partitioning: Any, index_root: Any, format: Any, schema: Any, ignore_prefixes: Any = None,
+                      exclude_invalid_files: bool = False) -> tuple[Store, str, dict[str, Any]]:  # fmt: skip
+    """:func:`dataset`'s arguments as ``(store, root, options)`` of :class:`IndexedDataset`."""
     check_format(format)
+    check_schema(schema)
+    given = {"schema": schema, "format": format if format is not None and not isinstance(format, str) else None}
     filesystem = filesystem_of(filesystem)
     partitioning = partitioning_of(partitioning, source, filesystem)
     store, root, explicit = resolve(source, filesystem, storage_options)
@@ -516,8 +590,10 @@ def dataset(source: Any, *, filesystem: pafs.FileSystem | None = None, on_corrup
     elif explicit and isinstance(partitioning, PolarsHive):  # Polars reads the key=value folders above a file too
         root = hive_base(root)
     store = lake_store(store, root, index_path(store, index_root, storage_options))
+    options: dict[str, Any] = {"on_corrupt": on_corrupt, "on_stale_deletions": on_stale_deletions,
+                               **{k: v for k, v in given.items() if v is not None}}  # fmt: skip
     if "pyarrow.dataset" in sys.modules and isinstance(source, ds.FileSystemDataset):  # (else it cannot be one)
-        return IndexedDataset(store, root, on_corrupt=on_corrupt, source=source, on_stale_deletions=on_stale_deletions)
+        return store, root, {**options, "source": source}
+    explicit = discovered_files(store, root, explicit, ignore_prefixes, exclude_invalid_files, given["format"])
     only = [posixpath.relpath(p, root) for p in explicit] if explicit is not None else None  # a file or a list of files: only those, in the order given (as pyarrow and Polars read them)
-    return IndexedDataset(store, root, on_corrupt=on_corrupt, on_stale_deletions=on_stale_deletions, partitioning=partitioning,
-                          only=only)  # fmt: skip
+    return store, root, {**options, "partitioning": partitioning, "only": only}

@@ -111,6 +111,8 @@ def _locate(source: Any, filesystem, storage_options) -> tuple[Any, str, list[st
             filesystem, path = pafs.FileSystem.from_uri(path)
         else:  # a local path, taken as written (%, ? and [ are characters of its name)
             filesystem, path = pafs.LocalFileSystem(), os.path.abspath(path)
+    elif isinstance(filesystem, pafs.LocalFileSystem) and not os.path.isabs(path):
+        path = os.path.abspath(path)  # (relative to the working directory now, as pyarrow finds it when opened)
     local = local_path(filesystem, path)
     if (os.path.isfile(local) if local is not None else path.endswith(".parquet")) and as_store(filesystem).stat([path])[0] is not None:
         return filesystem, posixpath.dirname(path), [path]  # one data file (whatever its name): its folder, that file only

@@ -9,9 +9,14 @@ with its default. This module is the one place that says what each one does here
 * Polars' reader settings that never change an answer (``parallel``, ``use_statistics``,
   ``low_memory``, ``cache``) are accepted (arrowidx reads with Polars' defaults);
 * ``hive_partitioning`` is the ``partitioning`` arrowidx discovers (None: Polars' rule,
-  Hive folders for a single folder given as the source, none otherwise), the values typed
-  as Polars types them (Int64, Float64, then Date or Datetime unless
-  ``try_parse_hive_dates=False``, else String);
+  Hive folders for a single folder given as the source, none otherwise), read as Polars
+  reads them (:func:`arrowidx.lake.partitions.polars_partitions`): the key=value folders
+  below each folder given (of a file or glob: its whole path), typed by ``hive_schema``,
+  else by the first file's own column, else as Polars infers them (Boolean, Int64, Float64,
+  then Date or Datetime unless ``try_parse_hive_dates=False``, else String), a column the
+  file also holds taking the folder's value; folders Polars refuses (a key ``hive_schema``
+  lacks, a value that does not parse, folders of different levels) go to ``pl.scan_parquet``
+  unchanged, which raises its own error;
 * ``n_rows``, ``row_index_name`` and ``row_index_offset`` shape the frame the scan returns
   (the first ``n_rows`` rows, numbered from ``row_index_offset``: what Polars does with them);
   ``include_file_paths`` adds each row's file path (the files scanned one by one);
@@ -100,6 +105,11 @@ class ScanArguments:
         return self.given.get("include_file_paths")
 
     @property
+    def deletion_files(self) -> Any:
+        """Polars' private ``_deletion_files`` (None: none; see :mod:`arrowidx.polars.deletion_files`)."""
+        return self.private.get("_deletion_files")
+
+    @property
     def missing_columns(self) -> str:
         """``missing_columns``: ``"raise"`` (Polars' default) or ``"insert"`` (NULLs)."""
         value = self.given.get("missing_columns", "raise")
@@ -130,8 +140,9 @@ class ScanArguments:
                     f"arrowidx.polars.scan does not support {name}= (pl.scan_parquet's argument) on a folder or"
                     f" files arrowidx plans; read without it, or with pl.scan_parquet"
                 )
-        if self.private:
-            name = sorted(self.private)[0]
+        private = [k for k in self.private if k != "_deletion_files"]  # (rows deleted by position: applied)
+        if private:
+            name = sorted(private)[0]
             raise OptionError(f"arrowidx.polars.scan does not take Polars' private argument {name}=")
 
     def partitioning(self, source: Any, partitioning: Any) -> Any:
@@ -147,8 +158,13 @@ class ScanArguments:
             return None
         from ..lake.partitions import PolarsHive
 
-        types = () if schema is None else tuple((str(k), _arrow_type(k, v)) for k, v in dict(schema).items())
-        return PolarsHive(dates=self.given.get("try_parse_hive_dates", True), types=types)  # Polars' types
+        types = None if schema is None else tuple((str(k), _arrow_type(k, v)) for k, v in dict(schema).items())
+        return PolarsHive(dates=self.given.get("try_parse_hive_dates", True), types=types, bases=_hive_bases(source))
+
+    def hive_refused(self, source: Any) -> bool:
+        """Whether Polars refuses ``source`` with ``hive_partitioning=True``: folders of
+        different levels in a list (``pl.scan_parquet`` then raises its own error at collect())."""
+        return self.given.get("hive_partitioning") is True and _mixed_levels(source)
 
     def shape(self, lf):
         """The frame Polars returns for these arguments, from the rows arrowidx read."""
@@ -218,6 +234,47 @@ def engine_source(source: Any) -> bool:
     return isinstance(source, (bytes, bytearray, memoryview, io.IOBase)) or (
         not isinstance(source, (str, os.PathLike)) and hasattr(source, "read")
     )
+
+
+def _local(item: Any) -> str | None:
+    """A local path of a source (``file://`` stripped), or None."""
+    if not isinstance(item, (str, os.PathLike)) or not isinstance(os.fspath(item), str):
+        return None
+    path = os.fspath(item)
+    path = path[len("file://") :] if path.startswith("file://") else path
+    return None if "://" in path else path
+
+
+def _hive_bases(source: Any) -> tuple[str, ...] | None:
+    """Where Polars reads the key=value folders of each file of ``source`` from (its
+    ``hive_start_idx``): ``()`` below the folder given, the folders of a list of folders
+    (absolute), None the whole path (a file or glob among the sources)."""
+    if not isinstance(source, (list, tuple)):
+        return () if _single_folder(source) else None
+    paths = [_local(item) for item in source]
+    if not paths or any(p is None or not os.path.isdir(p) for p in paths):
+        return None
+    return tuple(os.path.abspath(p) for p in paths)
+
+
+def _mixed_levels(source: Any) -> bool:
+    """Polars' check of a list with Hive on: a folder after a path of another level (its
+    parent differs from the path before, and one of them is a folder) is refused."""
+    if not isinstance(source, (list, tuple)):
+        return False
+    start = None
+    previous = None
+    for item in source:
+        path = _local(item)
+        if path is None:
+            return False
+        here = len(path) if os.path.isdir(path) else 0
+        parent = os.path.dirname(os.path.normpath(path))
+        if start is not None and start != here and parent != previous:
+            return True
+        start = here if start is None else min(start, here)
+        previous = parent
+    return False
 
 
 def _single_folder(source: Any) -> bool:

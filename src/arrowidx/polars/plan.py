@@ -16,7 +16,8 @@ from .. import facts
 from .._roaring import bitmap_of
 from ..lake.files import LakeFiles
 from ..lake.layout import join
-from ..lake.plan import Policy
+from ..lake.partitions import polars_semantics
+from ..lake.plan import Planner, Policy
 from ..lake.plans import FilePlan
 from ..lake.read import every_row_group_matches, is_numeric_range
 from ..lake.scan import IndexedDataset
@@ -79,14 +80,15 @@ def polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
     while that file is unchanged), or Polars' view of the Arrow schema for pyarrow reads."""
     if not native:
         return dict(pl.from_arrow(data.schema.empty_table()).schema)
-    path = join(data.root, data.files[0])
+    path = join(data.root, data.lake.files[0])
     info = data.fs.get_file_info(path)
     partitioning = data.partitioning
 
     def make() -> tuple[dict, int]:
         schema = dict(pl.scan_parquet(path, glob=False, hive_partitioning=False).collect_schema())
         if partitioning is not None:  # Hive partition columns (their values come from the folders)
-            fields = [f for f in partitioning.schema if f.name not in schema]
+            replace = polars_semantics(data.lake.partitioning_spec)  # (Polars: a column the file holds takes the Hive type, in place)
+            fields = [f for f in partitioning.schema if replace or f.name not in schema]
             schema.update(pl.from_arrow(pa.schema(fields).empty_table()).schema)
         return schema, 256 * (len(schema) + 1)
 
@@ -96,16 +98,62 @@ def polars_schema(data: IndexedDataset, native: bool) -> dict[str, pl.DataType]:
 
 class Planned(NamedTuple):
     """What :func:`plan_scan` found: the translation, the plans and the files' deletion
-    vectors, and the files a key directory ruled out without a plan (their number and rows)."""
+    vectors, the files a key directory ruled out without a plan (their number and rows),
+    and the files their Hive folders keep (None: every file)."""
 
     translation: Any
     plans: list | None
     vectors: dict
     ruled_files: int = 0
     ruled_rows: int = 0
+    files: list[str] | None = None
 
 
-def plan_scan(data: IndexedDataset, predicate, *, always: bool = True) -> Planned:
+def _hive_first(data: IndexedDataset, predicate, partitions: bool) -> tuple[Any, list[str] | None, Any]:
+    """Polars' order for a Hive layout: the files whose folders may match ``predicate``
+    (None: every file), decided from the folder names before any of their footers is read,
+    as Polars prunes them; and the translation the files' indexes judge, without the Hive
+    columns (Polars takes their values from the folders, never from a column a file holds:
+    its index and statistics say nothing of them). ``(None, None, None)``: no Hive columns.
+    ``partitions``: prune files by their folders (not with a row limit, which counts the
+    rows of every file)."""
+    lake = data.lake
+    hive = data.partitioning
+    if hive is None or predicate is None:
+        return None, None, None
+    names = _column_names(predicate)
+    if names is not None and not names & set(hive.schema.names):
+        return None, None, None
+    full = translate(predicate, data.schema)
+    kept = lake.partition_candidates(full.expression) if partitions and full.expression is not None else lake.files
+    files = None if kept is lake.files else kept
+    if not polars_semantics(lake.partitioning_spec):
+        return full, files, full
+    schema = data.schema
+    for name in hive.schema.names:
+        i = schema.get_field_index(name)
+        if i >= 0:
+            schema = schema.remove(i)
+    return full, files, translate(predicate, schema)
+
+
+def _pruned_by_folder(lake: LakeFiles, plans: list[FilePlan], files: list[str]) -> list[FilePlan]:
+    """``plans`` (of ``files``) with a "pruned" plan for each other file (its Hive folder
+    ruled it out; rows as the manifest has them, no footer read), in file order."""
+    by_path = {p.path: p for p in plans}
+    out = []
+    for rel in lake.files:
+        plan = by_path.get(rel)
+        if plan is None:
+            entry = lake.manifest.files.get(rel)
+            rows = entry.rows if entry is not None else 0
+            plan = FilePlan(rel, rows, "pruned", note="partition", reason="partition",
+                            row_group_offsets=np.array([0, rows]), why="ruled out by its partition folder")  # fmt: skip
+        out.append(plan)
+    return out
+
+
+def plan_scan(data: IndexedDataset, predicate, *, always: bool = True, partitions: bool = True) -> Planned:
     """Translate, refresh the manifest and plan every file; one manifest version per call.
 
     With ``always=False`` the plans are ``None`` when there is nothing to plan: no index
@@ -113,24 +161,30 @@ def plan_scan(data: IndexedDataset, predicate, *, always: bool = True) -> Planne
     (no footer, index or file is touched here; the caller hands the files to Polars as they
     are; the translation is then None when the predicate names no indexed column). Files a
     key directory rules out then get no plan either: only their count and rows are kept
-    (``always``: a report listing every file's plan is wanted).
+    (``always``: a report listing every file's plan is wanted). A filter on Hive columns
+    first rules files out by their folders (:func:`_hive_first`; ``partitions=False``: not
+    with a row limit): only the files kept are planned (``files``), the others never opened.
     """
     lake, planner = data.lake, data.planner
     with lake.planning_lock:
         data.refresh()
+        full, files, judged = _hive_first(data, predicate, partitions)
+        if files is not None:  # only the files their Hive folders keep are planned (their footers read)
+            planner = Planner(lake.restricted(files), on_corrupt=planner.on_corrupt)
         names = None if always else _column_names(predicate)
         if names is not None and not (names & lake.indexed_columns()) and planner.indexes_cannot_help(None):
-            return Planned(None, None, {})  # no index on a column the predicate names, nothing deleted: not even translated
-        translation = translate(predicate, data.schema)
+            return Planned(None, None, {}, files=files)  # no index on a column the predicate names, nothing deleted: not even translated
+        translation = judged if judged is not None else translate(predicate, data.schema)
         # No index on the predicate's columns and nothing deleted: plan without asking the
         # indexes (every file is then read whole by one pl.scan_parquet).
         unprunable = planner.indexes_cannot_help(translation.expression)
         if unprunable and not always:
-            return Planned(translation, None, {})
+            return Planned(translation, None, {}, files=files)
         expr = None if unprunable else translation.expression
         planned = planner.plan_with(expr, FutilePolicy(expr, data.schema, translation.exact), every_file=always)
         vectors = {p.path: lake.deletion_vector(p.path) for p in planned.plans}
-    return Planned(translation, planned.plans, vectors, planned.ruled_files, planned.ruled_rows)
+        plans = planned.plans if files is None or not always else _pruned_by_folder(lake, planned.plans, files)
+    return Planned(translation, plans, vectors, planned.ruled_files, planned.ruled_rows, files)
 
 
 # Polars reads a file whose index bitmap keeps every row group exactly as it reads a file

@@ -23,13 +23,15 @@ from .. import facts
 from .._roaring import bitmap_of, positions_of
 from ..errors import NotParquetError
 from ..lake.layout import join
-from ..lake.partitions import partition_values
+from ..lake.partitions import HivePathError, partition_values, polars_semantics, same_columns
 from ..lake.plan import index_pruned
 from ..lake.plans import FilePlan
 from ..lake.scan import CHANGED_RETRIES, IndexedDataset
 from ..statistics import opaque_polars, polars_parts
 from ..storage import ObjectChangedError
 from .arguments import UNSET, ScanArguments, engine_source, polars_decides
+from .count import asked_for, count_frames, live_rows, source_schema, with_count_column
+from .deletion_files import PositionDeletes, polars_applies
 from .explain import ScanReport
 from .plan import open_dataset, plan_scan, polars_schema
 
@@ -94,42 +96,49 @@ def scan(
         "include_file_paths": include_file_paths, "missing_columns": missing_columns,
         "extra_columns": extra_columns, "cast_options": cast_options, "decryption": decryption, **private,
     })  # fmt: skip
-    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes):  # data, or nothing to plan: Polars' own answer or error
-        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    if engine_source(source) or polars_decides(source, glob, arguments.hidden_prefixes) or arguments.hive_refused(source):
+        return pl.scan_parquet(source, **arguments.polars_kwargs())  # data, or nothing to plan: Polars' own answer or error
     arguments.check_supported()
     partitioning = arguments.partitioning(source, partitioning)
-    data = (
-        source
-        if isinstance(source, IndexedDataset)
-        else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
-                          arguments.missing_columns)  # fmt: skip
-    )
+    try:
+        data = (
+            source
+            if isinstance(source, IndexedDataset)
+            else open_dataset(source, filesystem, on_corrupt, storage_options, partitioning, index_root, arguments.hidden_prefixes,
+                              arguments.missing_columns)  # fmt: skip
+        )
+    except HivePathError:  # Hive folders Polars refuses: its own error, at collect()
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
     if reader not in ("auto", "polars", "pyarrow"):
         raise ValueError("reader must be 'auto', 'polars' or 'pyarrow'")
+    if polars_applies(arguments.deletion_files, data):  # Puffin deletion vectors, a Delta callback, nothing deleted here
+        return pl.scan_parquet(source, **arguments.polars_kwargs())
+    deletes = PositionDeletes.of(arguments.deletion_files, storage_options)
     if arguments.file_paths is not None:  # each row's file: one scan per file, in the lake's order
-        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, reader=reader, on_scan=on_scan))
+        return arguments.shape(_with_file_paths(data, arguments.file_paths, source, deletes, reader=reader, on_scan=on_scan))
     local = isinstance(data.fs, pafs.LocalFileSystem)
     if reader == "polars" and not local:
         raise ValueError(
             "reader='polars' reads local files only; use reader='pyarrow' for other filesystems"
         )
     try:
-        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan)
+        src = _Source(data, native=local and reader != "pyarrow", on_scan=on_scan, deletes=deletes)
     except NotParquetError:
         if isinstance(source, IndexedDataset):
             raise
         return pl.scan_parquet(source, **arguments.polars_kwargs())  # its schema is not Parquet: Polars' own error, at collect()
-    kwargs: dict[str, Any] = {"schema": src.schema, "validate_schema": False}
+    kwargs: dict[str, Any] = {"schema": source_schema(src.schema), "validate_schema": False}
     params = _io_source_parameters()
     if "is_pure" in params:  # one read per query plan; repeated scans may share it
         kwargs["is_pure"] = True
     if "explain_name" in params:
         kwargs["explain_name"] = "arrowidx"
         kwargs["explain_detail"] = data.root
-    return arguments.shape(pl.io.plugins.register_io_source(src, **kwargs))
+    lf = pl.io.plugins.register_io_source(src, **kwargs).select(list(src.schema))  # (without COUNT_COLUMN)
+    return arguments.shape(lf)
 
 
-def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: Any) -> pl.LazyFrame:
+def _with_file_paths(data: IndexedDataset, name: str, source: Any, deletes: PositionDeletes | None, **options: Any) -> pl.LazyFrame:
     """The lake's rows with a column ``name`` holding each row's file path (Polars'
     ``include_file_paths``: a file named in ``source`` as it was spelt there, a file found
     in a folder or by a glob by its full path): the files scanned one by one (each planned
@@ -147,13 +156,22 @@ def _with_file_paths(data: IndexedDataset, name: str, source: Any, **options: An
     if uris:
         spelt = {k: v if v.startswith("file://") else "file://" + k for k, v in spelt.items()}
     lake = data.lake
+    full = polars_schema(data, isinstance(data.fs, pafs.LocalFileSystem) and options.get("reader") != "pyarrow")
     parts = []
-    for rel in data.files:
+    for i, rel in enumerate(data.lake.files):
+        if deletes is not None and deletes.files.get(i):  # (the file's deletes, as the first of its scan)
+            options["_deletion_files"] = ("iceberg", ({0: list(deletes.files[i])}, {}))
+        else:
+            options.pop("_deletion_files", None)
         one = IndexedDataset(data.store, data.root, on_corrupt=data.on_corrupt, on_stale_deletions=lake.on_stale_deletions,
-                             partitioning=lake.partitioning, only=[rel])  # fmt: skip
+                             partitioning=same_columns(lake.partitioning_spec, lake.partitioning), only=[rel])  # fmt: skip
         path = join(data.root, rel)
         shown = spelt.get(path, "file://" + path if uris else path)  # (a list with a file:// URI: Polars shows URIs)
-        parts.append(scan(one, **options).with_columns(pl.lit(shown, pl.String).alias(name)))
+        part = scan(one, **options)
+        if lake.missing_columns == "insert":  # the file's frame in the lake's columns, those it lacks NULL (as Polars)
+            have = part.collect_schema()
+            part = part.with_columns([pl.lit(None, full[c]).alias(c) for c in full if c not in have]).select(list(full))
+        parts.append(part.with_columns(pl.lit(shown, pl.String).alias(name)))
     if not parts:
         return pl.LazyFrame(schema={**polars_schema(data, False), name: pl.String})
     return pl.concat(parts, how="vertical_relaxed")
@@ -208,15 +226,36 @@ class _Source:
 
     WAVE_ROWS = 32_000_000  # rows read per parallel wave (bounds memory with the streaming engine)
 
-    def __init__(self, data: IndexedDataset, *, native: bool, on_scan):
+    def __init__(self, data: IndexedDataset, *, native: bool, on_scan, deletes: PositionDeletes | None = None):
         self.data = data
+        self.deletes = deletes  # Polars' _deletion_files: rows deleted by position besides arrowidx's
         self.native = native
         self.on_scan = on_scan
         self.arrow_schema = data.schema
         self.schema = polars_schema(data, native)
 
     def __call__(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
-        return _polars_errors(self._run_again_if_changed(with_columns, predicate, n_rows, batch_size))
+        at, columns = asked_for(with_columns, self.schema)
+        if columns == [] and predicate is None:  # pl.len(): no column is read (see arrowidx.polars.count)
+            return with_count_column(_polars_errors(self._count(n_rows)), at)
+        frames = _polars_errors(self._run_again_if_changed(columns, predicate, n_rows, batch_size))
+        return with_count_column(frames, at)
+
+    def _count(self, n_rows) -> Iterator[pl.DataFrame]:
+        """The live rows (the first ``n_rows``) as frames of no column of the dataset: the
+        files' row counts (the manifest's, else their footers') minus their deleted rows."""
+        start = time.perf_counter()
+        listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
+        planned = self._plan(None, always=listening)  # (plans only when something is deleted, or to report)
+        rows = live_rows(self.data, planned, n_rows)
+        yield from count_frames(rows)
+        if listening:
+            report = ScanReport(self.data.root, None, planned.translation, planned.plans, with_columns=[], n_rows=n_rows,
+                                rows_returned=rows, seconds=time.perf_counter() - start)  # fmt: skip
+            if log.isEnabledFor(logging.INFO):
+                log.info("%s", report.summary())
+            if self.on_scan is not None:
+                self.on_scan(report)
 
     def _run_again_if_changed(self, with_columns, predicate, n_rows, batch_size) -> Iterator[pl.DataFrame]:
         """:meth:`_run`; a data file found replaced or gone when read (planned from the
@@ -234,6 +273,13 @@ class _Source:
                     raise
 
     # -- planning --------------------------------------------------------------------------------
+    def _plan(self, predicate, *, always: bool, partitions: bool = True):
+        """:func:`plan_scan`, with Polars' positional deletes (``_deletion_files``) added to the
+        deletion vectors (every file planned then)."""
+        if self.deletes is None:
+            return plan_scan(self.data, predicate, always=always, partitions=partitions)
+        return self.deletes.merged(plan_scan(self.data, predicate, always=True, partitions=partitions), self.data.lake.files)
+
     def _reads(self, plans, vectors, n_rows, predicate) -> list[_Read]:
         """The row ranges to read per file, cut at the first ``n_rows`` live rows."""
         remaining = n_rows
@@ -256,8 +302,8 @@ class _Source:
                     remaining = 0
                 else:
                     remaining -= live
-            if plan.skipped or not plan.row_groups:
-                continue
+            if plan.skipped or not plan.row_groups or deleted.size >= plan.rows:
+                continue  # (a file whose every row is deleted is not opened)
             offsets = plan.row_group_offsets
             if plan.result.kind == "bitmap" and len(plan.result.bitmap) <= _FEW_ROWS:
                 # A handful of rows: slice just them (Polars then decodes less than a row group).
@@ -286,19 +332,19 @@ class _Source:
         needed = list(
             dict.fromkeys(columns + [c for c in _root_names(predicate) if c in self.schema])
         )
-        if not needed:  # e.g. pl.len(): read one column for the row count
+        if not needed:  # rows of no column with a predicate on none: read one column for the row count
             needed = [next(iter(self.schema))]
         listening = self.on_scan is not None or log.isEnabledFor(logging.INFO)
         # A report lists every file's plan; without one, a scan the indexes cannot prune
         # (and with nothing deleted) goes to Polars whole, no file planned.
         always = listening or not self.native or n_rows is not None
         _check_predicate(predicate, self.schema)  # an invalid predicate fails whether or not an index decides
-        planned = plan_scan(self.data, predicate, always=always)
+        planned = self._plan(predicate, always=always, partitions=n_rows is None)
         scan_filter = _ScanFilter.of(predicate, self.schema)  # what Polars' reader may prune with, and the rest
         plans = planned.plans
         report = None
-        if plans is None:
-            frames = self._whole_files(scan_filter, columns or needed)  # the predicate is applied inside
+        if plans is None:  # the predicate is applied inside; files their Hive folders rule out are not read
+            frames = self._whole_files(scan_filter, columns or needed, self.data.lake.files if planned.files is None else planned.files)
         else:
             selective = bool(planned.ruled_files) or index_pruned(plans)
             reads = self._reads(plans, planned.vectors, n_rows, predicate)
@@ -336,8 +382,8 @@ class _Source:
         if self.on_scan is not None:
             self.on_scan(report)
 
-    def _whole_files(self, predicate, needed: list[str]) -> Iterator[pl.DataFrame]:
-        """Every non-empty file read whole by Polars (nothing to prune, nothing deleted), in
+    def _whole_files(self, predicate, needed: list[str], files: list[str]) -> Iterator[pl.DataFrame]:
+        """Every non-empty file of ``files`` read whole by Polars (nothing to prune, nothing deleted), in
         waves of at most ``WAVE_ROWS`` rows. Sized from the manifest; footers are read only
         for files it lacks or lists as empty. Per file this is a dict lookup and its stat
         (one call for all: the files' identities key the Polars scan kept for them,
@@ -349,7 +395,7 @@ class _Source:
 
         wave: list[str] = []
         rows = 0
-        for rel in self.data.files:
+        for rel in files:
             entry = manifest.get(rel)
             n = entry.rows if entry is not None and entry.rows else self.data.lake.row_count(rel)
             if not n:
@@ -585,11 +631,17 @@ def _partitioned_scan(data: IndexedDataset, rels: list[str], paths: list[str], r
     """Files of a Hive layout, each with its partition values as columns (in the dataset's
     types), one after the other, with the row index over them all."""
     fields = [f for f in data.partitioning.schema if f.name in data.schema.names]
+    replace = polars_semantics(data.lake.partitioning_spec)  # Polars: a column the file holds takes the folder's value
+    extra: dict[str, Any] = {}
+    if data.lake.missing_columns == "insert":  # every file read against the first file's columns, those it lacks NULL
+        first = join(data.root, data.lake.files[0])
+        extra = {"missing_columns": "insert", "schema": dict(pl.scan_parquet(first, glob=False, hive_partitioning=False).collect_schema())}
     frames = []
     for rel, path in zip(rels, paths):
         values = partition_values(data.lake.partition_expressions.get(rel, pc.scalar(True)))
-        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False)
-        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields if f.name not in lf.collect_schema()]
+        lf = pl.scan_parquet(path, glob=False, hive_partitioning=False, **extra)
+        constants = [pl.lit(pl.from_arrow(pa.array([values.get(f.name)], f.type))).first().alias(f.name) for f in fields
+                     if replace or f.name not in lf.collect_schema()]  # fmt: skip
         frames.append(lf.with_columns(constants) if constants else lf)
     scan = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
     return scan.with_row_index(_ROW_INDEX) if row_index else scan

@@ -240,7 +240,7 @@ class _Reader(DataSourceReader):
         one_pass = True
         if expr is None and where.residual is None and self.files is None:
             # sizes from the file system: files added since the build are not in the manifest
-            files = [(rel, data.lake.info(rel).size) for rel in data.files]
+            files = [(rel, data.lake.info(rel).size) for rel in data.lake.files]
         else:
             # what each surviving file costs to read: the compressed bytes of the columns the
             # query reads (its output and filter columns), in the row groups that survive
