@@ -299,9 +299,17 @@ class CountingStore(LocalStore):
         self.handler.requests += 1
         return super().list(folder, **kw)
 
+    def list_stats(self, folder, **kw):
+        self.handler.requests += 1
+        return super().list_stats(folder, **kw)
+
     def stat(self, paths):
         self.handler.requests += len(paths)
         return super().stat(paths)
+
+    def stat_many(self, paths):
+        self.handler.requests += len(paths)
+        return super().stat_many(paths)
 
     def get_ranges(self, path, ranges, what="file"):
         out = super().get_ranges(path, ranges, what)

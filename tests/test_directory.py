@@ -22,12 +22,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import arrowidx
-import arrowidx.lake.files as files_module
 import arrowidx.lake.plan as plan_module
 from arrowidx import FileIndex, facts, write_file_index
 from arrowidx.lake import directory
 from arrowidx.lake.directory import KeyDirectory, Member, build_directory
 from arrowidx.predicate import bind, needles
+from arrowidx.storage import LocalStore
 
 from .conftest import tables_equal
 from .differential_support import fuzz_settings
@@ -264,21 +264,21 @@ def test_a_file_rewritten_after_the_directory_was_built_is_read_as_it_is_now(lak
     assert tables_equal(opened.to_table(filter=pc.field("id") == key), got)
 
 
-def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeypatch):
-    """A needle narrowed to a few files stats only those before reading them; the stats of
-    every file run meanwhile on the helper thread and are checked before any row is
-    returned. A file changed since the directory listed it (here: rewritten to hold the
-    needle) is then planned and read too, its rows in file order, through ``to_table``,
-    ``to_batches``, ``scanner`` and ``count_rows``."""
+def test_a_needle_checks_the_files_it_ruled_out_with_one_stat_each(lake, monkeypatch):
+    """A needle narrowed to a few files plans only those; whether each file ruled out is
+    still the one the directory listed is decided from one stat of every file per query,
+    in one call (nothing stat'ed twice, no helper thread). A file changed since the
+    directory listed it (here: rewritten to hold the needle) is then planned and read too,
+    its rows in file order, through ``to_table``, ``to_batches``, ``scanner`` and
+    ``count_rows``."""
     submitted: list[int] = []
-    real_pool = plan_module._stat_pool()
+    real_stat_many = LocalStore.stat_many
 
-    class Recording:
-        def submit(self, fn, paths):
-            submitted.append(len(paths))
-            return real_pool.submit(fn, paths)
+    def recording(self, paths):
+        submitted.append(len(paths))
+        return real_stat_many(self, paths)
 
-    monkeypatch.setattr(plan_module, "_stat_pool", lambda: Recording())
+    monkeypatch.setattr(LocalStore, "stat_many", recording)
     asked = _counting_plan_file(monkeypatch)
     data = arrowidx.dataset(lake)
     key = _needle(lake, 50)
@@ -291,23 +291,23 @@ def test_a_needle_is_read_while_the_files_it_ruled_out_are_checked(lake, monkeyp
     os.utime(touched, ns=(os.stat(touched).st_atime_ns, os.stat(touched).st_mtime_ns + 10**9))  # same bytes, new time
     submitted.clear(), asked.clear()
     assert data.to_table(filter=expr).num_rows == 1
-    assert submitted == [FILES] and asked == ["part-050.parquet", "part-030.parquet"]  # no longer the file listed
+    assert submitted == [FILES] and asked == ["part-030.parquet", "part-050.parquet"]  # no longer the file listed
     _write(lake, 20, np.random.default_rng(9), np.array([key, 10**6]))
     submitted.clear(), asked.clear()
     want = ds.dataset(lake).to_table(filter=expr)
     assert want.num_rows == 2
     assert tables_equal(data.to_table(filter=expr), want)  # the rewritten file's row first, as pyarrow
-    assert submitted == [FILES] and asked == ["part-050.parquet", "part-020.parquet", "part-030.parquet"]
+    assert submitted == [FILES] and asked == ["part-020.parquet", "part-030.parquet", "part-050.parquet"]
     assert tables_equal(pa.Table.from_batches(list(data.to_batches(filter=expr)), want.schema), want)
     assert tables_equal(data.scanner(filter=expr).to_table(), want)
     assert data.count_rows(filter=expr) == 2
     assert tables_equal(data.to_table(filter=expr, columns=["status", "id"]), want.select(["status", "id"]))
-    # keys in more files than a needle's route reads: all files stat'ed first, then planned
+    # keys in more files than a needle's route reads: all files stat'ed first (once), then planned
     others = [i for i in range(40, FILES) if i != 50][: plan_module.NEEDLE_MAX_FILES]  # with 50: one file too many
     many = pc.field("id").isin([key, *(_needle(lake, i) for i in others)])
     submitted.clear(), asked.clear()
     assert tables_equal(data.to_table(filter=many), ds.dataset(lake).to_table(filter=many))
-    assert submitted == [] and "part-020.parquet" in asked and "part-010.parquet" not in asked
+    assert submitted == [FILES] and "part-020.parquet" in asked and "part-010.parquet" not in asked
 
 
 def test_a_new_manifest_rebuilds_the_directory(lake):
@@ -347,17 +347,16 @@ def _needle_rows(root: str, key: int, queue) -> None:
     queue.put(arrowidx.dataset(root).to_table(filter=pc.field("id") == key).num_rows)
 
 
-def test_a_forked_child_stats_the_files_too(lake, monkeypatch):
-    """Many files are stat'ed half on the process's I/O pool; a process forked after the
-    parent started it has none of its threads and must start its own, not wait forever."""
+def test_a_forked_child_reads_the_lake_too(lake):
+    """A process forked after the parent started its I/O pool has none of its threads and
+    must start its own (or read in its own thread), not wait forever."""
     import multiprocessing
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork on this platform")
-    monkeypatch.setattr(files_module, "PARALLEL_STAT_FILES", 2)
     key = _needle(lake, 5)
-    assert arrowidx.dataset(lake).to_table(filter=pc.field("id") == key).num_rows == 1  # the thread runs
-    assert facts._POOL  # the parent's pool runs
+    assert arrowidx.dataset(lake).to_table(filter=pc.field("id") == key).num_rows == 1
+    facts.executor().submit(int).result()  # the parent's pool runs
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_needle_rows, args=(lake, key, queue))

@@ -65,8 +65,8 @@ class Decisions:
 
         real_ruled = plan_module.Planner.lake_index_rules_out
 
-        def lake_index_rules_out(planner, expr, by_keys_alone):  # files the lake index decides (issue 51)
-            found = real_ruled(planner, expr, by_keys_alone)
+        def lake_index_rules_out(planner, expr):  # files the lake index decides (issue 51)
+            found = real_ruled(planner, expr)
             if found is not None:
                 for member, ruled in zip(found[0].members, found[1]):
                     if ruled:

@@ -889,7 +889,7 @@ def test_files_a_bloom_filter_keeps_are_narrowed_to_their_matching_rows(tmp_path
     # files the lake index does not cover (planned by their own bloom filters, as before issue 51)
     from arrowidx.lake.plan import Planner
 
-    monkeypatch.setattr(Planner, "lake_index_rules_out", lambda self, expr, by_keys_alone: None)
+    monkeypatch.setattr(Planner, "lake_index_rules_out", lambda self, expr: None)
     data = arrowidx.dataset(tmp_path)
     known = set(np.concatenate([t.column("u").to_numpy() for t in tables]).tolist())
     # a value no file holds that one file's bloom filter (fpp 0.05) still keeps

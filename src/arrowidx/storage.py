@@ -32,6 +32,7 @@ do not parse.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import posixpath
@@ -40,7 +41,10 @@ import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
@@ -81,6 +85,76 @@ class ObjectChangedError(ArrowIdxError):
 
     def __reduce__(self):
         return (type(self), (self.path, self.detail))
+
+
+class FileStats:
+    """Many files' stats as columns: what one listing, or one stat of every file, found.
+
+    ``paths`` (relative to the folder listed, or as given to :meth:`Store.stat_many`) and,
+    per file, its ``size`` (-1: no such file), ``mtime_ns`` and change stamp. An
+    :class:`ObjectInfo` is made only for a file asked about (:meth:`info`), so a planner
+    compares the stats of 20,000 files with the manifest's columns at once
+    (:func:`arrowidx.lake.freshness.still_indexed`) without an object per file. On a local
+    disk the stamp is kept as two columns, ``ino`` and ``ctime_ns`` (the stamp
+    ``f"{ino}:{ctime_ns}"`` :class:`LocalStore` gives); other stores keep their
+    :class:`ObjectInfo` list. ``folders``: a listing's folders holding files (relative, ``""``
+    for the folder listed; its ``paths`` are then sorted: ``ordered``)."""
+
+    def __init__(self, paths: list[str], size: np.ndarray, mtime_ns: np.ndarray, *, ino: np.ndarray | None = None,
+                 ctime_ns: np.ndarray | None = None, infos: list[ObjectInfo | None] | None = None,
+                 folders: list[str] | None = None):  # fmt: skip
+        self.paths, self.size, self.mtime_ns = paths, size, mtime_ns
+        self.ino, self.ctime_ns, self.infos, self.folders = ino, ctime_ns, infos, folders
+        self.ordered = folders is not None  # (a listing's paths: sorted)
+
+    @classmethod
+    def of_infos(cls, paths: list[str], infos: list[ObjectInfo | None], folders: list[str] | None = None) -> FileStats:
+        """The stats of ``paths`` from their :class:`ObjectInfo` (None: no such file)."""
+        size = np.fromiter((-1 if i is None else i.size for i in infos), np.int64, len(infos))
+        mtime = np.fromiter((-1 if i is None or i.mtime_ns is None else i.mtime_ns for i in infos), np.int64, len(infos))
+        return cls(paths, size, mtime, infos=infos, folders=folders)
+
+    @classmethod
+    def of_stats(cls, paths: list[str], stats: list[os.stat_result], folders: list[str] | None = None) -> FileStats:
+        """The stats of local files from ``os.stat`` results (a non-regular file: none)."""
+        n = len(stats)
+        size, mtime, ctime, mode = (np.fromiter(map(attrgetter(name), stats), np.int64, n)
+                                    for name in ("st_size", "st_mtime_ns", "st_ctime_ns", "st_mode"))  # fmt: skip
+        ino = np.fromiter(map(attrgetter("st_ino"), stats), np.uint64, n)
+        size[(mode & 0o170000) != statmod.S_IFREG] = -1
+        return cls(paths, size, mtime, ino=ino, ctime_ns=ctime, folders=folders)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def take(self, positions: np.ndarray) -> FileStats:
+        """The stats of the files at ``positions``."""
+        at = positions.tolist()
+        paths = [self.paths[i] for i in at]
+        if self.infos is not None:
+            return FileStats.of_infos(paths, [self.infos[i] for i in at])
+        return FileStats(paths, self.size[positions], self.mtime_ns[positions], ino=self.ino[positions], ctime_ns=self.ctime_ns[positions])
+
+    def info(self, i: int, path: str) -> ObjectInfo | None:
+        """The :class:`ObjectInfo` of file ``i``, at ``path`` (None: no such file)."""
+        if self.infos is not None:
+            found = self.infos[i]
+            return found if found is None or found.path == path else dataclasses.replace(found, path=path)
+        if self.size[i] < 0:
+            return None
+        return ObjectInfo(path, int(self.size[i]), int(self.mtime_ns[i]), f"{int(self.ino[i])}:{int(self.ctime_ns[i])}")
+
+    def stamps(self, positions: np.ndarray) -> pa.Array:
+        """The change stamps of the files at ``positions`` as Arrow strings (null: none),
+        made in Arrow for every file at once on a local disk."""
+        if self.infos is not None:
+            return pa.array([None if (i := self.infos[p]) is None else i.stamp for p in positions.tolist()], pa.string())
+        import pyarrow.compute as pc
+
+        n = len(positions)
+        ino = pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(np.ascontiguousarray(self.ino[positions]))])
+        ctime = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.ascontiguousarray(self.ctime_ns[positions]))])
+        return pc.binary_join_element_wise(pc.cast(ino, pa.string()), pc.cast(ctime, pa.string()), ":")
 
 
 def same_object(info: ObjectInfo | None, expect: ObjectInfo) -> bool:
@@ -124,6 +198,18 @@ class Store:
     def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
         """Per path, its :class:`ObjectInfo`, or None when there is no such file."""
         raise NotImplementedError
+
+    def list_stats(self, folder: str, *, hidden: bool = False) -> FileStats:
+        """:meth:`list` (recursive) as columns, paths relative to ``folder``: what a reader
+        lists a lake with (one listing, each file's stat with it)."""
+        found = self.list(folder, hidden=hidden)
+        prefix = folder.rstrip("/") + "/"
+        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, folder) for i in found]
+        return FileStats.of_infos(rels, found)  # type: ignore[arg-type]
+
+    def stat_many(self, paths: list[str]) -> FileStats:
+        """:meth:`stat` of many files as columns."""
+        return FileStats.of_infos(paths, self.stat(paths))
 
     def get(self, path: str, what: str = "file") -> bytes:
         """The whole object. ``FileNotFoundError`` when it is missing, else a
@@ -216,6 +302,27 @@ def _local_info(path: str, st: os.stat_result) -> ObjectInfo:
     return ObjectInfo(path, st.st_size, st.st_mtime_ns, f"{st.st_ino}:{st.st_ctime_ns}")
 
 
+def _stat_each(paths: list[str]) -> list[os.stat_result]:
+    """``os.stat`` of each of ``paths`` (OS paths) in one call; a file gone meanwhile: a
+    stat of no file (:data:`_GONE`); another failure names the file."""
+    try:
+        return list(map(os.stat, paths))  # (one call per file, nothing else: a file gone is rare)
+    except OSError:
+        pass
+    out = []
+    for path in paths:
+        try:
+            out.append(os.stat(path))
+        except (FileNotFoundError, NotADirectoryError):
+            out.append(_GONE)
+        except OSError as e:
+            raise storage_error(e, path) from None
+    return out
+
+
+_GONE = os.stat_result((0,) * 10, {"st_atime_ns": 0, "st_mtime_ns": 0, "st_ctime_ns": 0})  # (no file: mode 0, not a regular file)
+
+
 class LocalStore(Store):
     """A local disk, through ``os`` (see the module docstring). ``fs`` is the pyarrow
     filesystem the caller uses (a ``LocalFileSystem``, or a local ``SubTreeFileSystem`` or
@@ -234,45 +341,64 @@ class LocalStore(Store):
         return path if self._plain else local_path(self.fs, path)  # type: ignore[return-value]
 
     def list(self, folder: str, *, recursive: bool = True, hidden: bool = False, missing_ok: bool = False) -> list[ObjectInfo]:
-        out: list[ObjectInfo] = []
+        rels, stats, _ = self._walk(folder, recursive, hidden, missing_ok)
+        prefix = folder if folder.endswith("/") else folder + "/"
+        return [_local_info(prefix + rel, st) for rel, st in zip(rels, stats)]
+
+    def list_stats(self, folder: str, *, hidden: bool = False) -> FileStats:
+        rels, stats, folders = self._walk(folder, True, hidden, False)
+        return FileStats.of_stats(rels, stats, folders)
+
+    def _walk(self, folder: str, recursive: bool, hidden: bool, missing_ok: bool) -> tuple[list[str], list[os.stat_result], list[str]]:
+        """The regular files under ``folder`` (paths relative to it, sorted), their stats
+        (one per file: symlinks followed, as pyarrow does), and the folders holding them.
+        Per folder, its names (``os.listdir``) and one ``os.stat`` of each in one call;
+        nothing else is done per file in Python."""
         top = self.os_path(folder)
         try:
             st = os.stat(top)
             seen = frozenset({(st.st_dev, st.st_ino)})
         except FileNotFoundError:
             if missing_ok:
-                return []
+                return [], [], []
             raise
         except OSError as e:
             raise storage_error(e, folder, "folder") from None
-        pending = [(folder, top, seen)]
+        rels: list[str] = []
+        stats: list[os.stat_result] = []
+        folders: list[str] = []
+        pending = [("", folder, top, seen)]
         while pending:
-            name, real, above = pending.pop()
+            rel, name, real, above = pending.pop()
             try:
-                with os.scandir(real) as entries:
-                    entries = list(entries)
+                names = os.listdir(real)
             except FileNotFoundError:
                 continue
             except NotADirectoryError:
                 raise
             except OSError as e:
                 raise storage_error(e, name, "folder") from None
-            prefix = name if name.endswith("/") else name + "/"
-            for entry in entries:
-                if not hidden and entry.name[0] in "_.":
-                    continue
-                try:
-                    st = entry.stat()  # follows symlinks, as pyarrow does
-                except FileNotFoundError:
-                    continue  # deleted meanwhile
-                if statmod.S_ISDIR(st.st_mode):
-                    key = (st.st_dev, st.st_ino)
-                    if recursive and key not in above:  # (a folder linking to one above: a loop)
-                        pending.append((prefix + entry.name, entry.path, above | {key}))
-                elif statmod.S_ISREG(st.st_mode):
-                    out.append(_local_info(prefix + entry.name, st))
-        out.sort(key=lambda i: i.path)
-        return out
+            if not hidden:
+                names = [n for n in names if n[0] not in "_."]
+            names.sort()
+            base = real if real.endswith("/") else real + "/"
+            found = _stat_each([base + n for n in names])
+            kinds = np.fromiter(map(attrgetter("st_mode"), found), np.int64, len(found)) & 0o170000
+            for i in np.flatnonzero(kinds == statmod.S_IFDIR).tolist():
+                key = (found[i].st_dev, found[i].st_ino)
+                if recursive and key not in above:  # (a folder linking to one above: a loop)
+                    pending.append((f"{rel}/{names[i]}" if rel else names[i], posixpath.join(name, names[i]), base + names[i], above | {key}))
+            files = kinds == statmod.S_IFREG
+            if files.any():
+                folders.append(rel)
+                keep = files.tolist() if not files.all() else None
+                rels += [f"{rel}/{n}" for n in (names if keep is None else compress(names, keep))] if rel else \
+                    (names if keep is None else list(compress(names, keep)))  # fmt: skip
+                stats += found if keep is None else compress(found, keep)
+        if len(folders) > 1:  # (each folder's names are sorted; the lake's paths are sorted as one list)
+            order = sorted(range(len(rels)), key=rels.__getitem__)
+            rels, stats = [rels[i] for i in order], [stats[i] for i in order]
+        return rels, stats, sorted(folders)
 
     def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
         out: list[ObjectInfo | None] = []
@@ -286,6 +412,10 @@ class LocalStore(Store):
                 raise storage_error(e, path) from None
             out.append(_local_info(path, st) if statmod.S_ISREG(st.st_mode) else None)
         return out
+
+    def stat_many(self, paths: list[str]) -> FileStats:
+        real = paths if self._plain else [self.os_path(p) for p in paths]
+        return FileStats.of_stats(paths, _stat_each(real))
 
     def get(self, path: str, what: str = "file") -> bytes:
         try:

@@ -6,7 +6,8 @@ under one identity key.
 A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's listing or stat
 finds it (:meth:`LakeFiles.identity`); every fact about the file is kept under it
 (:meth:`LakeFiles.fact_key`), so a file rewritten in place gets another identity and is read
-again. Where the store stamps nothing, the stamp is a token private to this object
+again (made only for the files a query plans: the listing's stats are columns,
+:meth:`LakeFiles.still_indexed`). Where the store stamps nothing, the stamp is a token private to this object
 (:func:`arrowidx.facts.identity_token`): its facts are then not shared with other readers.
 
 :class:`LakeFiles` answers what :mod:`.plan` asks of a snapshot; it decides nothing itself.
@@ -30,11 +31,11 @@ import pyarrow.parquet as pq
 from .. import facts
 from .._lazy import lazy_module
 from ..deletion import DeletionVector
-from ..errors import ArrowIdxError, CorruptIndexError
+from ..errors import ArrowIdxError, CorruptIndexError, CorruptManifestError
 from ..expression import columns_named
 from ..file_index import FileIndex
 from ..index.container import SparseContainer
-from ..storage import ObjectChangedError, ObjectInfo, Store, same_object
+from ..storage import FileStats, ObjectChangedError, ObjectInfo, Store, same_object
 from .commit import latest_version, load_manifest_shared
 from .conditional import conditional_filesystem
 from .footer import NO_DATA_FILES, Footer, content_xxh64, read_footer, stray_file_hint
@@ -44,6 +45,7 @@ from .freshness import (
     deletion_vector_of,
     entry_is_fresh,
     load_index_bytes,
+    still_indexed,
 )
 from .layout import ensure_inside, file_infos, is_index_path, join
 from .manifest import FileEntry, IndexRef, Manifest
@@ -55,13 +57,11 @@ from .partitions import (
     with_partition_fields,
 )
 from .read import statistics_groups
+from .seen import UNSEEN, Seen
 from .tombstones import with_returned_files
 
 ds = lazy_module("pyarrow.dataset")  # it imports pandas: only a pyarrow read pays that
 
-# From this many files a query's stats (one per file: is it still the file indexed?) are
-# split over two threads: 1,000 stats take 4.0 ms in one, 2.4 ms in two (local disk).
-PARALLEL_STAT_FILES = 256
 # Planning reads that average under this many bytes are done in the calling thread on a
 # local disk (bench/bench_cold.py: 1,000 index windows of ~8 KB, a first needle in 250
 # against 430 ms on the pool; 20 windows of ~1 MB, 120 against 85 ms: those stay on the pool).
@@ -102,6 +102,15 @@ def window_bytes(entry: FileEntry, columns: frozenset[str]) -> int:
     if not index.layout:
         return index.size
     return sum(w[1] for c in columns for w in index.layout.get(c, {}).values())
+
+
+def _schema_names(files: Any, text: str) -> list[str]:
+    """An index schema's columns; one that does not parse is reported by an entry holding it (naming the manifest)."""
+    try:
+        return IndexRef({}, text, 0).arrow_schema().names
+    except CorruptManifestError:
+        files.entry_at(files.table.column("index_schema").to_pylist().index(text))
+        raise
 
 
 def _sized_vector(dv: DeletionVector) -> tuple[DeletionVector, int]:
@@ -150,9 +159,9 @@ class LakeFiles:
         #: held by an adapter that plans from several threads (one plan of this snapshot at a time)
         self.planning_lock = threading.Lock()
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
-        self._infos: dict[str, ObjectInfo | None] = {}
-        self._keys: dict[str, tuple] = {}  # file identity per path, from _infos
-        self._listed_now = False  # _infos came with the listing just made (the first query needs no stats)
+        self._seen = Seen()  # the files as this query found them (lake/seen.py)
+        self._keys: dict[str, tuple] = {}  # file identity per path, from _seen
+        self._listed_now = False  # _seen came with the listing just made (the first query needs no stats)
         #: plan from the manifest alone (an object store): its entries are the files, with
         #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
         #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
@@ -168,9 +177,9 @@ class LakeFiles:
         self._indexed: tuple[tuple, set[str]] = ((), set())
         self._dict_format: tuple[ds.ParquetFileFormat, set[str]] | None = None
         self._absolute: tuple[list[str] | None, list[str]] = (None, [])  # files, and their full paths
-        self._identities: tuple[list[str] | None, list[tuple]] = (None, [])  # files, and their identities this query
         self._prepared: tuple = ()  # (manifest version, identities, columns) when every file was last prepared
         self._manifest_deletes: tuple = (None, False)  # (manifest, whether it lists deleted rows)
+        self._manifest_rows: tuple = (None, None, None)  # (files, file table, their rows in it)
         self._fields: tuple = (None, None, set())  # (expr, schema, fields): columns_of the last expression
         self._partition_dataset: tuple = (None, None)  # (files, their partition_dataset)
         self.use_manifest(self.manifest)
@@ -222,32 +231,38 @@ class LakeFiles:
         if not listing:  # the manifest's files, as it recorded them
             entries = self.committed.files
             rels = sorted(r for r in entries if not self._prefixed(r))
+            self._seen, self._keys = Seen(), {}
             if hasattr(entries, "identities"):  # a file table: its vector columns, no entry materialised
-                self._infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
-                               for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
+                self._seen.infos = {rel: ObjectInfo(join(self.root, rel), size, mtime_ns, stamp)
+                                    for rel, size, mtime_ns, stamp in entries.identities(entries.rows_of(rels))}  # fmt: skip
             else:
-                self._infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
-                                               entries[rel].stamp) for rel in rels}  # fmt: skip
-            self._keys, self._identities = {}, (None, [])
+                self._seen.infos = {rel: ObjectInfo(join(self.root, rel), entries[rel].size, entries[rel].mtime_ns,
+                                                    entries[rel].stamp) for rel in rels}  # fmt: skip
             self._listed_now = True
             return self._partitioned(rels)
-        listed = self.store.list(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
+        listed = self.store.list_stats(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
+        keep = np.ones(len(listed), bool)
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
-            listed = [i for i in listed if i.size > 0]
+            keep &= listed.size > 0
         if self.hidden_files:  # (Polars' rule: names starting with _ or . are data files too; arrowidx's own are not)
-            listed = [i for i in listed if not is_index_path(posixpath.relpath(i.path, self.root))]
+            keep &= np.fromiter((not is_index_path(rel) for rel in listed.paths), bool, len(listed))
         if self.hidden_prefixes:
-            listed = [i for i in listed if not self._prefixed(i.path)]
-        prefix = self.root.rstrip("/") + "/"
-        rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, self.root) for i in listed]
-        self._infos = dict(zip(rels, listed))
-        self._keys, self._identities = {}, (None, [])
+            keep &= np.fromiter((not self._prefixed(rel) for rel in listed.paths), bool, len(listed))
+        folders = listed.folders
+        if not keep.all():
+            listed, folders = listed.take(np.flatnonzero(keep)), None
+        rels = listed.paths
+        self._seen, self._keys = Seen(rels, listed), {}
         self._listed_now = True
-        return self._partitioned(rels)
+        return self._partitioned(rels, folders)
 
-    def _partitioned(self, files: list[str]) -> list[str]:
-        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`)."""
-        partitioning, expressions = discover_partitions(files, self.partitioning_spec, self.root, lambda: self._first_schema(files))
+    def _partitioned(self, files: list[str], folders: list[str] | None = None) -> list[str]:
+        """``files``, noting their Hive partitions (:mod:`arrowidx.lake.partitions`).
+        ``folders``: the folders holding them, when the listing knows them (all at the root:
+        one file is asked about, its expression is every file's)."""
+        one = folders == [""] and len(files) > 1
+        found = discover_partitions(files[:1] if one else files, self.partitioning_spec, self.root, lambda: self._first_schema(files))
+        partitioning, expressions = found[0], dict.fromkeys(files, found[1][files[0]]) if one and found[1] else found[1]
         if partitioning is not None or self.partitioning is not None:
             self.partitioning = partitioning
             self.partition_expressions = expressions
@@ -256,7 +271,8 @@ class LakeFiles:
     def _first_schema(self, files: list[str]) -> pa.Schema | None:
         """The Arrow schema of the first of ``files`` (None when it is no Parquet file: the
         read meets that where it reads the file), read again only when that file changed."""
-        info = self._infos.get(files[0])
+        info = self._seen.known(files[0], join(self.root, files[0]))
+        info = None if info is UNSEEN else info
         key = (files[0], None) if info is None else (files[0], info.size, info.mtime_ns, info.stamp)
         known = getattr(self, "_first_schema_known", None)
         if known is not None and known[0] == key and info is not None:
@@ -286,6 +302,8 @@ class LakeFiles:
             self._schema, self._dict_format = None, None  # inferred from the first file, as pyarrow does
         if files != self._files:  # (the same list object otherwise: what is cached per list stays)
             self._files = files
+        elif self._seen.files is files:
+            self._seen.use(self._files, self._seen.stats)
         if committed is not self.committed or committed.tombstones:
             self.use_manifest(committed)
         if not self._listed_now:
@@ -310,10 +328,9 @@ class LakeFiles:
 
     def restricted(self, files: list[str]) -> LakeFiles:
         """A view of this snapshot with only ``files`` (the ones a partition filter keeps),
-        sharing what is known of them."""
+        sharing what is known of them (a query through it takes the listing; the next stats anew)."""
         view = copy.copy(self)
-        view._files = files
-        view._partition_dataset = (None, None)
+        view._files, view._partition_dataset, view._seen, self._listed_now = files, (None, None), copy.copy(self._seen), False
         return view
 
     def partition_expression(self, rel: str) -> pc.Expression | None:
@@ -330,7 +347,7 @@ class LakeFiles:
             return
         if self.from_manifest:
             return  # never stat'ed: a file read is checked by its conditional read
-        self._infos, self._keys, self._identities = {}, {}, (None, [])
+        self._seen, self._keys = Seen(), {}
 
     def restat(self, rels: list[str]) -> None:
         """Stat ``rels`` again now (only those; planning from the manifest, none: a file read
@@ -340,8 +357,7 @@ class LakeFiles:
         self._restat(rels)
 
     def _restat(self, rels: list[str]) -> None:
-        self._infos.update(file_infos(self.store, self.root, rels))
-        self._identities = (None, [])
+        self._seen.restat(file_infos(self.store, self.root, rels))
         for rel in rels:
             self._keys.pop(rel, None)
 
@@ -351,15 +367,14 @@ class LakeFiles:
         plan reads it as it is (stale: in full; gone: not at all). False when it is not one
         of this snapshot's files, or was stat'ed already."""
         rel = posixpath.relpath(path, self.root) if self.root not in ("", ".") else path
-        if rel not in self._infos:
+        if rel not in self._seen.infos:
             return False
-        before = self._infos.get(rel)
+        before = self._seen.infos.get(rel)
         self._restat([rel])
-        now = self._infos.get(rel)
+        now = self._seen.infos.get(rel)
         if now is None:  # gone (a listing would not have it)
             self._files = [f for f in self._files if f != rel]
-            self._infos.pop(rel, None)
-            self._identities = (None, [])
+            self._seen.infos.pop(rel, None)
             self._absolute = (None, [])
             return True
         return now != before
@@ -367,12 +382,12 @@ class LakeFiles:
     def _expected(self, path: str) -> ObjectInfo | None:
         """The object a data file at ``path`` (full path) is read as (None: any)."""
         prefix = self.root.rstrip("/") + "/" if self.root not in ("", ".") else ""
-        return self._infos.get(path[len(prefix) :] if prefix and path.startswith(prefix) else path)
+        return self._seen.infos.get(path[len(prefix) :] if prefix and path.startswith(prefix) else path)
 
     def use_infos(self, infos: dict[str, ObjectInfo | None]) -> None:
         """Take ``infos`` (a writer's stats of the files, by relative path) as this query's."""
-        self._infos.update(infos)
-        self._keys, self._identities = {}, (None, [])
+        self._seen.restat(infos)
+        self._keys = {}
 
     def open_data(self, rel: str) -> pa.NativeFile:
         """The data file opened for reading: conditionally (the object planned, or
@@ -383,32 +398,46 @@ class LakeFiles:
         return self.fs.open_input_file(path)
 
     def info(self, rel: str) -> ObjectInfo | None:
-        """The file as this query's listing or stat found it (None: gone)."""
-        if rel not in self._infos:
+        """The file as this query's listing or stat found it (None: gone). The first file
+        asked about that the query has no stats of stats every file at once."""
+        found = self._seen.known(rel, join(self.root, rel))
+        if found is UNSEEN and self._seen.stats is None and rel in self.files:
             self.stat_files()
-            if rel not in self._infos:
-                self._infos.update(file_infos(self.store, self.root, [rel]))
-        return self._infos[rel]
+            found = self._seen.known(rel, join(self.root, rel))
+        if found is UNSEEN:
+            found = self._seen.infos[rel] = file_infos(self.store, self.root, [rel])[rel]
+        return found
 
     def stat_files(self) -> None:
-        """Stat every file in one call, noting each one's identity (:meth:`identity`)."""
-        files = self.files
-        if not all(rel in self._infos for rel in files):
-            paths = self.absolute_paths()
-            if len(paths) < PARALLEL_STAT_FILES:
-                infos = self.store.stat(paths)
-            else:  # half on the I/O pool: stats release the GIL, so two run at once
-                half = len(paths) // 2
-                other = facts.executor().submit(self.store.stat, paths[half:])
-                infos = self.store.stat(paths[:half]) + other.result()
-            self._infos.update(zip(files, infos))
-        infos, token = self._infos, self._token
-        identities = [  # (identity_of, inline: every file of the lake)
-            (rel, None, None, token) if (i := infos[rel]) is None else (rel, i.size, i.mtime_ns, i.stamp if token is None else token)
-            for rel in files
-        ]  # fmt: skip
-        self._keys.update(zip(files, identities))
-        self._identities = (files, identities)
+        """Stat every file in one call (columns, no object per file), unless this query
+        has stats of them already (its listing)."""
+        if self._seen.files is not self.files:
+            stats = self.store.stat_many(self.absolute_paths())
+            stats.paths = self.files
+            self._seen.use(self.files, stats)
+
+    def file_stats(self) -> FileStats:
+        """This query's stats of :attr:`files`, in their order (:meth:`stat_files` unless known)."""
+        found = self._seen.aligned(self.files)
+        if found is None:
+            self.stat_files()
+            found = self._seen.stats
+        return found
+
+    def still_indexed(self, positions: np.ndarray, table: Any, rows: np.ndarray) -> np.ndarray:
+        """Of the files at ``positions`` of :attr:`files`, which are still the data files
+        rows ``rows`` of the manifest's file table describe (their identity as indexed:
+        size, modification time and change stamp), for every file at once from this query's
+        stats (:func:`~arrowidx.lake.freshness.still_indexed`; planned from the manifest: all,
+        read conditionally); a file stat'ed again since is decided by what that found."""
+        if self._token is not None:  # (no change stamps: nothing is the file indexed by its stats alone)
+            return np.zeros(len(positions), bool)
+        same = np.ones(len(positions), bool) if self.from_manifest else still_indexed(self.file_stats(), positions, table, rows)
+        files, restated = self.files, self._seen.restated
+        again = [k for k, at in enumerate(positions.tolist()) if files[at] in restated] if restated else []
+        if again:
+            same[again] = [self.identity(files[positions[k]]) == i for k, i in zip(again, table.identities(rows[again]))]
+        return same
 
     def identity_of(self, rel: str, info: ObjectInfo | None) -> tuple:
         """``(rel, size, mtime, stamp)`` of a file as ``info`` describes it: what the facts
@@ -420,18 +449,15 @@ class LakeFiles:
 
     def identity(self, rel: str) -> tuple:
         """The data file's identity as this query found it (:meth:`identity_of`): what is
-        cached of a file is cached under it. The first asked stats every file at once."""
+        cached of a file is cached under it."""
         key = self._keys.get(rel)
         if key is None:
-            if not self._identities[1] and len(self.files) > 1:
-                self.stat_files()  # every file at once
-                key = self._keys.get(rel)
-            if key is None:
-                key = self._keys[rel] = self.identity_of(rel, self.info(rel))
+            key = self._keys[rel] = self.identity_of(rel, self.info(rel))
         return key
 
     def known_identities(self) -> dict[str, tuple]:
-        """The identities found so far this query, by path (none asked anew)."""
+        """The identities of every file this query (stat'ed now if need be), by path."""
+        list(map(self.identity, self.files))
         return self._keys
 
     def fact_key(self, kind: str, rel: str, *more) -> tuple:
@@ -637,10 +663,11 @@ class LakeFiles:
         if self._indexed[0] != key:
             files = self.manifest.files
             if hasattr(files, "distinct"):  # a file table: its distinct index schemas, no entry materialised
-                schemas = {text: IndexRef({}, text, 0) for text in files.distinct("index_schema")}
+                names = {name for text in files.distinct("index_schema") for name in _schema_names(files, text)}
             else:
                 schemas = {e.index.schema: e.index for e in files.values() if e.index is not None}
-            self._indexed = (key, {name for ref in schemas.values() for name in ref.arrow_schema().names})
+                names = {name for ref in schemas.values() for name in ref.arrow_schema().names}
+            self._indexed = (key, names)
         return self._indexed[1]
 
     def vector_key(self, entry: FileEntry) -> tuple:
@@ -690,10 +717,22 @@ class LakeFiles:
             self._manifest_deletes = (manifest, deletes)
         return deletes
 
+    def manifest_rows(self) -> np.ndarray:
+        """The row of each of :attr:`files` in the manifest's file table (-1: none), once per file list and manifest."""
+        files, table = self.files, self.manifest.files
+        held = self._manifest_rows
+        if held[0] is not files or held[1] is not table:
+            rows = np.arange(len(files), dtype=np.int64) if table.paths == files else table.rows_of(files)
+            self._manifest_rows = held = (files, table, rows)
+        return held[2]
+
     def may_hold_rows(self) -> bool:
         """False only when the manifest lists every file, each with no row (an empty lake:
         pyarrow's filter then runs no kernel, see ``check_expression``)."""
         files = self.manifest.files
+        if hasattr(files, "rows_of"):  # a file table: its column of rows (no entry materialised)
+            at = self.manifest_rows()
+            return bool((at < 0).any() or (files.column("rows")[at] > 0).any())
         return any(rel not in files or files[rel].rows for rel in self.files)
 
     # -- reading what planning needs, many files at once -------------------------------------------
@@ -714,19 +753,19 @@ class LakeFiles:
         are read by :meth:`prepare_kept`."""
         if not files:
             return
-        self.identity(files[0])  # stats every file at once (stat_files): their identities are then known
+        identities = list(map(self.identity, files))  # (the first stats every file at once, unless listed this query)
         stamp = None
-        if files is self.files and self._identities[0] is files:
-            stamp = (self.manifest.version, self._identities[1], columns)
+        if files is self.files:
+            stamp = (self.manifest.version, identities, columns)
             if stamp == self._prepared:
                 return  # the same files, unchanged, with the same columns, as when last prepared
         entries = self.manifest.files
         todo = []
-        for rel in files:
+        for rel, identity in zip(files, identities):
             entry = entries.get(rel)
             if entry is None:
                 continue
-            known = self._freshness.get(self.identity(rel))
+            known = self._freshness.get(identity)
             if known is None or known[0] is not entry:
                 todo.append(rel)
             elif known[2] and entry.index is not None and columns:

@@ -9,6 +9,11 @@ only these functions; how freshness and integrity are decided lives here.
   (:func:`entry_is_fresh`; its footer's fingerprint for entries indexed before content hashes). A changed file is read in full; if rows were
   deleted from it, :class:`~arrowidx.errors.StaleDeletionError` unless
   ``on_stale_deletions="read-full"``.
+* Files a lake-level structure rules out are checked all at once (:func:`still_indexed`):
+  this query's stats of them (columns: the listing's, or one stat per file) against the
+  manifest's file table, with numpy and Arrow, no object per file. The stat of each file is
+  what a check needs at the least: a file rewritten in place (truncated and written, no
+  rename) changes no folder, only its own size, times and change stamp.
 * Index bytes (:func:`load_index_bytes`) and deletion-vector records
   (:func:`deletion_vector_of`) are checked against the size and XXH64 the manifest records;
   a mismatch is a :class:`~arrowidx.errors.CorruptIndexError` naming the file.
@@ -19,10 +24,14 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from ..deletion import DeletionVector, read_deletion_vectors
 from ..errors import CorruptIndexError, CorruptManifestError, OptionError, StaleDeletionError
-from ..storage import ObjectInfo, Store
+from ..storage import FileStats, ObjectInfo, Store
 from .footer import Footer
 from .layout import ensure_inside, join, read_bytes
 from .manifest import DeletionRef, FileEntry, checksum
@@ -45,6 +54,26 @@ def same_by_stamp(entry: FileEntry, info: ObjectInfo | None) -> bool:
         info is not None and entry.stamp is not None and info.stamp == entry.stamp and info.size == entry.size
         and (entry.mtime_ns is None or info.mtime_ns is None or info.mtime_ns == entry.mtime_ns)
     )  # fmt: skip
+
+
+def still_indexed(stats: FileStats, positions: np.ndarray, table: Any, rows: np.ndarray) -> np.ndarray:
+    """Whether each file at ``positions`` of ``stats`` is still the data file row ``rows``
+    of the manifest's file table (:class:`~arrowidx.lake.filetable.FileTable`) describes: its
+    identity as indexed, the same size, modification time and change stamp (what
+    :meth:`~arrowidx.lake.files.LakeFiles.identity_of` compares one file at a time), for
+    every file at once. A file gone, or indexed without a time or stamp, is not."""
+    import pyarrow.compute as pc
+
+    if not len(positions):
+        return np.zeros(0, bool)
+    same = stats.size[positions] == table.column("size")[rows]
+    same &= (stats.mtime_ns[positions] == table.column("mtime_ns")[rows]) & table.valid("mtime_ns")[rows]
+    at = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(np.ascontiguousarray(rows, np.int64))])
+    equal = pc.fill_null(pc.equal(stats.stamps(positions), table.table.column("stamp").take(at)), False)
+    if isinstance(equal, pa.ChunkedArray):
+        equal = equal.combine_chunks()
+    bits = np.unpackbits(np.frombuffer(equal.buffers()[1], np.uint8), bitorder="little")[equal.offset : equal.offset + len(equal)]
+    return same & bits.astype(bool)
 
 
 def by_tail(entry: FileEntry, info: ObjectInfo) -> bool:

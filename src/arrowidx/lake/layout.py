@@ -26,6 +26,7 @@ path stays inside the dataset root or its index root, symlinks included (:func:`
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import posixpath
 import warnings
@@ -33,7 +34,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INDEX_ROOTS, ArrowIdxError, CorruptIndexError, OptionError
-from ..storage import ObjectInfo, Store, local_path
+from ..storage import FileStats, ObjectInfo, Store, local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -217,6 +218,16 @@ class LakeStore(Store):
             return []
         found = self.inner.list(self.physical(folder), recursive=recursive, hidden=hidden, missing_ok=missing_ok)
         return [self._logical(i) for i in found] if self.maps(folder) else found
+
+    def list_stats(self, folder: str, *, hidden: bool = False) -> FileStats:
+        if self.maps(folder):
+            return super().list_stats(folder, hidden=hidden)
+        return self.inner.list_stats(folder, hidden=hidden)
+
+    def stat_many(self, paths: list[str]) -> FileStats:
+        if any(map(str.startswith, paths, itertools.repeat(self.logical))):  # (some under the index root, rarely)
+            return super().stat_many(paths)
+        return self.inner.stat_many(paths)
 
     def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
         if self.index_root is None and any(self.maps(p) for p in paths):

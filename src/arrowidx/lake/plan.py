@@ -36,7 +36,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import facts
 from ..errors import ArrowIdxError
 from ..expression import check_expression, expression_text
 from ..file_index import FileIndex
@@ -50,17 +49,11 @@ from .manifest import FileEntry
 from .plans import Explain, FilePlan, explain_why
 from .read import bitmap_groups
 
-# A needle the key directories narrow to at most this many files is read while the helper
-# thread stats the files they ruled out (Planner.route): the stats, ~4 ms for 1,000 files,
-# then cost no time of their own.
+# A needle the lake index (or the key directories) narrows to at most this many files is
+# planned as a needle (Planner.route): only those files are planned, one by one.
 NEEDLE_MAX_FILES = 16
 #: The index type a file ruled out by the lake index reports in its plan.
 LAKE_INDEX = "lake-index"
-
-
-def _stat_pool():
-    """The process's I/O pool (:func:`arrowidx.facts.executor`): stats of a needle's files."""
-    return facts.executor()
 
 
 def index_pruned(plans: list[FilePlan]) -> bool:
@@ -111,25 +104,43 @@ class IndexedMember:
 
 class IndexedFiles:
     """Files the lake index rules out, as :meth:`Planner.select` lists a structure's
-    members: their paths, and their identities as indexed (what
-    :meth:`~arrowidx.lake.files.LakeFiles.identity_of` gives for the data file the entry
-    describes)."""
+    members: where they are in the snapshot's files (``positions``), their paths, and
+    their identities as indexed (what :meth:`~arrowidx.lake.files.LakeFiles.identity_of`
+    gives for the data file the entry describes)."""
 
-    def __init__(self, entries: list[FileEntry]):
+    def __init__(self, entries: list[FileEntry], positions: np.ndarray):
         self._entries: list[FileEntry] | Callable[[], list[FileEntry]] = entries
-        self.paths = [e.path for e in entries]
-        self.identities = [(e.path, e.size, e.mtime_ns, e.stamp) for e in entries]
+        self.positions = positions
+        self.rows: np.ndarray | None = None  # their rows in the manifest's file table (_table)
+        self._table: Any = None
+        self._paths: list[str] | Callable[[], list[str]] = [e.path for e in entries]
 
     @classmethod
-    def of_rows(cls, table: Any, rows: np.ndarray) -> IndexedFiles:
-        """The files at ``rows`` of a manifest's file table (:class:`.filetable.FileTable`):
-        paths and identities from its vector columns, entries materialised only when plans
-        are wanted (:attr:`members`)."""
-        out = cls([])
-        out.identities = table.identities(rows)
-        out.paths = [i[0] for i in out.identities]
+    def of_rows(cls, table: Any, rows: np.ndarray, positions: np.ndarray) -> IndexedFiles:
+        """The files at ``rows`` of a manifest's file table (:class:`.filetable.FileTable`),
+        at ``positions`` of the snapshot's files: nothing is made per file until asked
+        (paths; entries only where plans are wanted, :attr:`members`)."""
+        out = cls([], positions)
+        out.rows, out._table = rows, table
         out._entries = lambda: [table.entry_at(r) for r in rows.tolist()]
+        out._paths = lambda: [table.paths[r] for r in rows.tolist()]
         return out
+
+    @property
+    def paths(self) -> list[str]:
+        if callable(self._paths):
+            self._paths = self._paths()
+        return self._paths
+
+    def row_counts(self) -> np.ndarray:
+        """The rows of each file as indexed (from the file table's column)."""
+        return self._table.column("rows")[self.rows]
+
+    @property
+    def identities(self) -> list[tuple]:
+        if self.rows is not None:
+            return self._table.identities(self.rows)
+        return [(e.path, e.size, e.mtime_ns, e.stamp) for e in self.entries]
 
     @property
     def entries(self) -> list[FileEntry]:
@@ -146,13 +157,10 @@ class IndexedFiles:
 class Route:
     """How a read goes (:meth:`Planner.route`): ``handover`` (the files to hand to
     pyarrow.dataset as they are: no index can prune and nothing is deleted), or ``plans`` to
-    read with late materialisation, in one pass or not. ``settle``: for a needle's route,
-    what to call once its files are read (the plans of files found changed since a
-    directory ruled them out; see :meth:`arrowidx.lake.scan.IndexedDataset.to_batches`)."""
+    read with late materialisation, in one pass or not."""
 
     plans: list[FilePlan]
     one_pass: bool
-    settle: Callable[[], list[FilePlan]] | None = None
     handover: list[str] | None = None
 
 
@@ -382,80 +390,78 @@ class Planner:
         if self.indexes_cannot_help(expr):
             return Route([], one_pass=True, handover=lake.files)
         bound: dict = {}
-        listed = self._listed(expr, bound)
-        if listed:
-            kept = [rel for rel in lake.files if rel not in listed]
+        ruled = self._ruled(expr, bound)
+        if ruled is not None:
+            kept = [lake.files[i] for i in np.flatnonzero(~ruled).tolist()]
             if len(kept) <= NEEDLE_MAX_FILES:
-                return self._needle_route(expr, bound, listed, kept)
-        plans, ruled = self._plan_kept(expr, bound, listed)
-        if not ruled and not index_pruned(plans) and not any(p.deleted for p in plans):
+                return self._needle_route(expr, bound, kept)
+        plans, ruled_files = self._plan_kept(expr, bound, ruled)
+        if not ruled_files and not index_pruned(plans) and not any(p.deleted for p in plans):
             return Route([], one_pass=True, handover=lake.files)
         for p in plans:
             self.prune_with_statistics(p, expr)
-        return Route(plans, one_pass=not ruled and not index_pruned(plans))
+        return Route(plans, one_pass=not ruled_files and not index_pruned(plans))
 
-    def _plan_kept(self, expr, bound: dict, listed: dict[str, tuple]) -> tuple[list[FilePlan], int]:
-        """:meth:`plan` (without statistics) for the files the key directories do not rule
-        out (``listed``, checked against this query's stats), and how many they ruled out:
-        what a read needs, without a plan object per skipped file."""
+    def _ruled(self, expr, bound: dict) -> np.ndarray | None:
+        """Which of the snapshot's files the structures over all files rule out for ``expr``
+        (:meth:`select`: each only while it is still the file they were built from, checked
+        for every file at once against this query's listing or stats), as a mask over
+        :attr:`~arrowidx.lake.files.LakeFiles.files`; None when they rule none out."""
         lake = self.lake
-        ruled = {rel for rel, identity in listed.items() if lake.identity(rel) == identity}
-        kept = [rel for rel in lake.files if rel not in ruled]
+        found = self.select(expr, bound)[0]
+        if not found:
+            return None
+        ruled = np.zeros(len(lake.files), bool)
+        where: dict[str, int] | None = None
+        for structure, skipped in found:
+            positions = getattr(structure, "positions", None)
+            if positions is not None:
+                ruled[positions[skipped]] = True
+                continue
+            if where is None:
+                where = dict(zip(lake.files, range(len(lake.files))))
+            at = [where[rel] for rel in compress(structure.paths, skipped) if rel in where]
+            ruled[np.array(at, np.int64)] = True
+        return ruled if ruled.any() else None
+
+    def _plan_kept(self, expr, bound: dict, ruled: np.ndarray | None) -> tuple[list[FilePlan], int]:
+        """:meth:`plan` (without statistics) for the files the structures over all files do
+        not rule out (``ruled``: a mask over the files, or None), and how many they ruled
+        out: what a read needs, without a plan object per skipped file."""
+        lake = self.lake
+        kept = lake.files if ruled is None else [lake.files[i] for i in np.flatnonzero(~ruled).tolist()]
         lake.prepare(kept, self.columns(expr))
         decided = [self.decide(rel, expr, bound) for rel in kept]
         lake.prepare_kept([p.path for p in decided if p.status != "skipped"])
-        return [self.finish(p, expr, statistics=False) for p in decided], len(ruled)
+        return [self.finish(p, expr, statistics=False) for p in decided], 0 if ruled is None else int(ruled.sum())
 
-    def _needle_route(self, expr, bound: dict, listed: dict[str, tuple], kept: list[str]) -> Route:
-        """The route of a needle the key directories narrow to a few files (``listed``: the
-        files they rule out; ``kept``: the others). Only ``kept`` is stat'ed and planned
-        now; the stats of all files, which tell whether each file ruled out is still the one
-        its directory lists, run meanwhile on a helper thread, and the read checks them
-        before it returns a row: a changed file is then planned and read too."""
+    def _needle_route(self, expr, bound: dict, kept: list[str]) -> Route:
+        """The route of a needle the structures over all files narrow to a few files
+        (``kept``: the files not ruled out, and those ruled out that are no longer the file
+        indexed): only those are planned, with statistics."""
         lake = self.lake
-        files = lake.files
-        from_manifest = lake.from_manifest  # the files as indexed: read conditionally, never stat'ed
-        stats = _stat_pool().submit(lake.store.stat, lake.absolute_paths()) if not from_manifest else None
-        lake.restat(list(dict.fromkeys([files[0], *kept])))  # the first file: the dataset's schema
         lake.prepare(kept, self.columns(expr))
         decided = [self.decide(rel, expr, bound) for rel in kept]
         lake.prepare_kept([p.path for p in decided if p.status != "skipped"])
         plans = [self.finish(p, expr, statistics=False) for p in decided]
         for p in plans:
             self.prune_with_statistics(p, expr)
-        if stats is None:
-            return Route(plans, one_pass=False)
-
-        def settle() -> list[FilePlan]:
-            changed = [
-                rel for rel, info in zip(files, stats.result())
-                if rel in listed and lake.identity_of(rel, info) != listed[rel]
-            ]  # fmt: skip
-            if not changed:
-                return []
-            lake.restat(changed)
-            lake.prepare(changed, self.columns(expr))
-            extra = [self.plan_file(rel, expr, bound, statistics=False) for rel in changed]
-            for p in extra:
-                self.prune_with_statistics(p, expr)
-            return extra
-
-        return Route(plans, one_pass=False, settle=settle)
+        return Route(plans, one_pass=False)
 
     # -- the seam: structures over all files -----------------------------------------------------
-    def select(self, expr, bound: dict, *, by_keys_alone: bool = False) -> tuple[list[tuple[KeyDirectory, np.ndarray]], frozenset[str]]:
+    def select(self, expr, bound: dict) -> tuple[list[tuple[KeyDirectory, np.ndarray]], frozenset[str]]:
         """Which files structures over all of the snapshot's files rule out for ``expr``
         before any file's own index is asked: per structure that applies, a mask over its
         members, and the columns of ``expr``. The one place such a structure answers (the
         lake index, :meth:`lake_index_rules_out`; without one, the key directories of
         :mod:`.directory`): a file is ruled out only while it is the file the structure was
-        built from. ``by_keys_alone``: identities not checked (the
-        caller checks them, :meth:`route`). Call after the files were prepared (it compares
-        their identities this query); ``bound`` is the plan's cache of bound filters."""
+        built from (its identity this query: the lake index checks every file's at once,
+        :meth:`~arrowidx.lake.files.LakeFiles.still_indexed`). ``bound`` is the plan's cache
+        of bound filters."""
         lake = self.lake
         out: list = []
         if expr is not None and lake.manifest.lake_index is not None and lake.files and lake.store.stamps:
-            found = self.lake_index_rules_out(expr, by_keys_alone)
+            found = self.lake_index_rules_out(expr)
             if found is not None:
                 out.append(found)
         if expr is None or len(lake.files) < directory.DIRECTORY_MIN_FILES or lake.manifest.lake_index is not None:
@@ -482,47 +488,45 @@ class Planner:
                 continue
             skipped = ~structure.holding(keys)
             # a file is ruled out only while it is the one listed (the same manifest version)
-            now = structure.identities if by_keys_alone else list(map(current.get, structure.paths))
+            now = list(map(current.get, structure.paths))
             if now != structure.identities:  # some changed: those are planned one by one
                 skipped &= np.fromiter(map(operator.eq, now, structure.identities), bool, len(now))
             if skipped.any():
                 out.append((structure, skipped))
         return out, frozenset(node.columns()) | frozenset(lake.columns_of(expr)) if out else frozenset()
 
-    def lake_index_rules_out(self, expr, by_keys_alone: bool) -> tuple[IndexedFiles, np.ndarray] | None:
+    def lake_index_rules_out(self, expr) -> tuple[IndexedFiles, np.ndarray] | None:
         """The files the manifest's lake index (:mod:`.lakeindex`) rules out for ``expr``
         (its equality / IN conjuncts on keyed columns; None when it rules out none), with a
         mask of those that are still the file the index keyed: the data file the manifest
-        entry describes (size, time and the store's change stamp as indexed). Others are
-        planned one by one (``by_keys_alone``: the caller checks them, :meth:`route`)."""
+        entry describes (size, time and the store's change stamp as indexed, checked for
+        every file at once). Others are planned one by one."""
         lake = self.lake
         entries = lake.manifest.files
         if hasattr(entries, "rows_of"):  # a file table: every file at once, no entry materialised
-            rows = entries.rows_of(lake.files)
-            rows = rows[rows >= 0]
-            rows = rows[(entries.fids[rows] >= 0) & entries.valid("index_schema")[rows] & entries.valid("stamp")[rows]]
-            if not len(rows):
+            rows = lake.manifest_rows()
+            valid = rows >= 0
+            valid[valid] = (entries.fids[rows[valid]] >= 0) & entries.valid("index_schema")[rows[valid]] & entries.valid("stamp")[rows[valid]]
+            positions = np.flatnonzero(valid)
+            if not len(positions):
                 return None
-            keep = lake.manifest.lake_index.may_hold(expr, lake.schema, entries.fids[rows], lake.store, lake.root)
+            keep = lake.manifest.lake_index.may_hold(expr, lake.schema, entries.fids[rows[positions]], lake.store, lake.root)
             if keep is None or keep.all():
                 return None
-            ruled = IndexedFiles.of_rows(entries, rows[~keep])
-            return self._still_indexed(ruled, by_keys_alone)
-        candidates = [e for e in map(entries.get, lake.files)
-                      if e is not None and e.fid is not None and e.index is not None and e.stamp is not None]  # fmt: skip
-        if not candidates:
+            positions = positions[~keep]
+            ruled = IndexedFiles.of_rows(entries, rows[positions], positions)
+            return ruled, lake.still_indexed(positions, entries, ruled.rows)
+        at = [i for i, e in enumerate(map(entries.get, lake.files))
+              if e is not None and e.fid is not None and e.index is not None and e.stamp is not None]  # fmt: skip
+        if not at:
             return None
+        candidates = [entries[lake.files[i]] for i in at]
         fids = np.fromiter((e.fid for e in candidates), np.int64, len(candidates))
         keep = lake.manifest.lake_index.may_hold(expr, lake.schema, fids, lake.store, lake.root)
         if keep is None or keep.all():
             return None
-        return self._still_indexed(IndexedFiles([candidates[i] for i in np.flatnonzero(~keep).tolist()]), by_keys_alone)
-
-    def _still_indexed(self, ruled: IndexedFiles, by_keys_alone: bool) -> tuple[IndexedFiles, np.ndarray]:
-        """``ruled`` and the mask of its files still the ones indexed (all, ``by_keys_alone``)."""
-        lake = self.lake
-        if by_keys_alone:
-            return ruled, np.ones(len(ruled.paths), bool)
+        out = np.flatnonzero(~keep)
+        ruled = IndexedFiles([candidates[i] for i in out.tolist()], np.array(at, np.int64)[out])
         now = list(map(lake.identity, ruled.paths))
         return ruled, np.fromiter(map(operator.eq, now, ruled.identities), bool, len(now))
 
@@ -547,16 +551,12 @@ class Planner:
         """:meth:`ruled_out` without a plan per file: the files ruled out, and their rows."""
         ruled: dict[str, int] = {}
         for structure, skipped in self.select(expr, bound)[0]:
-            ruled.update((m.path, m.entry.rows) for m in compress(structure.members, skipped))
+            if getattr(structure, "rows", None) is not None:  # a file table: its columns, no entry made
+                keep = skipped.tolist()
+                ruled.update(zip(compress(structure.paths, keep), structure.row_counts()[skipped].tolist()))
+            else:
+                ruled.update((m.path, m.entry.rows) for m in compress(structure.members, skipped))
         return ruled
-
-    def _listed(self, expr, bound: dict) -> dict[str, tuple]:
-        """The files :meth:`select` rules out for ``expr`` by their keys alone, each with
-        its identity as listed (a file is ruled out only while it is still that file)."""
-        listed: dict[str, tuple] = {}
-        for structure, skipped in self.select(expr, bound, by_keys_alone=True)[0]:
-            listed.update(zip(compress(structure.paths, skipped), compress(structure.identities, skipped)))
-        return listed
 
     def key_directory(self, column: str, schema_key: str) -> KeyDirectory | None:
         """The key directory of ``column`` over the fresh files indexed under ``schema_key``

@@ -393,20 +393,9 @@ class IndexedDataset:
         return bool(self._cast & self.lake.columns_of(filter))
 
     def _read_route(self, route: Route, filter, columns: list[str] | None) -> Iterator[pa.Table | None]:
-        """The tables of a planned route, in file order. A needle's route (``Planner.route``)
-        is read whole first, then settled: files its directories ruled out that changed
-        since they were listed are planned, read and put in their place."""
-        if route.settle is None:
-            if route.plans:
-                yield from self.read_plans(route.plans, filter, columns, one_pass=route.one_pass)
-            return
-        tables = list(self.read_plans(route.plans, filter, columns, one_pass=False)) if route.plans else []
-        extra = route.settle()
-        if extra:
-            pairs = list(zip(route.plans, tables)) + list(zip(extra, self.read_plans(extra, filter, columns, one_pass=False)))
-            position = {rel: i for i, rel in enumerate(self.lake.files)}
-            tables = [table for _, table in sorted(pairs, key=lambda pair: position[pair[0].path])]
-        yield from tables
+        """The tables of a planned route, in file order."""
+        if route.plans:
+            yield from self.read_plans(route.plans, filter, columns, one_pass=route.one_pass)
 
     def _pyarrow_dataset(self, files: list[str]) -> ds.FileSystemDataset:
         """``files`` as one pyarrow dataset (fragments shared with their footers: those the
