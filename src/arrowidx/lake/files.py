@@ -196,8 +196,7 @@ class LakeFiles:
 
     @property
     def format(self) -> ds.ParquetFileFormat:
-        """The Parquet format the files are read with (made on first use: pyarrow.dataset is
-        imported only by a read through pyarrow)."""
+        """The Parquet format the files are read with (made on first use: pyarrow.dataset is imported only then)."""
         if self._format is None:
             self._format = parquet_format()
         return self._format
@@ -600,8 +599,7 @@ class LakeFiles:
 
     @property
     def schema(self) -> pa.Schema:
-        """The dataset schema, as pyarrow.dataset infers it (from the first file, plus the
-        partition fields of a source dataset)."""
+        """The dataset schema, as pyarrow.dataset infers it (the first file's, with the partition fields)."""
         if self._schema is None:
             if not self.files:
                 raise ArrowIdxError(f"{self.root} has no data files: {NO_DATA_FILES}")
