@@ -431,8 +431,10 @@ class TempLake:
 
     def __enter__(self) -> Lake:
         self._dir = tempfile.TemporaryDirectory(prefix="arrowidx-diff-")
-        try:
-            return make_lake(self.spec, self._dir.name, self.before_changes)
+        try:  # the lake one folder down: its sidecar index folder is inside the temporary folder too
+            root = os.path.join(self._dir.name, "lake")
+            os.mkdir(root)
+            return make_lake(self.spec, root, self.before_changes)
         except BaseException:
             self._dir.cleanup()
             raise

@@ -74,6 +74,59 @@ def test_a_read_imports_no_writer_and_a_polars_needle_no_pandas(tmp_path):
     assert out.stdout.strip() == "1 1 []"
 
 
+_PROGRAM = ("import atexit, sys\n"
+            "atexit.register(lambda: print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr))\n"
+            "sys.argv = ['arrowidx', *sys.argv[1:]]\n"
+            "from arrowidx.cli import run\n"
+            "run()\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("where, expr", [
+    ("id = 5", lambda f: f("id") == 5),
+    ("id IN (3, 250, 999) OR tag = 'b'", lambda f: f("id").isin([3, 250, 999]) | (f("tag") == "b")),
+    ("tag IS NULL AND id < 40", lambda f: f("tag").is_null() & (f("id") < 40)),
+])  # fmt: skip
+def test_the_program_imports_no_pandas_and_answers_as_pyarrow(tmp_path, where, expr):
+    """``arrowidx query`` in a process of its own (``cli.run``) never imports pandas (pyarrow
+    imports it when ``pyarrow.dataset`` is imported), and its rows are pyarrow's:
+    ``Table.filter`` of the files as ``pq.read_table`` reads them. Mutation: ``run()``
+    without ``_load_pyarrow_dataset_without_pandas()`` fails every case."""
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    import arrowidx
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for i in range(4):
+        ids = list(range(i * 250, (i + 1) * 250))
+        pq.write_table(pa.table({"id": ids, "tag": [None if v % 7 == 0 else "abc"[v % 3] for v in ids]}),
+                       str(lake / f"part-{i}.parquet"))  # fmt: skip
+    arrowidx.build(str(lake), {"file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "tag"}, progress=False)
+    out = subprocess.run([sys.executable, "-c", _PROGRAM, "query", str(lake), "--where", where, "--columns", "id",
+                          "--format", "csv"], capture_output=True, text=True, check=True)  # fmt: skip
+    assert "pandas imported: False" in out.stderr
+    got = pcsv.read_csv(pa.py_buffer(out.stdout.encode())).column("id").to_pylist() if out.stdout.strip() else []
+    want = pq.read_table(str(lake)).filter(expr(pc.field)).column("id").to_pylist()
+    assert sorted(got) == sorted(want) and want
+
+
+def test_the_program_leaves_pyarrows_pandas_alone_when_called_as_a_function(tmp_path):
+    """``cli.main`` called inside another program (a test, a notebook) changes nothing of how
+    pyarrow converts pandas objects afterwards (reference: a categorical Series becomes a
+    dictionary array, as pyarrow makes it in a process without arrowidx)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [1, 2]}), str(tmp_path / "part-0.parquet"))
+    code = (f"from arrowidx.cli import main; main(['query', {str(tmp_path)!r}, '--where', 'id = 1', '--format', 'csv'])\n"
+            "import pandas as pd, pyarrow as pa\n"
+            "print(pa.array(pd.Series(pd.Categorical(['a', 'b']))).type)")  # fmt: skip
+    want = subprocess.run([sys.executable, "-c", code.split("\n", 1)[1]], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == want.stdout.strip() == "dictionary<values=string, indices=int8, ordered=0>"
+
+
 def _needle_process(code: str) -> list[str]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.strip().splitlines()

@@ -1,0 +1,5 @@
+"""``python -m arrowidx``: the ``arrowidx`` command line (:mod:`arrowidx.cli`)."""
+
+from arrowidx.cli import run
+
+run()
