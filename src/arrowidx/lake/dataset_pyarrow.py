@@ -65,9 +65,14 @@ class PyarrowDataset(IndexedDataset, ds.FileSystemDataset):
         schema = lake.given_schema if lake.given_schema is not None else self.schema if lake.files else pa.schema([])
         self._arrow_schema = schema
         self._guarded = guarded = pafs.PyFileSystem(LakeFilesHandler(self.fs, root, lake, (store, root, options)))
-        true = pc.scalar(True)
-        self._fragments = [self.format.make_fragment(join(root, rel), guarded, partition_expression=lake.partition_expressions.get(rel, true))
-                           for rel in lake.files]  # fmt: skip  # (no I/O: pyarrow opens a file when it reads it)
+        # a fragment per file, no I/O (pyarrow opens a file when it reads it): ~2 us each, the
+        # loop kept to its least (one path concatenation, the format and partitions looked up once)
+        make, prefix, parts = self.format.make_fragment, join(root, ""), lake.partition_expressions
+        if parts:
+            true = pc.scalar(True)
+            self._fragments = [make(prefix + rel, guarded, partition_expression=parts.get(rel, true)) for rel in lake.files]
+        else:
+            self._fragments = [make(prefix + rel, guarded) for rel in lake.files]
         ds.FileSystemDataset.__init__(self, self._fragments, schema, self.format, guarded)
         self._set_scan_filter()
 
