@@ -193,3 +193,45 @@ def test_a_partition_filter_and_a_needle_see_changed_files(tmp_path, seed):
             want = pa.concat_tables([pq.read_table(p) for p in files]).filter(pc.field("id") == value)
             for reader in (data, arrowidx.dataset(root)):
                 assert _same(reader.to_table(filter=expr), want), f"seed {seed}, round {round}: {expr}"
+
+
+def _opened(kind: str, root: str):
+    """A reader of ``root`` opened now, and how it answers ``id == value`` later (its first query)."""
+    if kind == "polars":
+        import polars as pl
+
+        from arrowidx.polars import scan
+
+        frame = scan(root)
+        return lambda value: pa.table({"id": frame.filter(pl.col("id") == value).select("id").collect().to_series().to_arrow()})
+    if kind == "plain":
+        from arrowidx.lake.scan import dataset
+
+        opened = dataset(root)
+    else:
+        opened = arrowidx.dataset(root)
+    return lambda value: opened.to_table(filter=pc.field("id") == value)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "plain", "polars"])
+@pytest.mark.parametrize("change", ["rewrite in place", "moved over"])
+def test_a_file_changed_between_opening_and_the_first_query_is_seen(tmp_path, kind, change):
+    """A reader opened (its listing made), then a listed file rewritten in place (same size
+    and modification time) or replaced by a file moved over it, then the reader's first
+    query: it returns what ``Table.filter`` returns on the files as they are then (pyarrow
+    opens the files it lists when it reads them). Before the fix the first query took the
+    stats of the listing made at open and skipped the file on its old index (0 rows)."""
+    rng = np.random.default_rng(7)
+    root = str(tmp_path / "lake")
+    paths, next_id = _lake(root, rng)
+    query = _opened(kind, root)
+    new = np.arange(next_id, next_id + ROWS)
+    if change == "rewrite in place":
+        _rewrite_in_place(paths[5], new)
+    else:
+        _write(paths[5] + ".tmp", new)
+        os.replace(paths[5] + ".tmp", paths[5])
+    value = int(new[3])
+    want = _truth(root, pc.field("id") == value)
+    assert want.num_rows == 1
+    assert _same(query(value), want)

@@ -168,6 +168,11 @@ class LakeFiles:
         #: (:meth:`object_changed`). A listing only on :meth:`refresh` with ``listing=True``.
         self.from_manifest = store.plans_from_manifest and source is None and only is None and self.manifest.version > 0
         self._files = self._discover(listing=not self.from_manifest)
+        # The listing made now names the files; their stats are not the first query's: a
+        # file rewritten in place between opening and that query would be judged by its
+        # old index (a wrong SKIP). A query stats every file once (a refresh in the query
+        # lists them anew, and that listing serves it).
+        self._listed_now = False
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
         self._schema: pa.Schema | None = schema if schema is not None else source.schema if source is not None else None

@@ -353,10 +353,12 @@ class Planner:
         lake = self.lake
         policy = policy or Policy()
         lake.forget_file_infos()  # one stat of every file per execution
-        lake.prepare(lake.files, self.columns(expr))
         bound: dict = {}
         ruled = self.ruled_out(expr, bound) if every_file else {}
         unlisted = {} if every_file else self.ruled_out_rows(expr, bound)
+        # the indexes of the files the lake-level structures keep (all files without them)
+        out = ruled or unlisted
+        lake.prepare([rel for rel in lake.files if rel not in out] if out else lake.files, self.columns(expr))
         plans = []
         for rel in lake.files:
             if rel in unlisted:
