@@ -303,6 +303,10 @@ class CountingStore(LocalStore):
         self.handler.requests += 1
         return super().list_stats(folder, **kw)
 
+    def list_names(self, folder, **kw):
+        self.handler.requests += 1
+        return super().list_names(folder, **kw)
+
     def stat(self, paths):
         self.handler.requests += len(paths)
         return super().stat(paths)

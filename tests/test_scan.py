@@ -250,6 +250,38 @@ def test_local_discovery_follows_symlinks_but_not_loops(tmp_path):
     assert discover(as_store(pafs.LocalFileSystem()), str(tmp_path)) == [str(tmp_path / "a" / "x.parquet"), str(tmp_path / "b" / "x.parquet")]
 
 
+def test_opening_lists_the_files_pyarrow_discovers_without_stats(tmp_path):
+    """Opening a local lake lists names only (``LocalStore.list_names``: the kinds from the
+    folder's entries, no stat per file); it finds the files ``pyarrow.dataset``'s discovery
+    finds, as a listing with stats does: nested folders, a symlinked file and folder
+    (followed), a broken link, a link back up (not a loop), a FIFO, hidden names, an empty
+    folder."""
+    import pyarrow.fs as pafs
+
+    from arrowidx.storage import LocalStore
+
+    root = tmp_path / "lake"
+    for rel in ["a.parquet", "d=1/b.parquet", "d=1/sub/c.parquet", "d=2/e.parquet", "_hidden.parquet", "d=2/.x.parquet"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"x": [1]}), root / rel)
+    (root / "empty").mkdir()
+    (root / "linked.parquet").symlink_to(root / "a.parquet")
+    (root / "d=3").symlink_to(root / "d=2")
+    (root / "broken.parquet").symlink_to(root / "nowhere.parquet")
+    os.mkfifo(root / "fifo.parquet")
+    store = LocalStore(pafs.LocalFileSystem())
+    names, folders = store.list_names(str(root))
+    listed = store.list_stats(str(root))
+    assert names == listed.paths and folders == listed.folders
+    want = sorted(f.path for f in ds.dataset(str(root), format="parquet", exclude_invalid_files=False,
+                                             ignore_prefixes=["_", ".", "fifo", "broken"]).get_fragments())  # fmt: skip
+    assert [str(root / n) for n in names] == want and len(want) == 6
+    assert arrowidx.dataset(str(root)).files == want
+    (root / "d=1" / "up").symlink_to(root)  # (pyarrow follows it some levels deep; arrowidx stops at the loop)
+    names, folders = store.list_names(str(root))
+    assert names == store.list_stats(str(root)).paths == [os.path.relpath(p, root) for p in want]
+
+
 @pytest.mark.parametrize("threads", [True, False])
 def test_expression_mask_is_pyarrows_filter_in_either_thread_mode(threads):
     """The scan core's one re-filter: TRUE rows only (NULL is not selected), whether evaluated

@@ -207,6 +207,12 @@ class Store:
         rels = [i.path[len(prefix) :] if i.path.startswith(prefix) else posixpath.relpath(i.path, folder) for i in found]
         return FileStats.of_infos(rels, found)  # type: ignore[arg-type]
 
+    def list_names(self, folder: str, *, hidden: bool = False) -> tuple[list[str], list[str] | None]:
+        """:meth:`list_stats`' paths and folders alone (where a store lists without stats, it
+        stats nothing): what opening a lake needs; a query stats the files it judges."""
+        listed = self.list_stats(folder, hidden=hidden)
+        return listed.paths, listed.folders
+
     def stat_many(self, paths: list[str]) -> FileStats:
         """:meth:`stat` of many files as columns."""
         return FileStats.of_infos(paths, self.stat(paths))
@@ -349,11 +355,18 @@ class LocalStore(Store):
         rels, stats, folders = self._walk(folder, True, hidden, False)
         return FileStats.of_stats(rels, stats, folders)
 
-    def _walk(self, folder: str, recursive: bool, hidden: bool, missing_ok: bool) -> tuple[list[str], list[os.stat_result], list[str]]:
+    def list_names(self, folder: str, *, hidden: bool = False) -> tuple[list[str], list[str] | None]:
+        rels, _, folders = self._walk(folder, True, hidden, False, stat=False)
+        return rels, folders
+
+    def _walk(self, folder: str, recursive: bool, hidden: bool, missing_ok: bool,
+              stat: bool = True) -> tuple[list[str], list[os.stat_result], list[str]]:  # fmt: skip
         """The regular files under ``folder`` (paths relative to it, sorted), their stats
         (one per file: symlinks followed, as pyarrow does), and the folders holding them.
         Per folder, its names (``os.listdir``) and one ``os.stat`` of each in one call;
-        nothing else is done per file in Python."""
+        nothing else is done per file in Python. ``stat=False``: no stats (an empty list),
+        the kinds of the names from the folder's entries (``os.scandir``: a stat only for a
+        symbolic link or a folder)."""
         top = self.os_path(folder)
         try:
             st = os.stat(top)
@@ -371,17 +384,23 @@ class LocalStore(Store):
         while pending:
             rel, name, real, above = pending.pop()
             try:
-                names = os.listdir(real)
+                if not stat:
+                    with os.scandir(real) as entries:
+                        found_entries = sorted((e for e in entries if hidden or e.name[0] not in "_."), key=attrgetter("name"))
+                names = os.listdir(real) if stat else []
             except FileNotFoundError:
                 continue
             except NotADirectoryError:
                 raise
             except OSError as e:
                 raise storage_error(e, name, "folder") from None
+            base = real if real.endswith("/") else real + "/"
+            if not stat:
+                self._walk_entries(found_entries, rel, name, base, above, recursive, pending, folders, rels)
+                continue
             if not hidden:
                 names = [n for n in names if n[0] not in "_."]
             names.sort()
-            base = real if real.endswith("/") else real + "/"
             found = _stat_each([base + n for n in names])
             kinds = np.fromiter(map(attrgetter("st_mode"), found), np.int64, len(found)) & 0o170000
             for i in np.flatnonzero(kinds == statmod.S_IFDIR).tolist():
@@ -397,8 +416,31 @@ class LocalStore(Store):
                 stats += found if keep is None else compress(found, keep)
         if len(folders) > 1:  # (each folder's names are sorted; the lake's paths are sorted as one list)
             order = sorted(range(len(rels)), key=rels.__getitem__)
-            rels, stats = [rels[i] for i in order], [stats[i] for i in order]
+            rels, stats = [rels[i] for i in order], [stats[i] for i in order] if stats else stats
         return rels, stats, sorted(folders)
+
+    @staticmethod
+    def _walk_entries(entries: list[os.DirEntry], rel: str, name: str, base: str, above: frozenset, recursive: bool,
+                      pending: list, folders: list[str], rels: list[str]) -> None:  # fmt: skip
+        """One folder of :meth:`_walk` without stats: its sub-folders onto ``pending``, its
+        regular files (symbolic links followed) onto ``rels``."""
+        files = []
+        for e in entries:
+            try:
+                if e.is_dir():
+                    st = e.stat()
+                    if recursive and (st.st_dev, st.st_ino) not in above:  # (a folder linking to one above: a loop)
+                        pending.append((f"{rel}/{e.name}" if rel else e.name, posixpath.join(name, e.name), base + e.name,
+                                        above | {(st.st_dev, st.st_ino)}))  # fmt: skip
+                elif e.is_file():
+                    files.append(e.name)
+            except FileNotFoundError:
+                continue  # (gone meanwhile)
+            except OSError as err:
+                raise storage_error(err, base + e.name) from None
+        if files:
+            folders.append(rel)
+            rels += [f"{rel}/{n}" for n in files] if rel else files
 
     def stat(self, paths: list[str]) -> list[ObjectInfo | None]:
         out: list[ObjectInfo | None] = []

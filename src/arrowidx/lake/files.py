@@ -162,16 +162,17 @@ class LakeFiles:
         self._seen = Seen()  # the files as this query found them (lake/seen.py)
         self._keys: dict[str, tuple] = {}  # file identity per path, from _seen
         self._listed_now = False  # _seen came with the listing just made (the first query needs no stats)
+        self._queried = False  # a query has begun (forget_file_infos): before it, a file asked about is stat'ed alone
         #: plan from the manifest alone (an object store): its entries are the files, with
         #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
         #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
         #: (:meth:`object_changed`). A listing only on :meth:`refresh` with ``listing=True``.
         self.from_manifest = store.plans_from_manifest and source is None and only is None and self.manifest.version > 0
-        self._files = self._discover(listing=not self.from_manifest)
-        # The listing made now names the files; their stats are not the first query's: a
-        # file rewritten in place between opening and that query would be judged by its
-        # old index (a wrong SKIP). A query stats every file once (a refresh in the query
-        # lists them anew, and that listing serves it).
+        # The listing made now names the files, without their stats: those would not be
+        # the first query's (a file rewritten in place between opening and that query would
+        # be judged by its old index: a wrong SKIP). A query stats every file once (a
+        # refresh in the query lists them anew, with stats, and that listing serves it).
+        self._files = self._discover(listing=not self.from_manifest, stats=False)
         self._listed_now = False
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
@@ -227,7 +228,7 @@ class LakeFiles:
         """Data files (relative paths) in read order, as found when opened (or refreshed)."""
         return self._files
 
-    def _discover(self, listing: bool = True) -> list[str]:
+    def _discover(self, listing: bool = True, stats: bool = True) -> list[str]:
         if self.source is not None:
             return list(self.partition_expressions)
         if self.only is not None:
@@ -244,6 +245,10 @@ class LakeFiles:
                                                     entries[rel].stamp) for rel in rels}  # fmt: skip
             self._listed_now = True
             return self._partitioned(rels)
+        if not stats and not (self.skip_empty or self.hidden_files or self.hidden_prefixes):  # (the names alone)
+            rels, folders = self.store.list_names(self.root, hidden=self.hidden_files)
+            self._seen, self._keys = Seen(), {}
+            return self._partitioned(rels, folders)
         listed = self.store.list_stats(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
         keep = np.ones(len(listed), bool)
         if self.skip_empty:  # (Polars' rule: a folder's 0-byte files are no data files)
@@ -346,6 +351,7 @@ class LakeFiles:
         """Stat the files again at their next use: once per query, so a file changed since
         the last query is seen as changed (its index then no longer applies). The first
         query after the files were listed uses the listing."""
+        self._queried = True
         if self._listed_now:
             self._listed_now = False
             return
@@ -403,9 +409,10 @@ class LakeFiles:
 
     def info(self, rel: str) -> ObjectInfo | None:
         """The file as this query's listing or stat found it (None: gone). The first file
-        asked about that the query has no stats of stats every file at once."""
+        asked about that the query has no stats of stats every file at once (before the
+        first query, opening asks about one file: its schema)."""
         found = self._seen.known(rel, join(self.root, rel))
-        if found is UNSEEN and self._seen.stats is None and rel in self.files:
+        if found is UNSEEN and self._seen.stats is None and self._queried and rel in self.files:
             self.stat_files()
             found = self._seen.known(rel, join(self.root, rel))
         if found is UNSEEN:

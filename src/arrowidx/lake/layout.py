@@ -224,6 +224,11 @@ class LakeStore(Store):
             return super().list_stats(folder, hidden=hidden)
         return self.inner.list_stats(folder, hidden=hidden)
 
+    def list_names(self, folder: str, *, hidden: bool = False) -> tuple[list[str], list[str] | None]:
+        if self.maps(folder):
+            return super().list_names(folder, hidden=hidden)
+        return self.inner.list_names(folder, hidden=hidden)
+
     def stat_many(self, paths: list[str]) -> FileStats:
         if any(map(str.startswith, paths, itertools.repeat(self.logical))):  # (some under the index root, rarely)
             return super().stat_many(paths)
