@@ -3,12 +3,11 @@ the file its manifest entry describes, and what the process knows of it (footer,
 fragment, index container, deletion vector, row groups), each kept in :mod:`arrowidx.facts`
 under one identity key.
 
-A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's listing or stat
-finds it (:meth:`LakeFiles.identity`); every fact about the file is kept under it
-(:meth:`LakeFiles.fact_key`), so a file rewritten in place gets another identity and is read
-again (made only for the files a query plans: the listing's stats are columns,
-:meth:`LakeFiles.still_indexed`). Where the store stamps nothing, the stamp is a token private to this object
-(:func:`arrowidx.facts.identity_token`): its facts are then not shared with other readers.
+A data file's identity is ``(path, size, mtime_ns, stamp)`` as this query's stat finds it
+(:meth:`LakeFiles.identity`; made only for the files a query plans, the others' stats are
+columns: :meth:`LakeFiles.still_indexed`); every fact about the file is kept under it, so a
+file rewritten in place is read again. Where the store stamps nothing, the stamp is a token
+private to this object (:func:`arrowidx.facts.identity_token`).
 
 :class:`LakeFiles` answers what :mod:`.plan` asks of a snapshot; it decides nothing itself.
 Reads that planning needs for many files at once (index windows, footers, deletion vectors)
@@ -134,11 +133,8 @@ class LakeFiles:
                  partitioning: Any = "hive", only: list[str] | None = None, schema: pa.Schema | None = None,
                  format: Any = None):  # fmt: skip
         self.on_stale_deletions = check_stale_option(on_stale_deletions)
-        self.store = store
-        self.fs = store.fs  # (pyarrow reads data files through it)
-        self.root = root
-        self.source = source
-        self.only = only
+        self.store, self.fs = store, store.fs  # (pyarrow reads data files through fs)
+        self.root, self.source, self.only = root, source, only
         self._format = source.format if source is not None else format  # (a ParquetFileFormat given: its read options)
         #: the dataset schema given (pyarrow's ``dataset(schema=)``): files are read cast to it
         self.given_schema = schema
@@ -163,17 +159,11 @@ class LakeFiles:
         self._keys: dict[str, tuple] = {}  # file identity per path, from _seen
         self._listed_now = False  # _seen came with the listing just made (the first query needs no stats)
         self._queried = False  # a query has begun (forget_file_infos): before it, a file asked about is stat'ed alone
-        #: plan from the manifest alone (an object store): its entries are the files, with
-        #: their sizes and stamps; nothing is listed or stat'ed, data files are read with
-        #: conditional reads (:meth:`fragment`) and one replaced since is read as it is now
-        #: (:meth:`object_changed`). A listing only on :meth:`refresh` with ``listing=True``.
+        #: plan from the manifest alone (an object store): nothing listed or stat'ed, data files read
+        #: conditionally (one replaced since: :meth:`object_changed`); a listing on ``refresh(listing=True)``
         self.from_manifest = store.plans_from_manifest and source is None and only is None and self.manifest.version > 0
-        # The listing made now names the files, without their stats: those would not be
-        # the first query's (a file rewritten in place between opening and that query would
-        # be judged by its old index: a wrong SKIP). A query stats every file once (a
-        # refresh in the query lists them anew, with stats, and that listing serves it).
-        self._files = self._discover(listing=not self.from_manifest, stats=False)
-        self._listed_now = False
+        # names only: stats taken now are not the first query's (a file rewritten in place before it: a wrong SKIP)
+        self._files, self._listed_now = self._discover(listing=not self.from_manifest, stats=False), False
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
         self._schema: pa.Schema | None = schema if schema is not None else source.schema if source is not None else None
@@ -246,8 +236,7 @@ class LakeFiles:
             self._listed_now = True
             return self._partitioned(rels)
         if not stats and not (self.skip_empty or self.hidden_files or self.hidden_prefixes):  # (the names alone)
-            rels, folders = self.store.list_names(self.root, hidden=self.hidden_files)
-            self._seen, self._keys = Seen(), {}
+            (rels, folders), self._seen, self._keys = self.store.list_names(self.root), Seen(), {}
             return self._partitioned(rels, folders)
         listed = self.store.list_stats(self.root, hidden=self.hidden_files)  # one listing: the files, their sizes and stamps
         keep = np.ones(len(listed), bool)
@@ -349,8 +338,7 @@ class LakeFiles:
     # -- identities ----------------------------------------------------------------------------
     def forget_file_infos(self) -> None:
         """Stat the files again at their next use: once per query, so a file changed since
-        the last query is seen as changed (its index then no longer applies). The first
-        query after the files were listed uses the listing."""
+        the last query is seen as changed. A query that listed the files uses the listing."""
         self._queried = True
         if self._listed_now:
             self._listed_now = False
