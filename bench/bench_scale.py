@@ -8,7 +8,8 @@ engine alone alternate, and each row prints the median, the spread (min-max) and
 
 * ``local``: the first needle of a new process (``id == X``, imports done, timed inside the
   child) against ``pyarrow.dataset``, and the whole process, over 200, 2,000 and 20,000
-  files; and how arrowidx's time grows from the smallest lake to the largest.
+  files; and how arrowidx's time grows from the smallest lake to the largest; then the same
+  needle through ``arrowidx.polars.scan`` against ``pl.scan_parquet`` (the same planner).
 * ``s3``: requests (counted by a proxy in front of a moto server, as bench_s3.py) of a
   needle in a new process over 1,000 and 10,000 files, of ``--s3-deletes`` deletes of one
   row in a row over 1,000 files (each round's count: commits add and merge file-table
@@ -102,6 +103,18 @@ CHILD = {
         t1 = time.perf_counter()
         n = ds.dataset({root!r}, format="parquet").to_table(filter=pc.field("id") == {value!r}, columns=["id", "amount"]).num_rows
     """,
+    "arrowidx.polars": """
+        import time; t0 = time.perf_counter()
+        import arrowidx.polars, polars as pl
+        t1 = time.perf_counter()
+        n = arrowidx.polars.scan({root!r}).filter(pl.col("id") == {value!r}).select("id", "amount").collect().height
+    """,
+    "polars": """
+        import time; t0 = time.perf_counter()
+        import polars as pl
+        t1 = time.perf_counter()
+        n = pl.scan_parquet({root!r} + "/*.parquet").filter(pl.col("id") == {value!r}).select("id", "amount").collect().height
+    """,
 }
 END = """
         t2 = time.perf_counter()
@@ -129,7 +142,7 @@ def row(label: str, ours: list[float], theirs: list[float] | None, engine: str =
     print(f"{label:52} {_ms(ours):>28} {_ms(theirs):>28}  {ratio:6.2f}x vs {engine}", flush=True)
 
 
-def local(sizes: list[int], rounds: int) -> None:
+def local(sizes: list[int], rounds: int, polars: bool = True) -> None:
     print(f"\n## local lakes of {ROWS}-row files: first needle of a new process (imports done) and the whole process")
     print(f"{'case':52} {'arrowidx':>28} {'pyarrow.dataset':>28}  ratio")
     firsts: dict[int, list[float]] = {}
@@ -148,6 +161,15 @@ def local(sizes: list[int], rounds: int) -> None:
         row(f"{files:>6,} files: first needle (imports done)", inside["arrowidx"], inside["pyarrow"], "pyarrow.dataset")
         row(f"{files:>6,} files: whole process", whole["arrowidx"], whole["pyarrow"], "pyarrow.dataset")
         firsts[files] = inside["arrowidx"]
+        if polars:  # the same needle through Polars (the same planner: the lake index first)
+            times: dict[str, list[float]] = {"arrowidx.polars": [], "polars": []}
+            for _ in range(rounds):
+                for kind in times:
+                    wall, got = child(kind, root, value)
+                    times[kind].append(got["query"])
+                    rows[kind] = got["rows"]
+            assert rows["arrowidx.polars"] == rows["polars"] == 1, rows
+            row(f"{files:>6,} files: Polars first needle (imports done)", times["arrowidx.polars"], times["polars"], "pl.scan_parquet")
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         growth = statistics.median(firsts[large]) / statistics.median(firsts[small])
