@@ -776,3 +776,25 @@ def test_every_row_group_matches_only_where_each_row_group_holds_a_match(tmp_pat
     pq.write_table(pa.table({"x": pa.array([1, 2], pa.date32())}), tmp_path / "d.parquet")
     ints = bind(pc.field("x") < 10, pa.schema([("x", pa.int32())]))
     assert not every_row_group_matches(pq.read_metadata(tmp_path / "d.parquet"), ints)
+
+
+@pytest.mark.parametrize("call", ["dataset", "plain", "build", "delete"])
+def test_a_missing_dataset_path_is_an_arrowidx_error_and_a_file_not_found_error(tmp_path, call):
+    """A path that does not exist: arrowidx's own error naming it (``DatasetNotFoundError``),
+    still the ``FileNotFoundError`` pyarrow's ``ds.dataset`` raises for it (the class a
+    caller catches)."""
+    from arrowidx.errors import DatasetNotFoundError
+    from arrowidx.lake.scan import dataset as plain
+
+    missing = str(tmp_path / "no-such-lake")
+    with pytest.raises(FileNotFoundError):
+        ds.dataset(missing)
+    calls = {
+        "dataset": lambda: arrowidx.dataset(missing),
+        "plain": lambda: plain(missing),
+        "build": lambda: arrowidx.build(missing, {"file-index.bloom-filter.columns": "id"}, progress=False),
+        "delete": lambda: arrowidx.delete(missing, pc.field("id") == 1),
+    }
+    with pytest.raises(DatasetNotFoundError, match="no-such-lake") as e:
+        calls[call]()
+    assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, ArrowIdxError)

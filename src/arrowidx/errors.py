@@ -102,6 +102,11 @@ class StorageError(ArrowIdxError, OSError):
         super().__init__(f"{path}: {message}")
 
 
+class DatasetNotFoundError(StorageError, FileNotFoundError):
+    """The path given as a dataset (a folder of data files, or a file) does not exist: a
+    ``FileNotFoundError`` too, as pyarrow's and Polars' readers raise. ``path`` names it."""
+
+
 class AccessDeniedError(StorageError):
     """The store refused the request: missing or wrong credentials, or no permission."""
 

@@ -53,6 +53,7 @@ from .errors import (
     AccessDeniedError,
     ArrowIdxError,
     CommitUnsupportedError,
+    DatasetNotFoundError,
     StorageError,
     StoreUnavailableError,
 )
@@ -374,7 +375,7 @@ class LocalStore(Store):
         except FileNotFoundError:
             if missing_ok:
                 return [], [], []
-            raise
+            raise DatasetNotFoundError("no such file or directory (check the path)", path=folder) from None
         except OSError as e:
             raise storage_error(e, folder, "folder") from None
         rels: list[str] = []
