@@ -152,10 +152,12 @@ class FileStats:
             return pa.array([None if (i := self.infos[p]) is None else i.stamp for p in positions.tolist()], pa.string())
         import pyarrow.compute as pc
 
+        from .literals import scalar  # (a Python str given to pyarrow would import pandas)
+
         n = len(positions)
         ino = pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(np.ascontiguousarray(self.ino[positions]))])
         ctime = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.ascontiguousarray(self.ctime_ns[positions]))])
-        return pc.binary_join_element_wise(pc.cast(ino, pa.string()), pc.cast(ctime, pa.string()), ":")
+        return pc.binary_join_element_wise(pc.cast(ino, pa.string()), pc.cast(ctime, pa.string()), scalar(":", pa.string()))
 
 
 def same_object(info: ObjectInfo | None, expect: ObjectInfo) -> bool:

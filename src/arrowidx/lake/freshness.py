@@ -64,12 +64,14 @@ def still_indexed(stats: FileStats, positions: np.ndarray, table: Any, rows: np.
     every file at once. A file gone, or indexed without a time or stamp, is not."""
     import pyarrow.compute as pc
 
+    from ..literals import scalar  # (a Python value given to pyarrow would import pandas)
+
     if not len(positions):
         return np.zeros(0, bool)
     same = stats.size[positions] == table.column("size")[rows]
     same &= (stats.mtime_ns[positions] == table.column("mtime_ns")[rows]) & table.valid("mtime_ns")[rows]
     at = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(np.ascontiguousarray(rows, np.int64))])
-    equal = pc.fill_null(pc.equal(stats.stamps(positions), table.table.column("stamp").take(at)), False)
+    equal = pc.fill_null(pc.equal(stats.stamps(positions), table.table.column("stamp").take(at)), scalar(False, pa.bool_()))
     if isinstance(equal, pa.ChunkedArray):
         equal = equal.combine_chunks()
     bits = np.unpackbits(np.frombuffer(equal.buffers()[1], np.uint8), bitorder="little")[equal.offset : equal.offset + len(equal)]
