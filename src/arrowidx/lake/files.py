@@ -157,13 +157,13 @@ class LakeFiles:
         self._freshness: dict[tuple, tuple[FileEntry, str, bool]] = {}
         self._seen = Seen()  # the files as this query found them (lake/seen.py)
         self._keys: dict[str, tuple] = {}  # file identity per path, from _seen
-        self._listed_now = False  # _seen came with the listing just made (the first query needs no stats)
-        self._queried = False  # a query has begun (forget_file_infos): before it, a file asked about is stat'ed alone
+        self._listed_now, self._queried = False, False  # _seen is a listing just made (it serves that query); a query began
         #: plan from the manifest alone (an object store): nothing listed or stat'ed, data files read
         #: conditionally (one replaced since: :meth:`object_changed`); a listing on ``refresh(listing=True)``
         self.from_manifest = store.plans_from_manifest and source is None and only is None and self.manifest.version > 0
-        # names only: stats taken now are not the first query's (a file rewritten in place before it: a wrong SKIP)
-        self._files, self._listed_now = self._discover(listing=not self.from_manifest, stats=False), False
+        # local: names only, stats taken now would not be the first query's (a file rewritten before it: a wrong SKIP)
+        self._files = self._discover(listing=not self.from_manifest, stats=not store.quick_reads)
+        self._listed_now = self._listed_now and not store.quick_reads  # (elsewhere a stat per file is a request)
         if self.from_manifest:  # pyarrow reads each data file as the object planned (If-Match)
             self.fs = conditional_filesystem(store, self._expected)
         self._schema: pa.Schema | None = schema if schema is not None else source.schema if source is not None else None
