@@ -127,7 +127,6 @@ SCRIPTS = {
     "arrowidx.polars": """
         import time; t0 = time.perf_counter()
         import arrowidx.polars, polars as pl
-        import pyarrow as pa; pa.scalar(1)  # (pyarrow imports pandas at its first conversion: an import too)
         t1 = time.perf_counter()
         n = arrowidx.polars.scan({root!r}).filter(pl.col({col!r}) == {value!r}).select("id").collect().height
     """,
