@@ -249,3 +249,22 @@ def test_a_small_segment_is_plain_arrow_ipc_and_a_large_one_lz4(n, compression):
     assert data == sink.getvalue().to_pybytes()
     got = FileTable([Segment(data, "s")], lambda d: d)
     assert {p: got[p] for p in got} == {d["path"]: _stored(d) for d in entries}
+
+
+@pytest.mark.parametrize("fids, next_fid", [
+    ([0, 1, 2], 3), ([2, -1, 0, -1], 3), ([], 0), ([-1, -1], 0),  # valid: distinct, below next_fid (-1: none)
+    ([0, 1, 1], 3), ([5, 3, 5, -1], 6), ([0, 3], 3), ([7], 7),  # a repeated fid, or one not below next_fid
+])  # fmt: skip
+def test_file_ids_must_be_distinct_and_below_next_fid(fids, next_fid):
+    """``check_fids`` refuses a file table whose ids repeat or reach ``next_fid`` (a
+    :class:`CorruptManifestError` naming the source), as the plain definition says."""
+    from arrowidx.errors import CorruptManifestError
+    from arrowidx.lake.manifest import check_fids
+
+    keyed = [f for f in fids if f >= 0]
+    valid = len(set(keyed)) == len(keyed) and all(f < next_fid for f in keyed)
+    if valid:
+        check_fids(np.array(fids, np.int64), next_fid, "m.json")
+    else:
+        with pytest.raises(CorruptManifestError, match="m.json"):
+            check_fids(np.array(fids, np.int64), next_fid, "m.json")
