@@ -710,7 +710,7 @@ class _NoPandas:
     """An import finder that says pandas is not installed (see :func:`run`)."""
 
     @staticmethod
-    def find_spec(name: str, path=None, target=None):  # noqa: ANN001, ANN205 - the finder protocol
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
         if name == "pandas":
             raise ModuleNotFoundError("pandas is not imported by the arrowidx program", name=name)
         return None
