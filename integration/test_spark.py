@@ -353,7 +353,7 @@ def _duckdb_filter(table: pa.Table, condition: str, spark) -> pa.Table:
     con = duckdb.connect()
     con.execute(f"SET TimeZone = '{spark.conf.get('spark.sql.session.timeZone')}'")
     con.register("battery", table.append_column("__row", pa.array(np.arange(table.num_rows))))
-    rows = con.execute(f"SELECT __row FROM battery WHERE {condition}").to_arrow_table().column(0)
+    rows = con.sql(f"SELECT __row FROM battery WHERE {condition}").to_arrow_table().column(0)
     return table.take(np.sort(rows.to_numpy()))
 
 
